@@ -1,0 +1,1 @@
+//! Criterion benchmarks of the FTL hot paths live in `benches/`.

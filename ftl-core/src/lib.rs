@@ -1,0 +1,2 @@
+#![no_std]
+pub mod policy {}

@@ -1,0 +1,24 @@
+//! # nand-hal: raw NAND flash, as the rest of the stack sees it
+//!
+//! This crate knows chips, not mapping. It owns:
+//! - [`Geometry`]: the shape of a device (page, spare, block, plane, LUN sizes), its partial-program
+//!   limit (NOP), its program-order rule, its ECC requirement and rated endurance;
+//! - the address newtypes [`BlockId`], [`PageId`], [`PlaneId`], [`LunId`] and how they relate;
+//! - [`NandFlash`], the one trait every device implements (the emulator in `sim-host`, the ONFI
+//!   driver, a board driver), with multi-plane operations that fall back to single-plane ones;
+//! - the error-kind pattern of embedded-hal: each device has its own error type, and every error
+//!   maps to a portable [`ErrorKind`].
+//!
+//! `#![no_std]`, no `alloc`, no floating point.
+#![no_std]
+#![deny(missing_docs)]
+
+mod address;
+mod error;
+mod flash;
+mod geometry;
+
+pub use address::{BlockId, LunId, PageId, PlaneId};
+pub use error::{Error, ErrorKind, ErrorType};
+pub use flash::{NandFlash, ProgramOp, ReadOp, MAX_PLANES};
+pub use geometry::{EccRequirement, Geometry, GeometryError};

@@ -1,0 +1,1 @@
+//! Integration, property and torture tests live in `tests/`.
