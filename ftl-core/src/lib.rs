@@ -1,2 +1,45 @@
+//! # ftl-core: a page-mapping flash translation layer for raw NAND
+//!
+//! `#![no_std]`, no `alloc`, no floating point. The caller lends every table (see [`RamLayout`]
+//! for the sizes as a function of the geometry) and the FTL never allocates.
+//!
+//! Mechanism lives here: the map ([`map`]), block states and pools ([`blocks`]), write frontiers
+//! ([`frontier`]), garbage collection ([`gc`]), wear leveling ([`wear`]), bad-block retirement,
+//! page metadata ([`meta`]), trims ([`journal`]), checkpoints ([`checkpoint`]) and power-loss
+//! recovery ([`recovery`]). Policy is a seam ([`policy`]): page codec, hot/cold classifier, GC
+//! victim choice and write placement, with the baseline's defaults.
+//!
+//! ```text
+//!  host: read / write / trim / flush
+//!        |
+//!   Ftl --+-- classifier -> placement -> frontier (per plane x stream) -> codec -> NandFlash
+//!        |                                   ^
+//!        +-- map (MappingTable) <-- gc (victim policy) / wear leveling / retirement
+//!        +-- journal (trims) + checkpoint  ->  recovery at mount
+//! ```
 #![no_std]
-pub mod policy {}
+#![deny(missing_docs)]
+
+mod fmt;
+
+pub mod blocks;
+pub mod checkpoint;
+mod config;
+mod counters;
+mod error;
+pub mod frontier;
+mod ftl;
+pub mod gc;
+pub mod journal;
+pub mod map;
+pub mod meta;
+pub mod policy;
+pub mod recovery;
+pub mod wear;
+
+pub use blocks::BlockInfo;
+pub use config::{checkpoint_blocks, Config, RamLayout, MAX_TOTAL_PLANES};
+pub use counters::Counters;
+pub use error::Error;
+pub use ftl::{Ftl, Memory};
+pub use map::{FlatMap, MappingTable};

@@ -1,0 +1,432 @@
+//! The block table: per-block state, erase count and valid-page count, and the intrusive lists
+//! that make the hot operations O(1) or O(pages per block):
+//! - per plane, a free list (erased blocks, and blocks waiting to be erased before use);
+//! - per plane, one bucket list per valid count of used blocks, so greedy GC finds the block with
+//!   the fewest valid pages by scanning at most `pages_per_block + 1` list heads;
+//! - one retire list of blocks whose program failed: GC moves their data and marks them bad.
+//!
+//! Guarantee: every block is in exactly the list its state and valid count name (or in none, for
+//! open, checkpoint, victim and bad blocks), and a plane's free count equals its free list length.
+
+use nand_hal::{BlockId, Geometry};
+
+use crate::config::MAX_TOTAL_PLANES;
+
+const NIL: u32 = u32::MAX;
+
+/// The state of a block.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum BlockState {
+    /// Erased and ready.
+    Free = 0,
+    /// Holds no live data but must be erased before use.
+    Dirty = 1,
+    /// A write frontier's open block.
+    Open = 2,
+    /// Closed, holding data.
+    Used = 3,
+    /// Holds the current checkpoint.
+    Checkpoint = 4,
+    /// Holds a checkpoint being written.
+    CheckpointNew = 5,
+    /// A program failed here: GC moves its data, then it is marked bad.
+    Retiring = 6,
+    /// Bad (factory or grown); never used.
+    Bad = 7,
+    /// Being collected by GC.
+    Victim = 8,
+}
+
+/// Flag: the block holds a journal page newer than the current checkpoint, so it must not be
+/// erased before the next checkpoint.
+pub const FLAG_LIVE_JOURNAL: u8 = 1;
+
+/// One block-table entry (16 bytes).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct BlockInfo {
+    /// Erases this block has seen.
+    pub erase_count: u32,
+    prev: u32,
+    next: u32,
+    /// Valid data pages in the block.
+    pub valid: u16,
+    /// [`BlockState`] as a byte.
+    state: u8,
+    /// `FLAG_*` bits.
+    pub flags: u8,
+}
+
+impl BlockInfo {
+    /// An entry for a block in no list.
+    pub const EMPTY: BlockInfo =
+        BlockInfo { erase_count: 0, prev: NIL, next: NIL, valid: 0, state: BlockState::Free as u8, flags: 0 };
+
+    /// The block's state.
+    pub fn state(&self) -> BlockState {
+        match self.state {
+            0 => BlockState::Free,
+            1 => BlockState::Dirty,
+            2 => BlockState::Open,
+            3 => BlockState::Used,
+            4 => BlockState::Checkpoint,
+            5 => BlockState::CheckpointNew,
+            6 => BlockState::Retiring,
+            7 => BlockState::Bad,
+            _ => BlockState::Victim,
+        }
+    }
+}
+
+/// `u32` list heads the block table needs for a geometry.
+pub const fn list_heads(geometry: &Geometry) -> usize {
+    (geometry.planes_per_lun * geometry.luns * (geometry.pages_per_block + 2) + 1) as usize
+}
+
+/// The block table over caller memory.
+pub struct BlockTable<'m> {
+    info: &'m mut [BlockInfo],
+    heads: &'m mut [u32],
+    geo: Geometry,
+    free: [u32; MAX_TOTAL_PLANES],
+}
+
+impl<'m> BlockTable<'m> {
+    /// A table over `info` (one per block) and `heads` ([`list_heads`] entries), all blocks
+    /// `Bad` and in no list until the caller sets them up.
+    pub fn new(geo: Geometry, info: &'m mut [BlockInfo], heads: &'m mut [u32]) -> Self {
+        let mut t = BlockTable { info, heads, geo, free: [0; MAX_TOTAL_PLANES] };
+        t.reset();
+        t
+    }
+
+    /// Forgets everything: all blocks bad with erase count 0, all lists empty.
+    pub fn reset(&mut self) {
+        for i in self.info.iter_mut() {
+            *i = BlockInfo { state: BlockState::Bad as u8, ..BlockInfo::EMPTY };
+        }
+        self.heads.fill(NIL);
+        self.free = [0; MAX_TOTAL_PLANES];
+    }
+
+    /// Blocks in the table.
+    pub fn len(&self) -> u32 {
+        self.info.len() as u32
+    }
+
+    /// Whether the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.info.is_empty()
+    }
+
+    /// The entry of block `b`.
+    #[inline]
+    pub fn get(&self, b: BlockId) -> &BlockInfo {
+        &self.info[b.0 as usize]
+    }
+
+    /// The state of block `b`.
+    #[inline]
+    pub fn state(&self, b: BlockId) -> BlockState {
+        self.info[b.0 as usize].state()
+    }
+
+    /// Sets the erase count of `b`.
+    pub fn set_erase_count(&mut self, b: BlockId, ec: u32) {
+        self.info[b.0 as usize].erase_count = ec;
+    }
+
+    /// Counts one more erase of `b`.
+    pub fn count_erase(&mut self, b: BlockId) {
+        let e = &mut self.info[b.0 as usize].erase_count;
+        *e = e.saturating_add(1);
+    }
+
+    /// Sets or clears flag bits of `b`.
+    pub fn set_flags(&mut self, b: BlockId, flags: u8, on: bool) {
+        let f = &mut self.info[b.0 as usize].flags;
+        if on {
+            *f |= flags;
+        } else {
+            *f &= !flags;
+        }
+    }
+
+    /// Clears `flags` on every block.
+    pub fn clear_flags_everywhere(&mut self, flags: u8) {
+        for i in self.info.iter_mut() {
+            i.flags &= !flags;
+        }
+    }
+
+    /// Free blocks (free and dirty) in device-wide plane `plane`.
+    #[inline]
+    pub fn free_count(&self, plane: u32) -> u32 {
+        self.free[plane as usize]
+    }
+
+    /// Free blocks in the whole device.
+    pub fn total_free(&self) -> u32 {
+        self.free.iter().sum()
+    }
+
+    fn plane(&self, b: BlockId) -> u32 {
+        self.geo.plane_index(b)
+    }
+
+    fn bucket_head(&self, plane: u32, valid: u32) -> usize {
+        (plane * (self.geo.pages_per_block + 2) + valid) as usize
+    }
+
+    fn free_head(&self, plane: u32) -> usize {
+        (plane * (self.geo.pages_per_block + 2) + self.geo.pages_per_block + 1) as usize
+    }
+
+    fn retire_head(&self) -> usize {
+        self.heads.len() - 1
+    }
+
+    /// The list head `b` belongs to in its current state, if any.
+    fn list_of(&self, b: BlockId) -> Option<usize> {
+        let i = &self.info[b.0 as usize];
+        match i.state() {
+            BlockState::Free | BlockState::Dirty => Some(self.free_head(self.plane(b))),
+            BlockState::Used => Some(self.bucket_head(self.plane(b), i.valid as u32)),
+            BlockState::Retiring => Some(self.retire_head()),
+            _ => None,
+        }
+    }
+
+    fn unlink(&mut self, b: BlockId) {
+        if let Some(h) = self.list_of(b) {
+            let (prev, next) = {
+                let i = &self.info[b.0 as usize];
+                (i.prev, i.next)
+            };
+            if prev == NIL {
+                self.heads[h] = next;
+            } else {
+                self.info[prev as usize].next = next;
+            }
+            if next != NIL {
+                self.info[next as usize].prev = prev;
+            }
+            let i = &mut self.info[b.0 as usize];
+            i.prev = NIL;
+            i.next = NIL;
+            if matches!(i.state(), BlockState::Free | BlockState::Dirty) {
+                let p = self.plane(b) as usize;
+                self.free[p] -= 1;
+            }
+        }
+    }
+
+    fn link(&mut self, b: BlockId) {
+        if let Some(h) = self.list_of(b) {
+            let old = self.heads[h];
+            if old != NIL {
+                self.info[old as usize].prev = b.0;
+            }
+            let i = &mut self.info[b.0 as usize];
+            i.prev = NIL;
+            i.next = old;
+            self.heads[h] = b.0;
+            if matches!(i.state(), BlockState::Free | BlockState::Dirty) {
+                let p = self.plane(b) as usize;
+                self.free[p] += 1;
+            }
+        }
+    }
+
+    /// Moves `b` to `state`, keeping the lists right.
+    pub fn set_state(&mut self, b: BlockId, state: BlockState) {
+        self.unlink(b);
+        self.info[b.0 as usize].state = state as u8;
+        self.link(b);
+    }
+
+    /// Sets the valid count of `b`.
+    pub fn set_valid(&mut self, b: BlockId, valid: u16) {
+        self.unlink(b);
+        self.info[b.0 as usize].valid = valid;
+        self.link(b);
+    }
+
+    /// One more valid page in `b`.
+    #[inline]
+    pub fn inc_valid(&mut self, b: BlockId) {
+        let v = self.info[b.0 as usize].valid.saturating_add(1);
+        self.set_valid(b, v);
+    }
+
+    /// One valid page fewer in `b`.
+    #[inline]
+    pub fn dec_valid(&mut self, b: BlockId) {
+        let v = self.info[b.0 as usize].valid.saturating_sub(1);
+        self.set_valid(b, v);
+    }
+
+    /// The used block with the fewest valid pages (but fewer than a full block) in `plane`.
+    pub fn min_valid(&self, plane: u32) -> Option<BlockId> {
+        self.view(plane).min_valid()
+    }
+
+    /// A read-only view of one plane, for victim policies.
+    pub fn view(&self, plane: u32) -> VictimView<'_> {
+        VictimView { info: &*self.info, heads: &*self.heads, geo: self.geo, free: self.free[plane as usize], plane }
+    }
+
+    /// The free block with the lowest erase count in `plane` (dynamic wear leveling).
+    pub fn coolest_free(&self, plane: u32) -> Option<BlockId> {
+        let mut cur = self.heads[self.free_head(plane)];
+        let mut best: Option<(u32, u32)> = None;
+        while cur != NIL {
+            let i = &self.info[cur as usize];
+            if best.is_none_or(|(_, ec)| i.erase_count < ec) {
+                best = Some((cur, i.erase_count));
+            }
+            cur = i.next;
+        }
+        best.map(|(b, _)| BlockId(b))
+    }
+
+    /// A block waiting to be retired, if any.
+    pub fn next_retiring(&self) -> Option<BlockId> {
+        let h = self.heads[self.retire_head()];
+        (h != NIL).then_some(BlockId(h))
+    }
+
+    /// Mount-time: sets a block's state, erase count and valid count without touching the lists
+    /// (call [`BlockTable::relink_all`] when done). The list links hold a 64-bit scratch value
+    /// meanwhile ([`BlockTable::raw_scratch`]).
+    pub(crate) fn raw_set(&mut self, b: BlockId, state: BlockState, erase_count: u32, valid: u16) {
+        let i = &mut self.info[b.0 as usize];
+        i.state = state as u8;
+        i.erase_count = erase_count;
+        i.valid = valid;
+    }
+
+    /// Mount-time: the block's state byte only.
+    pub(crate) fn raw_set_state(&mut self, b: BlockId, state: BlockState) {
+        self.info[b.0 as usize].state = state as u8;
+    }
+
+    /// Mount-time: stores a 64-bit scratch value in the list links.
+    pub(crate) fn raw_set_scratch(&mut self, b: BlockId, v: u64) {
+        let i = &mut self.info[b.0 as usize];
+        i.prev = v as u32;
+        i.next = (v >> 32) as u32;
+    }
+
+    /// Mount-time: the scratch value.
+    pub(crate) fn raw_scratch(&self, b: BlockId) -> u64 {
+        let i = &self.info[b.0 as usize];
+        i.prev as u64 | (i.next as u64) << 32
+    }
+
+    /// Mount-time: sets the valid count without touching the lists.
+    pub(crate) fn raw_set_valid(&mut self, b: BlockId, valid: u16) {
+        self.info[b.0 as usize].valid = valid;
+    }
+
+    /// Rebuilds every list from the blocks' states and valid counts.
+    pub(crate) fn relink_all(&mut self) {
+        self.heads.fill(NIL);
+        self.free = [0; MAX_TOTAL_PLANES];
+        for i in self.info.iter_mut() {
+            i.prev = NIL;
+            i.next = NIL;
+        }
+        for b in 0..self.info.len() as u32 {
+            self.link(BlockId(b));
+        }
+    }
+
+    /// Every block's entry, in block order.
+    pub fn iter(&self) -> impl Iterator<Item = (BlockId, &BlockInfo)> + '_ {
+        self.info.iter().enumerate().map(|(i, e)| (BlockId(i as u32), e))
+    }
+}
+
+/// What a victim policy may look at: one plane of the block table.
+pub struct VictimView<'a> {
+    info: &'a [BlockInfo],
+    heads: &'a [u32],
+    geo: Geometry,
+    free: u32,
+    plane: u32,
+}
+
+impl VictimView<'_> {
+    /// The device-wide plane index GC is cleaning.
+    pub fn plane(&self) -> u32 {
+        self.plane
+    }
+
+    /// The greedy choice: the used block with the fewest valid pages (fewer than a full block) in
+    /// this plane.
+    pub fn min_valid(&self) -> Option<BlockId> {
+        let base = self.plane * (self.geo.pages_per_block + 2);
+        (0..self.geo.pages_per_block).find_map(|v| {
+            let h = self.heads[(base + v) as usize];
+            (h != NIL).then_some(BlockId(h))
+        })
+    }
+
+    /// The entry of a block.
+    pub fn block(&self, b: BlockId) -> Option<&BlockInfo> {
+        self.info.get(b.0 as usize)
+    }
+
+    /// Free blocks in this plane.
+    pub fn free_blocks(&self) -> u32 {
+        self.free
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn geo() -> Geometry {
+        Geometry { pages_per_block: 4, blocks_per_plane: 4, planes_per_lun: 2, ..Geometry::MT29F4G08 }
+    }
+
+    #[test]
+    fn lists_follow_state_and_valid_count() {
+        let g = geo();
+        let mut info = [BlockInfo::EMPTY; 8];
+        let mut heads = [0u32; 1 + 2 * 6];
+        let mut t = BlockTable::new(g, &mut info, &mut heads);
+        for b in 0..8 {
+            t.set_erase_count(BlockId(b), 10 - b);
+            t.set_state(BlockId(b), BlockState::Free);
+        }
+        assert_eq!(t.free_count(0), 4);
+        assert_eq!(t.free_count(1), 4);
+        // Plane 0 holds even blocks; block 6 has the lowest erase count there.
+        assert_eq!(t.coolest_free(0), Some(BlockId(6)));
+        t.set_state(BlockId(6), BlockState::Open);
+        assert_eq!(t.free_count(0), 3);
+        for _ in 0..3 {
+            t.inc_valid(BlockId(6));
+        }
+        t.set_state(BlockId(6), BlockState::Used);
+        t.set_state(BlockId(4), BlockState::Used);
+        t.set_valid(BlockId(4), 4);
+        // A full block is never a victim.
+        assert_eq!(t.min_valid(0), Some(BlockId(6)));
+        t.dec_valid(BlockId(4));
+        t.dec_valid(BlockId(4));
+        assert_eq!(t.min_valid(0), Some(BlockId(4)));
+        assert_eq!(t.min_valid(1), None);
+        t.set_state(BlockId(4), BlockState::Retiring);
+        assert_eq!(t.next_retiring(), Some(BlockId(4)));
+        assert_eq!(t.min_valid(0), Some(BlockId(6)));
+        t.set_state(BlockId(4), BlockState::Bad);
+        assert_eq!(t.next_retiring(), None);
+        assert_eq!(t.total_free(), 6);
+    }
+}

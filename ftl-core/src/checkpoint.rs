@@ -1,0 +1,215 @@
+//! Checkpoints: the whole map, the block table's erase counts and bad flags, and the open write
+//! frontiers, written to dedicated blocks so that mount reads them instead of every page.
+//!
+//! A checkpoint is a stream of little-endian `u32` words over whole pages:
+//! header (16 words: magic, version, geometry, logical pages, page count, checkpoint sequence,
+//! next sequence), frontiers (`2 * MAX_TOTAL_PLANES * STREAMS` words: block, next page), one word
+//! per block (erase count, bit 31 = bad), one word per logical page (the map), and a CRC-32C of
+//! all words before it. Each page carries `PageKind::Checkpoint` metadata with the checkpoint's
+//! sequence number, its page index and the page count, and the codec's protection.
+//!
+//! Power-loss contract: the previous checkpoint's blocks are released only after the last page of
+//! the new one is programmed, so at every instant one complete checkpoint exists. Every page
+//! written after a checkpoint has a larger sequence number than it; every page before, a smaller.
+//! Writing a checkpoint also makes pending trims durable (the map already holds them) and ends the
+//! life of every journal page.
+
+use nand_hal::{BlockId, ErrorKind, Geometry, NandFlash};
+
+use crate::blocks::{BlockState, FLAG_LIVE_JOURNAL};
+use crate::config::MAX_TOTAL_PLANES;
+use crate::frontier::STREAMS;
+use crate::ftl::e_kind;
+use crate::map::{MappingTable, UNMAPPED};
+use crate::meta::{PageKind, PageMeta, CRC32C, META_LEN};
+use crate::policy::{PageCodec, PolicySet};
+use crate::{Error, Ftl};
+
+/// Header words.
+pub const HEADER_WORDS: u32 = 16;
+/// Header bytes.
+pub const HEADER_LEN: usize = HEADER_WORDS as usize * 4;
+/// "FLCK".
+pub const MAGIC: u32 = 0x4B43_4C46;
+/// Checkpoint format version.
+pub const VERSION: u32 = 1;
+/// Frontier words.
+pub const FRONTIER_WORDS: u32 = (2 * MAX_TOTAL_PLANES * STREAMS) as u32;
+/// Bit 31 of a block word: the block is bad.
+pub const BAD_BIT: u32 = 1 << 31;
+const ATTEMPTS: u32 = 4;
+
+/// Words in a checkpoint stream, CRC included.
+pub const fn checkpoint_words(geometry: &Geometry, logical_pages: u32) -> u64 {
+    HEADER_WORDS as u64 + FRONTIER_WORDS as u64 + geometry.total_blocks() as u64 + logical_pages as u64 + 1
+}
+
+/// Pages one checkpoint occupies.
+pub const fn checkpoint_pages(geometry: &Geometry, logical_pages: u32) -> u32 {
+    let per_page = geometry.data_bytes as u64 / 4;
+    if per_page == 0 {
+        return u32::MAX;
+    }
+    checkpoint_words(geometry, logical_pages).div_ceil(per_page) as u32
+}
+
+/// Which checkpoint is current and how far the log has grown since.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct CheckpointState {
+    /// Sequence number of the current checkpoint.
+    pub seq: u64,
+    /// Data blocks opened since it (bounds the replay of a mount).
+    pub blocks_since: u32,
+}
+
+/// The header a checkpoint of this FTL must carry (sequence words excluded).
+pub(crate) fn header_words(geo: &Geometry, logical_pages: u32, ckpt_seq: u64, next_seq: u64) -> [u32; 16] {
+    [
+        MAGIC,
+        VERSION,
+        geo.data_bytes,
+        geo.spare_bytes,
+        geo.pages_per_block,
+        geo.total_blocks(),
+        logical_pages,
+        checkpoint_pages(geo, logical_pages),
+        ckpt_seq as u32,
+        (ckpt_seq >> 32) as u32,
+        next_seq as u32,
+        (next_seq >> 32) as u32,
+        FRONTIER_WORDS,
+        0,
+        0,
+        0,
+    ]
+}
+
+impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
+    /// The `i`-th word of the checkpoint stream (CRC excluded).
+    fn checkpoint_word(&self, i: u64, header: &[u32; 16]) -> u32 {
+        let mut i = i;
+        if i < HEADER_WORDS as u64 {
+            return header[i as usize];
+        }
+        i -= HEADER_WORDS as u64;
+        if i < FRONTIER_WORDS as u64 {
+            let f = &self.frontiers[(i / 2) as usize];
+            return if i.is_multiple_of(2) { f.block } else { f.next_page };
+        }
+        i -= FRONTIER_WORDS as u64;
+        if i < self.geo.total_blocks() as u64 {
+            let info = self.blocks.get(BlockId(i as u32));
+            let bad = if info.state() == BlockState::Bad { BAD_BIT } else { 0 };
+            return (info.erase_count & !BAD_BIT) | bad;
+        }
+        i -= self.geo.total_blocks() as u64;
+        self.map.get(i as u32).map_or(UNMAPPED, |p| p.0)
+    }
+
+    /// Writes a checkpoint of the current state and makes it current.
+    pub(crate) fn write_checkpoint(&mut self) -> Result<(), Error> {
+        let mut last_err = Error::Device(ErrorKind::ProgramFailed);
+        for _ in 0..ATTEMPTS {
+            match self.try_write_checkpoint() {
+                Ok(true) => return Ok(()),
+                Ok(false) => continue,
+                Err(e) => {
+                    last_err = e;
+                    break;
+                }
+            }
+        }
+        self.release_blocks(BlockState::CheckpointNew);
+        Err(last_err)
+    }
+
+    /// One attempt; `Ok(false)` when a program failed (the block is retired, try again).
+    fn try_write_checkpoint(&mut self) -> Result<bool, Error> {
+        let d = self.geo.data_bytes as usize;
+        let ppb = self.geo.pages_per_block;
+        let spare_len = META_LEN + self.codec_len;
+        let ckpt_seq = self.seq;
+        self.seq += 1;
+        let header = header_words(&self.geo, self.cfg.logical_pages, ckpt_seq, self.seq);
+        let total_words = checkpoint_words(&self.geo, self.cfg.logical_pages);
+        let total_pages = checkpoint_pages(&self.geo, self.cfg.logical_pages);
+        let per_page = (d / 4) as u64;
+        let mut crc = CRC32C.digest();
+        let mut block = BlockId(0);
+        for p in 0..total_pages {
+            for j in 0..per_page {
+                let i = p as u64 * per_page + j;
+                let w = if i + 1 < total_words {
+                    let w = self.checkpoint_word(i, &header);
+                    crc.update(&w.to_le_bytes());
+                    w
+                } else if i + 1 == total_words {
+                    crc.clone().finalize()
+                } else {
+                    0
+                };
+                let o = j as usize * 4;
+                self.buf[o..o + 4].copy_from_slice(&w.to_le_bytes());
+            }
+            if p % ppb == 0 {
+                let plane = (0..self.geo.total_planes()).max_by_key(|&pl| self.blocks.free_count(pl)).unwrap_or(0);
+                block = match self.alloc_block(plane) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        self.release_blocks(BlockState::CheckpointNew);
+                        return Err(e);
+                    }
+                };
+                self.blocks.set_state(block, BlockState::CheckpointNew);
+            }
+            let page = self.geo.page(block, p % ppb);
+            let meta = PageMeta {
+                kind: PageKind::Checkpoint,
+                tag: p,
+                seq: ckpt_seq,
+                erase_count: self.blocks.get(block).erase_count,
+                aux: total_pages,
+            };
+            let (data, spare) = self.buf.split_at_mut(d);
+            meta.encode(&mut spare[..META_LEN]);
+            self.policies.codec().encode(data, &mut spare[META_LEN..spare_len]);
+            self.counters.nand_programs += 1;
+            self.counters.checkpoint_pages += 1;
+            match self.nand.program_page(page, &self.buf[..d], &self.buf[d..d + spare_len]) {
+                Ok(()) => {}
+                Err(e) if e_kind(&e) == ErrorKind::ProgramFailed => {
+                    self.counters.program_failures += 1;
+                    self.retire_now(block);
+                    self.release_blocks(BlockState::CheckpointNew);
+                    return Ok(false);
+                }
+                Err(e) => {
+                    self.release_blocks(BlockState::CheckpointNew);
+                    return Err(e.into());
+                }
+            }
+        }
+        // Commit: the new checkpoint is complete on flash; the old one may go.
+        self.release_blocks(BlockState::Checkpoint);
+        for b in 0..self.geo.total_blocks() {
+            if self.blocks.state(BlockId(b)) == BlockState::CheckpointNew {
+                self.blocks.set_state(BlockId(b), BlockState::Checkpoint);
+            }
+        }
+        self.ckpt = crate::checkpoint::CheckpointState { seq: ckpt_seq, blocks_since: 0 };
+        self.blocks.clear_flags_everywhere(FLAG_LIVE_JOURNAL);
+        self.trims.clear();
+        self.counters.checkpoints += 1;
+        self.dirty = false;
+        Ok(true)
+    }
+
+    /// Every block in `state` becomes dirty (free, erased before its next use).
+    fn release_blocks(&mut self, state: BlockState) {
+        for b in 0..self.geo.total_blocks() {
+            if self.blocks.state(BlockId(b)) == state {
+                self.blocks.set_state(BlockId(b), BlockState::Dirty);
+            }
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! FTL configuration and the RAM it needs, as a function of the geometry.
+//!
+//! All tunables of the baseline live in [`Config`]; [`RamLayout::new`] turns a geometry and a
+//! configuration into the exact sizes of the buffers the caller lends the FTL.
+
+use nand_hal::Geometry;
+
+use crate::{blocks::BlockInfo, meta::META_LEN, Error};
+
+/// Most device-wide planes (`planes_per_lun * luns`) the FTL drives.
+pub const MAX_TOTAL_PLANES: usize = 16;
+
+/// Tunables of the FTL. Build one with [`Config::for_utilization`] or
+/// [`Config::for_over_provisioning`] and adjust fields as needed.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Config {
+    /// Logical pages exported to the host.
+    pub logical_pages: u32,
+    /// GC runs in a plane while that plane has fewer free blocks than this.
+    pub gc_free_threshold: u32,
+    /// Static wear leveling moves the coldest block's data when the erase-count spread between the
+    /// most and the least worn good blocks exceeds this.
+    pub wear_spread_limit: u32,
+    /// Static wear leveling checks the spread once every this many erases.
+    pub wear_check_interval: u32,
+    /// A checkpoint is written after this many data blocks have been opened since the last one.
+    /// It bounds the work of mount after a power cut (at most this many blocks are scanned).
+    pub checkpoint_interval_blocks: u32,
+}
+
+impl Config {
+    /// Most blocks a mount replays after the checkpoint (bounds `checkpoint_interval_blocks`).
+    pub const MAX_REPLAY_BLOCKS: u32 = crate::recovery::MAX_REPLAY_BLOCKS as u32;
+
+    /// A configuration exporting `permille` thousandths of the raw pages (600 = 60% of raw
+    /// capacity in use when the device is full), with defaults for everything else.
+    pub const fn for_utilization(geometry: &Geometry, permille: u32) -> Config {
+        let logical = (geometry.total_pages() as u64 * permille as u64 / 1000) as u32;
+        Self::with_logical_pages(geometry, logical)
+    }
+
+    /// A configuration with `percent` over-provisioning in the SSD sense: physical pages =
+    /// logical pages * (1 + percent / 100).
+    pub const fn for_over_provisioning(geometry: &Geometry, percent: u32) -> Config {
+        let logical = (geometry.total_pages() as u64 * 100 / (100 + percent as u64)) as u32;
+        Self::with_logical_pages(geometry, logical)
+    }
+
+    /// Defaults around an explicit logical capacity.
+    pub const fn with_logical_pages(geometry: &Geometry, logical_pages: u32) -> Config {
+        let planes = geometry.planes_per_lun * geometry.luns;
+        let ckpt_blocks = checkpoint_blocks(geometry, logical_pages);
+        Config {
+            logical_pages,
+            gc_free_threshold: 2 + ckpt_blocks.div_ceil(if planes == 0 { 1 } else { planes }),
+            wear_spread_limit: 256,
+            wear_check_interval: 64,
+            checkpoint_interval_blocks: 64,
+        }
+    }
+
+    /// Checks the configuration against the geometry and the FTL's limits.
+    pub fn validate(&self, geometry: &Geometry, codec_spare: usize) -> Result<(), Error> {
+        geometry.validate().map_err(|_| Error::Config)?;
+        let planes = geometry.total_planes();
+        if planes as usize > MAX_TOTAL_PLANES
+            || geometry.pages_per_block < 2
+            || geometry.pages_per_block > u16::MAX as u32
+            || (geometry.spare_bytes as usize) < META_LEN + codec_spare
+            || geometry.data_bytes < crate::checkpoint::HEADER_LEN as u32
+            || self.logical_pages == 0
+            || self.gc_free_threshold < 2
+            || self.checkpoint_interval_blocks == 0
+            || self.checkpoint_interval_blocks > Self::MAX_REPLAY_BLOCKS - 4 * crate::frontier::STREAMS as u32 * planes
+            || self.wear_check_interval == 0
+        {
+            return Err(Error::Config);
+        }
+        // Physical room: every plane keeps its free reserve and one open block per stream, the
+        // checkpoint needs two generations, and a block's worth of slack per plane lets greedy GC
+        // always find a victim with an invalid page.
+        let ckpt = checkpoint_blocks(geometry, self.logical_pages) as u64;
+        let reserve_blocks = planes as u64 * (self.gc_free_threshold as u64 + crate::frontier::STREAMS as u64 + 1)
+            + 2 * ckpt;
+        let total = geometry.total_blocks() as u64;
+        if reserve_blocks >= total {
+            return Err(Error::Config);
+        }
+        let usable_pages = (total - reserve_blocks) * geometry.pages_per_block as u64;
+        if self.logical_pages as u64 > usable_pages {
+            return Err(Error::Config);
+        }
+        Ok(())
+    }
+}
+
+/// Blocks one checkpoint occupies.
+pub const fn checkpoint_blocks(geometry: &Geometry, logical_pages: u32) -> u32 {
+    let pages = crate::checkpoint::checkpoint_pages(geometry, logical_pages);
+    pages.div_ceil(if geometry.pages_per_block == 0 { 1 } else { geometry.pages_per_block })
+}
+
+/// The sizes of the buffers the caller lends the FTL (see [`crate::Memory`]).
+///
+/// RAM in bytes = `4 * logical_pages` (flat map) + `4 * ceil(total_pages / 32)` (valid bitmap) +
+/// `size_of::<BlockInfo>() * total_blocks` (16 bytes each: erase count, valid count, state, list
+/// links) + `4 * (total_planes * (pages_per_block + 2) + 1)` (list heads) + `data_bytes +
+/// spare_bytes` (one page buffer) + the `Ftl` struct itself (a few hundred bytes).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct RamLayout {
+    /// `u32` words of the flat map (`FlatMap`).
+    pub map_words: usize,
+    /// `u32` words of the valid-page bitmap.
+    pub valid_words: usize,
+    /// Entries of the block table.
+    pub blocks: usize,
+    /// `u32` list heads.
+    pub list_heads: usize,
+    /// Bytes of the page buffer.
+    pub page_buf: usize,
+}
+
+impl RamLayout {
+    /// The layout for a geometry and configuration.
+    pub const fn new(geometry: &Geometry, config: &Config) -> RamLayout {
+        RamLayout {
+            map_words: config.logical_pages as usize,
+            valid_words: (geometry.total_pages() as usize).div_ceil(32),
+            blocks: geometry.total_blocks() as usize,
+            list_heads: crate::blocks::list_heads(geometry),
+            page_buf: geometry.raw_page_bytes() as usize,
+        }
+    }
+
+    /// Total bytes, map included.
+    pub const fn total_bytes(&self) -> usize {
+        self.map_words * 4
+            + self.valid_words * 4
+            + self.blocks * core::mem::size_of::<BlockInfo>()
+            + self.list_heads * 4
+            + self.page_buf
+    }
+}

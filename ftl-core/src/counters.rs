@@ -1,0 +1,45 @@
+//! Counters of what the FTL did, for reports, tests and the simulator. They are plain integers,
+//! reset only by [`crate::Ftl::reset_counters`]; the NAND counts are the FTL's own view of the
+//! operations it issued (the device may count more, e.g. retries inside a driver).
+
+/// Operation counts.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Counters {
+    /// Logical pages read by the host.
+    pub host_read_pages: u64,
+    /// Logical pages written by the host.
+    pub host_write_pages: u64,
+    /// Logical pages trimmed by the host.
+    pub host_trim_pages: u64,
+    /// Host flushes.
+    pub host_flushes: u64,
+    /// NAND page reads issued (spare-only reads included).
+    pub nand_reads: u64,
+    /// NAND page programs issued (all kinds).
+    pub nand_programs: u64,
+    /// NAND block erases issued.
+    pub nand_erases: u64,
+    /// Valid pages copied by garbage collection (wear-leveling moves and retirement included).
+    pub gc_page_copies: u64,
+    /// Blocks collected by garbage collection.
+    pub gc_blocks: u64,
+    /// Blocks collected for static wear leveling.
+    pub wear_level_moves: u64,
+    /// Checkpoints written.
+    pub checkpoints: u64,
+    /// Pages programmed for checkpoints.
+    pub checkpoint_pages: u64,
+    /// Journal pages programmed (trims).
+    pub journal_pages: u64,
+    /// Program failures seen.
+    pub program_failures: u64,
+    /// Erase failures seen.
+    pub erase_failures: u64,
+    /// Blocks retired as bad at run time.
+    pub blocks_retired: u64,
+    /// NAND reads the last mount took.
+    pub mount_reads: u64,
+    /// Pages the last mount replayed after its checkpoint.
+    pub mount_replayed_pages: u64,
+}

@@ -1,0 +1,381 @@
+//! The FTL: a logical block device of whole NAND pages over a [`NandFlash`].
+//!
+//! This module owns the public API (`format`, `mount`, `read`, `write`, `trim`, `flush`,
+//! `unmount`) and the bookkeeping every path shares: map updates with the valid-page bitmap and
+//! the block table's valid counts. The other concepts live in their own modules as `impl` blocks
+//! on [`Ftl`]: `frontier` (allocation and appending pages), `gc`, `wear`, `journal` (trims),
+//! `checkpoint`, `recovery` (mount).
+//!
+//! Guarantees (tested in `tests/`):
+//! 1. After `flush` returns Ok, every acknowledged write and trim survives any later power cut.
+//! 2. A page written (or trimmed) after the last flush reads back after a cut and remount as
+//!    either its old or its new content, never anything else; mount after a cut never fails
+//!    because of the cut.
+//! 3. Nothing the outside world can cause panics: errors come back as [`Error`] and leave the
+//!    state consistent.
+
+use nand_hal::{BlockId, Geometry, NandFlash, PageId};
+
+use crate::blocks::{BlockInfo, BlockState, BlockTable};
+use crate::checkpoint::CheckpointState;
+use crate::config::{Config, RamLayout, MAX_TOTAL_PLANES};
+use crate::frontier::{Frontier, STREAMS};
+use crate::journal::PendingTrims;
+use crate::map::{FlatMap, MappingTable};
+use crate::meta::{PageKind, PageMeta, SpareState, META_LEN};
+use crate::policy::{Classifier, DefaultPolicies, Destination, PageCodec, Placement, PolicySet, WriteRequest};
+use crate::wear::WearState;
+use crate::{Counters, Error};
+
+/// Memory the caller lends the FTL (sizes from [`RamLayout`]); the map is passed separately.
+pub struct Memory<'m> {
+    /// Valid-page bitmap, [`RamLayout::valid_words`] words.
+    pub valid: &'m mut [u32],
+    /// Block table, [`RamLayout::blocks`] entries.
+    pub blocks: &'m mut [BlockInfo],
+    /// List heads, [`RamLayout::list_heads`] words.
+    pub list_heads: &'m mut [u32],
+    /// One raw page (data + spare), [`RamLayout::page_buf`] bytes.
+    pub page_buf: &'m mut [u8],
+}
+
+/// A page-mapping FTL over a NAND device `N`, with policies `P` and mapping table `M`.
+pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable = FlatMap<'m>> {
+    pub(crate) nand: N,
+    pub(crate) policies: P,
+    pub(crate) map: M,
+    pub(crate) geo: Geometry,
+    pub(crate) cfg: Config,
+    pub(crate) blocks: BlockTable<'m>,
+    pub(crate) valid: &'m mut [u32],
+    pub(crate) buf: &'m mut [u8],
+    pub(crate) frontiers: [Frontier; MAX_TOTAL_PLANES * STREAMS],
+    pub(crate) trims: PendingTrims,
+    /// The next sequence number to give a page.
+    pub(crate) seq: u64,
+    pub(crate) ckpt: CheckpointState,
+    pub(crate) wear: WearState,
+    pub(crate) next_plane: u32,
+    pub(crate) counters: Counters,
+    pub(crate) codec_len: usize,
+    /// Whether anything changed since the last checkpoint (for `unmount`).
+    pub(crate) dirty: bool,
+}
+
+impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
+    fn new(nand: N, policies: P, map: M, mem: Memory<'m>, cfg: Config) -> Result<Self, Error> {
+        let geo = nand.geometry();
+        let codec_len = policies.codec_ref().spare_len();
+        cfg.validate(&geo, codec_len)?;
+        let lay = RamLayout::new(&geo, &cfg);
+        if mem.valid.len() != lay.valid_words
+            || mem.blocks.len() != lay.blocks
+            || mem.list_heads.len() != lay.list_heads
+            || mem.page_buf.len() != lay.page_buf
+            || map.len() != cfg.logical_pages
+            || !geo.data_bytes.is_multiple_of(4)
+        {
+            return Err(Error::Memory);
+        }
+        Ok(Ftl {
+            nand,
+            policies,
+            map,
+            geo,
+            cfg,
+            blocks: BlockTable::new(geo, mem.blocks, mem.list_heads),
+            valid: mem.valid,
+            buf: mem.page_buf,
+            frontiers: [Frontier::NONE; MAX_TOTAL_PLANES * STREAMS],
+            trims: PendingTrims::new(),
+            seq: 1,
+            ckpt: CheckpointState::default(),
+            wear: WearState::default(),
+            next_plane: 0,
+            counters: Counters::default(),
+            codec_len,
+            dirty: false,
+        })
+    }
+
+    /// Formats the device (erasing every good block, skipping factory bad ones, keeping the erase
+    /// counts an earlier format left in the blocks) and returns it mounted and empty.
+    pub fn format(nand: N, policies: P, map: M, mem: Memory<'m>, cfg: Config) -> Result<Self, Error> {
+        let mut ftl = Self::new(nand, policies, map, mem, cfg)?;
+        ftl.format_device()?;
+        Ok(ftl)
+    }
+
+    /// Mounts a formatted device: loads the newest checkpoint and replays what was written since.
+    pub fn mount(nand: N, policies: P, map: M, mem: Memory<'m>, cfg: Config) -> Result<Self, Error> {
+        let mut ftl = Self::new(nand, policies, map, mem, cfg)?;
+        ftl.recover()?;
+        Ok(ftl)
+    }
+
+    /// Flushes, writes a checkpoint (so the next mount reads little) and returns the device.
+    pub fn unmount(mut self) -> Result<N, Error> {
+        self.flush()?;
+        if self.dirty {
+            self.write_checkpoint()?;
+        }
+        Ok(self.nand)
+    }
+
+    /// Gives the device back without writing anything, as a power cut would.
+    pub fn into_nand(self) -> N {
+        self.nand
+    }
+
+    /// The device.
+    pub fn nand(&self) -> &N {
+        &self.nand
+    }
+
+    /// The device, mutably (for test harnesses that inject faults).
+    pub fn nand_mut(&mut self) -> &mut N {
+        &mut self.nand
+    }
+
+    /// The policies.
+    pub fn policies_mut(&mut self) -> &mut P {
+        &mut self.policies
+    }
+
+    /// Logical pages exported.
+    pub fn capacity_pages(&self) -> u32 {
+        self.cfg.logical_pages
+    }
+
+    /// Bytes per logical page.
+    pub fn page_bytes(&self) -> u32 {
+        self.geo.data_bytes
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The device geometry.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geo
+    }
+
+    /// Operation counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Zeroes the operation counters.
+    pub fn reset_counters(&mut self) {
+        let mount_reads = self.counters.mount_reads;
+        self.counters = Counters { mount_reads, ..Counters::default() };
+    }
+
+    /// Erase count of every block, in block order (bad blocks included).
+    pub fn erase_counts(&self) -> impl Iterator<Item = (BlockId, u32, bool)> + '_ {
+        self.blocks.iter().map(|(b, i)| (b, i.erase_count, i.state() == BlockState::Bad))
+    }
+
+    /// Bytes of RAM this FTL uses in caller memory plus its own struct.
+    pub fn ram_bytes(&self) -> usize {
+        RamLayout::new(&self.geo, &self.cfg).total_bytes() + core::mem::size_of::<Self>()
+    }
+
+    fn check_range(&self, lpn: u32, bytes: usize) -> Result<u32, Error> {
+        let pb = self.geo.data_bytes as usize;
+        if bytes == 0 || !bytes.is_multiple_of(pb) {
+            return Err(Error::BufferSize);
+        }
+        let n = (bytes / pb) as u64;
+        if lpn as u64 + n > self.cfg.logical_pages as u64 {
+            return Err(Error::OutOfRange);
+        }
+        Ok(n as u32)
+    }
+
+    /// Reads whole logical pages starting at `lpn` into `buf` (a multiple of the page size).
+    /// Pages never written or trimmed read as zeros.
+    pub fn read(&mut self, lpn: u32, buf: &mut [u8]) -> Result<(), Error> {
+        let n = self.check_range(lpn, buf.len())?;
+        let pb = self.geo.data_bytes as usize;
+        for (i, chunk) in buf.chunks_exact_mut(pb).enumerate().take(n as usize) {
+            self.read_one(lpn + i as u32, chunk)?;
+        }
+        self.counters.host_read_pages += n as u64;
+        Ok(())
+    }
+
+    fn read_one(&mut self, lpn: u32, out: &mut [u8]) -> Result<(), Error> {
+        let Some(page) = self.map.get(lpn) else {
+            out.fill(0);
+            return Ok(());
+        };
+        let d = self.geo.data_bytes as usize;
+        let spare_len = META_LEN + self.codec_len;
+        self.counters.nand_reads += 1;
+        self.nand.read_page(page, out, &mut self.buf[d..d + spare_len])?;
+        match PageMeta::decode(&self.buf[d..d + spare_len]) {
+            SpareState::Valid(m) if m.kind == PageKind::Data && m.tag == lpn => {}
+            _ => return Err(Error::Uncorrectable { lpn }),
+        }
+        let stored = &self.buf[d + META_LEN..d + spare_len];
+        self.policies.codec().decode(out, stored).map_err(|_| Error::Uncorrectable { lpn })?;
+        Ok(())
+    }
+
+    /// Writes whole logical pages starting at `lpn` from `data` (a multiple of the page size).
+    /// Each page is on flash when this returns; it survives a power cut once `flush` returns.
+    pub fn write(&mut self, lpn: u32, data: &[u8]) -> Result<(), Error> {
+        let n = self.check_range(lpn, data.len())?;
+        let pb = self.geo.data_bytes as usize;
+        let req = WriteRequest { lpn, pages: n, page_bytes: self.geo.data_bytes };
+        let temp = self.policies.classifier().classify_request(&req);
+        for (i, chunk) in data.chunks_exact(pb).enumerate() {
+            let l = lpn + i as u32;
+            let t = self.policies.classifier().classify_page(l, temp);
+            let Destination::FirstWrite(stream) = self.policies.placement().place(l, t);
+            let plane = self.next_plane;
+            self.next_plane = (self.next_plane + 1) % self.geo.total_planes();
+            let page = self.append_host(plane, stream, l, chunk)?;
+            self.remap(l, Some(page));
+            self.counters.host_write_pages += 1;
+        }
+        self.maintenance()
+    }
+
+    /// Trims `count` logical pages from `lpn`: they read as zeros from now on (durably after the
+    /// next `flush`).
+    pub fn trim(&mut self, lpn: u32, count: u32) -> Result<(), Error> {
+        if count == 0 {
+            return Ok(());
+        }
+        if lpn as u64 + count as u64 > self.cfg.logical_pages as u64 {
+            return Err(Error::OutOfRange);
+        }
+        if self.trims.is_full() {
+            self.write_journal()?;
+        }
+        for l in lpn..lpn + count {
+            self.remap(l, None);
+        }
+        self.trims.push(lpn, count);
+        self.counters.host_trim_pages += count as u64;
+        self.dirty = true;
+        self.maintenance()
+    }
+
+    /// Makes every acknowledged write and trim durable.
+    pub fn flush(&mut self) -> Result<(), Error> {
+        self.counters.host_flushes += 1;
+        if !self.trims.is_empty() {
+            self.write_journal()?;
+        }
+        self.maintenance()
+    }
+
+    /// Work deferred to the end of a host operation: retiring failed blocks, static wear leveling.
+    fn maintenance(&mut self) -> Result<(), Error> {
+        self.retire_pending()?;
+        self.wear_level_pending()
+    }
+
+    /// Points `lpn` at `page` (or unmaps it), keeping the valid bitmap and counts right.
+    pub(crate) fn remap(&mut self, lpn: u32, page: Option<PageId>) {
+        let old = self.map.set(lpn, page);
+        if let Some(o) = old {
+            self.set_valid_bit(o, false);
+        }
+        if let Some(p) = page {
+            self.set_valid_bit(p, true);
+        }
+        self.dirty = true;
+    }
+
+    pub(crate) fn is_valid_page(&self, p: PageId) -> bool {
+        self.valid.get(p.0 as usize / 32).is_some_and(|w| w & (1 << (p.0 % 32)) != 0)
+    }
+
+    fn set_valid_bit(&mut self, p: PageId, on: bool) {
+        let Some(w) = self.valid.get_mut(p.0 as usize / 32) else { return };
+        let bit = 1u32 << (p.0 % 32);
+        let was = *w & bit != 0;
+        if was == on {
+            return;
+        }
+        if on {
+            *w |= bit;
+            self.blocks.inc_valid(self.geo.block_of(p));
+        } else {
+            *w &= !bit;
+            self.blocks.dec_valid(self.geo.block_of(p));
+        }
+    }
+
+    /// Format: erase all good blocks, write the first checkpoint.
+    fn format_device(&mut self) -> Result<(), Error> {
+        self.blocks.reset();
+        self.map.clear();
+        self.valid.fill(0);
+        let d = self.geo.data_bytes as usize;
+        for b in 0..self.geo.total_blocks() {
+            let b = BlockId(b);
+            self.counters.nand_reads += 2;
+            if self.nand.is_bad(b)? {
+                continue;
+            }
+            // Keep the wear an earlier format recorded.
+            self.counters.nand_reads += 1;
+            self.nand.read_spare(self.geo.page(b, 0), &mut self.buf[d..d + META_LEN])?;
+            let ec = match PageMeta::decode(&self.buf[d..d + META_LEN]) {
+                SpareState::Valid(m) => m.erase_count,
+                _ => 0,
+            };
+            self.blocks.set_erase_count(b, ec);
+            self.blocks.set_state(b, BlockState::Dirty);
+            self.erase_free_block(b)?;
+        }
+        self.seq = 1;
+        self.write_checkpoint()
+    }
+
+    /// Erases a block that holds nothing live; on erase failure it is marked bad. Leaves it Free
+    /// (or Bad).
+    pub(crate) fn erase_free_block(&mut self, b: BlockId) -> Result<(), Error> {
+        self.counters.nand_erases += 1;
+        match self.nand.erase_block(b) {
+            Ok(()) => {
+                self.blocks.count_erase(b);
+                self.blocks.set_state(b, BlockState::Free);
+                self.note_erase(b);
+                Ok(())
+            }
+            Err(e) if e_kind(&e) == nand_hal::ErrorKind::EraseFailed => {
+                self.counters.erase_failures += 1;
+                self.retire_now(b);
+                Ok(())
+            }
+            Err(e) => {
+                self.blocks.set_state(b, BlockState::Dirty);
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Marks a block bad on flash (best effort) and in the table.
+    pub(crate) fn retire_now(&mut self, b: BlockId) {
+        crate::fmt::warn!("retiring block {}", b.0);
+        // A device that cannot even take the marker still has the block out of use in RAM; the
+        // checkpoint records it as bad.
+        self.counters.nand_programs += 1;
+        let _ = self.nand.mark_bad(b);
+        self.blocks.set_state(b, BlockState::Bad);
+        self.counters.blocks_retired += 1;
+        self.dirty = true;
+    }
+}
+
+pub(crate) fn e_kind<E: nand_hal::Error>(e: &E) -> nand_hal::ErrorKind {
+    e.kind()
+}

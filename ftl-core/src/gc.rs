@@ -1,0 +1,142 @@
+//! Garbage collection: moving a block's valid pages to the GC stream of its plane and erasing
+//! (or, for a failing block, retiring) it.
+//!
+//! Victims come from the [`crate::policy::VictimPolicy`] (greedy by default). A victim is taken
+//! out of the lists while it is collected and put back if an error stops the collection, so a
+//! failure in the middle of a copy (program failure on the destination, power loss) never loses
+//! data: the victim keeps every page not yet copied, and each copy is mapped only once programmed.
+//! Before an erase, pending trims are journaled (the trimmed pages were not copied) and a block
+//! with a live journal page triggers a checkpoint first.
+
+use nand_hal::{BlockId, NandFlash, PageId};
+
+use crate::blocks::{BlockState, FLAG_LIVE_JOURNAL};
+use crate::frontier::Source;
+use crate::map::MappingTable;
+use crate::meta::{PageKind, PageMeta, SpareState, META_LEN};
+use crate::policy::{PageCodec, PolicySet, Stream, VictimAction, VictimPolicy};
+use crate::{Error, Ftl};
+
+/// What happens to a collected block.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Finish {
+    /// Erase it and free it.
+    Erase,
+    /// Mark it bad.
+    Retire,
+}
+
+impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
+    /// Collects one victim in `plane`; false if the plane has none.
+    pub(crate) fn gc_one(&mut self, plane: u32) -> Result<bool, Error> {
+        let view = self.blocks.view(plane);
+        let Some(victim) = self.policies.victim().select(&view) else { return Ok(false) };
+        let VictimAction::Erase = self.policies.victim().action(&view, victim);
+        if !self.geo.contains_block(victim)
+            || self.geo.plane_index(victim) != plane
+            || self.blocks.state(victim) != BlockState::Used
+        {
+            return Ok(false);
+        }
+        self.collect(victim, Finish::Erase)?;
+        self.counters.gc_blocks += 1;
+        Ok(true)
+    }
+
+    /// Moves the valid pages of `b` away, then erases or retires it.
+    pub(crate) fn collect(&mut self, b: BlockId, finish: Finish) -> Result<(), Error> {
+        let before = self.blocks.state(b);
+        self.blocks.set_state(b, BlockState::Victim);
+        if let Err(e) = self.move_valid_pages(b) {
+            self.blocks.set_state(b, before);
+            return Err(e);
+        }
+        match finish {
+            Finish::Erase => {
+                let prepared = if !self.trims.is_empty() { self.write_journal() } else { Ok(()) };
+                let prepared = prepared.and_then(|_| {
+                    if self.blocks.get(b).flags & FLAG_LIVE_JOURNAL != 0 {
+                        self.write_checkpoint()
+                    } else {
+                        Ok(())
+                    }
+                });
+                if let Err(e) = prepared {
+                    self.blocks.set_state(b, before);
+                    return Err(e);
+                }
+                self.blocks.set_state(b, BlockState::Dirty);
+                self.erase_free_block(b)
+            }
+            Finish::Retire => {
+                self.retire_now(b);
+                Ok(())
+            }
+        }
+    }
+
+    fn move_valid_pages(&mut self, b: BlockId) -> Result<(), Error> {
+        let plane = self.geo.plane_index(b);
+        for i in 0..self.geo.pages_per_block {
+            let page = self.geo.page(b, i);
+            if self.is_valid_page(page) {
+                self.relocate(page, plane)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies one valid page to the GC stream of `plane` and remaps it.
+    pub(crate) fn relocate(&mut self, page: PageId, plane: u32) -> Result<(), Error> {
+        let d = self.geo.data_bytes as usize;
+        let spare_len = META_LEN + self.codec_len;
+        self.counters.nand_reads += 1;
+        {
+            let (data, spare) = self.buf.split_at_mut(d);
+            self.nand.read_page(page, data, &mut spare[..spare_len])?;
+        }
+        let lpn = match PageMeta::decode(&self.buf[d..d + spare_len]) {
+            SpareState::Valid(m) if m.kind == PageKind::Data && self.map.get(m.tag) == Some(page) => Some(m.tag),
+            _ => self.find_lpn(page),
+        };
+        let Some(lpn) = lpn else {
+            // Not mapped after all: nothing to move.
+            self.remap_page_invalid(page);
+            return Ok(());
+        };
+        // Correct what the codec can before copying; data it cannot correct is copied raw, so
+        // reads keep reporting it as uncorrectable instead of returning wrong data.
+        let encode = {
+            let (data, spare) = self.buf.split_at_mut(d);
+            matches!(self.policies.codec().decode(data, &spare[META_LEN..spare_len]), Ok(n) if n > 0)
+        };
+        let new = self.append(plane, Stream::Gc, PageKind::Data, lpn, 0, Source::Buffer { encode })?;
+        self.remap(lpn, Some(new));
+        self.counters.gc_page_copies += 1;
+        Ok(())
+    }
+
+    /// The logical page mapped to `page`, by searching the map (used only when the spare cannot be
+    /// trusted).
+    fn find_lpn(&self, page: PageId) -> Option<u32> {
+        (0..self.map.len()).find(|&l| self.map.get(l) == Some(page))
+    }
+
+    fn remap_page_invalid(&mut self, page: PageId) {
+        if let Some(w) = self.valid.get_mut(page.0 as usize / 32) {
+            let bit = 1u32 << (page.0 % 32);
+            if *w & bit != 0 {
+                *w &= !bit;
+                self.blocks.dec_valid(self.geo.block_of(page));
+            }
+        }
+    }
+
+    /// Retires every block a program failed on: moves its data, then marks it bad.
+    pub(crate) fn retire_pending(&mut self) -> Result<(), Error> {
+        while let Some(b) = self.blocks.next_retiring() {
+            self.collect(b, Finish::Retire)?;
+        }
+        Ok(())
+    }
+}

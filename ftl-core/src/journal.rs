@@ -1,0 +1,121 @@
+//! Trims, made durable by journal pages.
+//!
+//! A trim takes effect in RAM at once and is remembered as a pending range. `flush`, a full
+//! pending list, or GC about to erase a block (whose trimmed pages it did not copy) writes the
+//! pending ranges as one journal page in the sequence space of data pages, so mount replays trims
+//! and writes in the order they happened. A block holding a journal page newer than the current
+//! checkpoint is flagged and is never erased before the next checkpoint, which makes the journal
+//! page obsolete.
+//!
+//! Journal page data: `count: u32`, then `count` pairs `(first_lpn: u32, pages: u32)`.
+
+use nand_hal::NandFlash;
+
+use crate::blocks::FLAG_LIVE_JOURNAL;
+use crate::frontier::Source;
+use crate::map::MappingTable;
+use crate::meta::PageKind;
+use crate::policy::{PolicySet, Stream};
+use crate::{Error, Ftl};
+
+/// Pending trim ranges held in RAM before a journal page is written (needs 4 + 8 * this bytes
+/// of page data).
+pub const MAX_PENDING_TRIMS: usize = 32;
+
+/// Trim ranges not yet on flash.
+#[derive(Clone, Debug)]
+pub struct PendingTrims {
+    ranges: [(u32, u32); MAX_PENDING_TRIMS],
+    len: usize,
+}
+
+impl PendingTrims {
+    pub(crate) const fn new() -> Self {
+        PendingTrims { ranges: [(0, 0); MAX_PENDING_TRIMS], len: 0 }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub(crate) fn is_full(&self) -> bool {
+        self.len == MAX_PENDING_TRIMS
+    }
+
+    /// Adds a range, merging it into the last one when they touch. The caller makes room first.
+    pub(crate) fn push(&mut self, lpn: u32, count: u32) {
+        if let Some(last) = self.ranges[..self.len].last_mut() {
+            if last.0 as u64 + last.1 as u64 == lpn as u64 {
+                last.1 += count;
+                return;
+            }
+        }
+        if self.len < MAX_PENDING_TRIMS {
+            self.ranges[self.len] = (lpn, count);
+            self.len += 1;
+        }
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    fn serialize(&self, out: &mut [u8]) {
+        out.fill(0);
+        out[0..4].copy_from_slice(&(self.len as u32).to_le_bytes());
+        for (i, (a, n)) in self.ranges[..self.len].iter().enumerate() {
+            let o = 4 + 8 * i;
+            out[o..o + 4].copy_from_slice(&a.to_le_bytes());
+            out[o + 4..o + 8].copy_from_slice(&n.to_le_bytes());
+        }
+    }
+}
+
+/// The ranges of a journal page's data holding `count` entries (count already bounded).
+pub(crate) fn journal_entries(data: &[u8], count: u32) -> impl Iterator<Item = (u32, u32)> + '_ {
+    let w = |o: usize| u32::from_le_bytes([data[o], data[o + 1], data[o + 2], data[o + 3]]);
+    (0..count as usize).map(move |i| (w(4 + 8 * i), w(8 + 8 * i)))
+}
+
+/// Most entries a journal page of `data_bytes` can hold.
+pub(crate) const fn journal_capacity(data_bytes: u32) -> u32 {
+    (data_bytes - 4) / 8
+}
+
+impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
+    /// Writes the pending trims as one journal page (on the GC stream, so it never triggers GC).
+    pub(crate) fn write_journal(&mut self) -> Result<(), Error> {
+        let d = self.geo.data_bytes as usize;
+        self.trims.serialize(&mut self.buf[..d]);
+        let count = self.trims.len as u32;
+        let plane = self.next_plane;
+        let page = self.append(plane, Stream::Gc, PageKind::Journal, count, 0, Source::Buffer { encode: true })?;
+        self.blocks.set_flags(self.geo.block_of(page), FLAG_LIVE_JOURNAL, true);
+        self.trims.clear();
+        self.counters.journal_pages += 1;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_merge_and_serialize() {
+        let mut t = PendingTrims::new();
+        t.push(10, 5);
+        t.push(15, 2);
+        t.push(3, 1);
+        assert_eq!(t.len, 2);
+        let mut page = [0xAAu8; 64];
+        t.serialize(&mut page);
+        let got: [(u32, u32); 2] = {
+            let mut it = journal_entries(&page, 2);
+            [it.next().unwrap(), it.next().unwrap()]
+        };
+        assert_eq!(got, [(10, 7), (3, 1)]);
+        assert_eq!(u32::from_le_bytes([page[0], page[1], page[2], page[3]]), 2);
+        assert!(journal_capacity(512) as usize >= MAX_PENDING_TRIMS);
+    }
+}
