@@ -1,10 +1,11 @@
 //! Write frontiers and block allocation.
 //!
 //! Each plane has one open block per [`Stream`] (host, cold, GC). Pages of an open block are
-//! taken in order; a full block becomes `Used`. Opening a block for a host stream first runs GC
-//! until the plane has its free reserve (GC's own stream never triggers GC, so GC cannot recurse),
-//! writes a checkpoint when enough blocks were opened since the last one, and takes the free block
-//! with the lowest erase count (dynamic wear leveling), erasing it first if it is dirty.
+//! taken in order; a full block becomes `Used`. Before a host stream opens a block, GC runs until
+//! the plane has its free reserve (GC's own stream never triggers GC, so GC cannot recurse), and a
+//! checkpoint is written when enough blocks were opened since the last one (see
+//! [`Ftl::ensure_frontier`]). A new block is the free block with the lowest erase count (dynamic
+//! wear leveling), erased first if it is dirty.
 //!
 //! [`Ftl::append`] programs one page with its metadata and codec bytes. A program failure voids
 //! the page, sends the block to retirement, and retries on a fresh block with a new sequence
@@ -150,13 +151,30 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(page)
     }
 
-    fn open_block(&mut self, plane: u32, stream: Stream) -> Result<(), Error> {
+    /// Makes sure the frontier of (`plane`, `stream`) has an open block. This is the only place
+    /// that runs GC (for host streams, when the plane is below its free reserve) and writes
+    /// periodic checkpoints; both use the page buffer, so it is called only where the buffer holds
+    /// nothing: before a host page is appended, before GC reads a page to move it, before a
+    /// journal page is assembled.
+    pub(crate) fn ensure_frontier(&mut self, plane: u32, stream: Stream) -> Result<(), Error> {
+        let i = Self::frontier_index(plane, stream);
+        if self.frontiers[i].block != NIL {
+            return Ok(());
+        }
         if stream != Stream::Gc {
             self.ensure_free(plane)?;
         }
         if self.ckpt.blocks_since >= self.cfg.checkpoint_interval_blocks {
             self.write_checkpoint()?;
         }
+        if self.frontiers[i].block == NIL {
+            self.open_block(plane, stream)?;
+        }
+        Ok(())
+    }
+
+    /// Opens a fresh block on a frontier (no GC, no checkpoint: safe with data in the buffer).
+    fn open_block(&mut self, plane: u32, stream: Stream) -> Result<(), Error> {
         let b = self.alloc_block(plane)?;
         self.blocks.set_state(b, BlockState::Open);
         self.frontiers[Self::frontier_index(plane, stream)] = Frontier { block: b.0, next_page: 0 };

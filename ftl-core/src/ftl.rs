@@ -238,6 +238,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             let Destination::FirstWrite(stream) = self.policies.placement().place(l, t);
             let plane = self.next_plane;
             self.next_plane = (self.next_plane + 1) % self.geo.total_planes();
+            self.ensure_frontier(plane, stream)?;
             let page = self.append_host(plane, stream, l, chunk)?;
             self.remap(l, Some(page));
             self.counters.host_write_pages += 1;

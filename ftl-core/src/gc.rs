@@ -90,6 +90,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     pub(crate) fn relocate(&mut self, page: PageId, plane: u32) -> Result<(), Error> {
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
+        self.ensure_frontier(plane, Stream::Gc)?;
         self.counters.nand_reads += 1;
         {
             let (data, spare) = self.buf.split_at_mut(d);

@@ -86,9 +86,14 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Writes the pending trims as one journal page (on the GC stream, so it never triggers GC).
     pub(crate) fn write_journal(&mut self) -> Result<(), Error> {
         let d = self.geo.data_bytes as usize;
+        let plane = self.next_plane;
+        self.ensure_frontier(plane, Stream::Gc)?;
+        if self.trims.is_empty() {
+            // The checkpoint that ensure_frontier may have written made them durable already.
+            return Ok(());
+        }
         self.trims.serialize(&mut self.buf[..d]);
         let count = self.trims.len as u32;
-        let plane = self.next_plane;
         let page = self.append(plane, Stream::Gc, PageKind::Journal, count, 0, Source::Buffer { encode: true })?;
         self.blocks.set_flags(self.geo.block_of(page), FLAG_LIVE_JOURNAL, true);
         self.trims.clear();

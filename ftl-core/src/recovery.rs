@@ -305,6 +305,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                         continue;
                     }
                     self.blocks.set_flags(BlockId(c.block), FLAG_LIVE_JOURNAL, true);
+                    // Pages before a complete journal page are complete too.
+                    newest = None;
                 }
                 PageKind::Checkpoint => {}
             }
