@@ -18,10 +18,11 @@ use nand_hal::{BlockId, ErrorKind, Geometry, NandFlash};
 
 use crate::blocks::{BlockState, FLAG_LIVE_JOURNAL};
 use crate::config::MAX_TOTAL_PLANES;
+use crate::crc32c::crc32c_append;
 use crate::frontier::STREAMS;
 use crate::ftl::e_kind;
 use crate::map::{MappingTable, UNMAPPED};
-use crate::meta::{PageKind, PageMeta, CRC32C, META_LEN};
+use crate::meta::{PageKind, PageMeta, META_LEN};
 use crate::policy::{PageCodec, PolicySet};
 use crate::{Error, Ftl};
 
@@ -99,11 +100,38 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         i -= FRONTIER_WORDS as u64;
         if i < self.geo.total_blocks() as u64 {
             let info = self.blocks.get(BlockId(i as u32));
-            let bad = if info.state() == BlockState::Bad { BAD_BIT } else { 0 };
+            let bad = if info.state() == BlockState::Bad {
+                BAD_BIT
+            } else {
+                0
+            };
             return (info.erase_count & !BAD_BIT) | bad;
         }
         i -= self.geo.total_blocks() as u64;
         self.map.get(i as u32).map_or(UNMAPPED, |p| p.0)
+    }
+
+    /// Serializes `count` words of the stream from word `first` into the page buffer (the map
+    /// section in bulk).
+    fn fill_checkpoint_words(&mut self, first: u64, count: usize, header: &[u32; 16]) {
+        let map_start = (HEADER_WORDS + FRONTIER_WORDS + self.geo.total_blocks()) as u64;
+        let mut j = 0;
+        while j < count && first + (j as u64) < map_start {
+            let w = self.checkpoint_word(first + j as u64, header);
+            self.buf[j * 4..j * 4 + 4].copy_from_slice(&w.to_le_bytes());
+            j += 1;
+        }
+        let mut words = [0u32; 64];
+        while j < count {
+            let n = (count - j).min(words.len());
+            let lpn = (first + j as u64 - map_start) as u32;
+            self.map.export(lpn, &mut words[..n]);
+            for (k, w) in words[..n].iter().enumerate() {
+                let o = (j + k) * 4;
+                self.buf[o..o + 4].copy_from_slice(&w.to_le_bytes());
+            }
+            j += n;
+        }
     }
 
     /// Writes a checkpoint of the current state and makes it current.
@@ -134,25 +162,23 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let total_words = checkpoint_words(&self.geo, self.cfg.logical_pages);
         let total_pages = checkpoint_pages(&self.geo, self.cfg.logical_pages);
         let per_page = (d / 4) as u64;
-        let mut crc = CRC32C.digest();
+        let mut crc = 0u32;
         let mut block = BlockId(0);
         for p in 0..total_pages {
-            for j in 0..per_page {
-                let i = p as u64 * per_page + j;
-                let w = if i + 1 < total_words {
-                    let w = self.checkpoint_word(i, &header);
-                    crc.update(&w.to_le_bytes());
-                    w
-                } else if i + 1 == total_words {
-                    crc.clone().finalize()
-                } else {
-                    0
-                };
-                let o = j as usize * 4;
-                self.buf[o..o + 4].copy_from_slice(&w.to_le_bytes());
+            // Words of the stream on this page (the CRC word excluded), then the CRC over them.
+            let first = p as u64 * per_page;
+            let body = (total_words - 1).saturating_sub(first).min(per_page) as usize;
+            self.fill_checkpoint_words(first, body, &header);
+            crc = crc32c_append(crc, &self.buf[..body * 4]);
+            self.buf[body * 4..d].fill(0);
+            if body < per_page as usize {
+                let c = crc;
+                self.buf[body * 4..body * 4 + 4].copy_from_slice(&c.to_le_bytes());
             }
             if p % ppb == 0 {
-                let plane = (0..self.geo.total_planes()).max_by_key(|&pl| self.blocks.free_count(pl)).unwrap_or(0);
+                let plane = (0..self.geo.total_planes())
+                    .max_by_key(|&pl| self.blocks.free_count(pl))
+                    .unwrap_or(0);
                 block = match self.alloc_block(plane) {
                     Ok(b) => b,
                     Err(e) => {
@@ -172,10 +198,15 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             };
             let (data, spare) = self.buf.split_at_mut(d);
             meta.encode(&mut spare[..META_LEN]);
-            self.policies.codec().encode(data, &mut spare[META_LEN..spare_len]);
+            self.policies
+                .codec()
+                .encode(data, &mut spare[META_LEN..spare_len]);
             self.counters.nand_programs += 1;
             self.counters.checkpoint_pages += 1;
-            match self.nand.program_page(page, &self.buf[..d], &self.buf[d..d + spare_len]) {
+            match self
+                .nand
+                .program_page(page, &self.buf[..d], &self.buf[d..d + spare_len])
+            {
                 Ok(()) => {}
                 Err(e) if e_kind(&e) == ErrorKind::ProgramFailed => {
                     self.counters.program_failures += 1;
@@ -196,7 +227,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 self.blocks.set_state(BlockId(b), BlockState::Checkpoint);
             }
         }
-        self.ckpt = crate::checkpoint::CheckpointState { seq: ckpt_seq, blocks_since: 0 };
+        self.ckpt = crate::checkpoint::CheckpointState {
+            seq: ckpt_seq,
+            blocks_since: 0,
+        };
         self.blocks.clear_flags_everywhere(FLAG_LIVE_JOURNAL);
         self.trims.clear();
         self.counters.checkpoints += 1;

@@ -72,7 +72,8 @@ impl Config {
             || self.logical_pages == 0
             || self.gc_free_threshold < 2
             || self.checkpoint_interval_blocks == 0
-            || self.checkpoint_interval_blocks > Self::MAX_REPLAY_BLOCKS - 4 * crate::frontier::STREAMS as u32 * planes
+            || self.checkpoint_interval_blocks
+                > Self::MAX_REPLAY_BLOCKS - 4 * crate::frontier::STREAMS as u32 * planes
             || self.wear_check_interval == 0
         {
             return Err(Error::Config);
@@ -81,8 +82,8 @@ impl Config {
         // checkpoint needs two generations, and a block's worth of slack per plane lets greedy GC
         // always find a victim with an invalid page.
         let ckpt = checkpoint_blocks(geometry, self.logical_pages) as u64;
-        let reserve_blocks = planes as u64 * (self.gc_free_threshold as u64 + crate::frontier::STREAMS as u64 + 1)
-            + 2 * ckpt;
+        let reserve_blocks =
+            planes as u64 * (self.gc_free_threshold as u64 + crate::frontier::STREAMS as u64 + 1) + 2 * ckpt;
         let total = geometry.total_blocks() as u64;
         if reserve_blocks >= total {
             return Err(Error::Config);
@@ -98,7 +99,11 @@ impl Config {
 /// Blocks one checkpoint occupies.
 pub const fn checkpoint_blocks(geometry: &Geometry, logical_pages: u32) -> u32 {
     let pages = crate::checkpoint::checkpoint_pages(geometry, logical_pages);
-    pages.div_ceil(if geometry.pages_per_block == 0 { 1 } else { geometry.pages_per_block })
+    pages.div_ceil(if geometry.pages_per_block == 0 {
+        1
+    } else {
+        geometry.pages_per_block
+    })
 }
 
 /// The sizes of the buffers the caller lends the FTL (see [`crate::Memory`]).

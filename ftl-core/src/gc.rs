@@ -30,7 +30,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Collects one victim in `plane`; false if the plane has none.
     pub(crate) fn gc_one(&mut self, plane: u32) -> Result<bool, Error> {
         let view = self.blocks.view(plane);
-        let Some(victim) = self.policies.victim().select(&view) else { return Ok(false) };
+        let Some(victim) = self.policies.victim().select(&view) else {
+            return Ok(false);
+        };
         let VictimAction::Erase = self.policies.victim().action(&view, victim);
         if !self.geo.contains_block(victim)
             || self.geo.plane_index(victim) != plane
@@ -53,7 +55,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         match finish {
             Finish::Erase => {
-                let prepared = if !self.trims.is_empty() { self.write_journal() } else { Ok(()) };
+                let prepared = if !self.trims.is_empty() {
+                    self.write_journal()
+                } else {
+                    Ok(())
+                };
                 let prepared = prepared.and_then(|_| {
                     if self.blocks.get(b).flags & FLAG_LIVE_JOURNAL != 0 {
                         self.write_checkpoint()
@@ -97,7 +103,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             self.nand.read_page(page, data, &mut spare[..spare_len])?;
         }
         let lpn = match PageMeta::decode(&self.buf[d..d + spare_len]) {
-            SpareState::Valid(m) if m.kind == PageKind::Data && self.map.get(m.tag) == Some(page) => Some(m.tag),
+            SpareState::Valid(m) if m.kind == PageKind::Data && self.map.get(m.tag) == Some(page) => {
+                Some(m.tag)
+            }
             _ => self.find_lpn(page),
         };
         let Some(lpn) = lpn else {
@@ -111,7 +119,14 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let (data, spare) = self.buf.split_at_mut(d);
             matches!(self.policies.codec().decode(data, &spare[META_LEN..spare_len]), Ok(n) if n > 0)
         };
-        let new = self.append(plane, Stream::Gc, PageKind::Data, lpn, 0, Source::Buffer { encode })?;
+        let new = self.append(
+            plane,
+            Stream::Gc,
+            PageKind::Data,
+            lpn,
+            0,
+            Source::Buffer { encode },
+        )?;
         self.remap(lpn, Some(new));
         self.counters.gc_page_copies += 1;
         Ok(())

@@ -26,6 +26,7 @@ pub mod blocks;
 pub mod checkpoint;
 mod config;
 mod counters;
+pub mod crc32c;
 mod error;
 pub mod frontier;
 mod ftl;

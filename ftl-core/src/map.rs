@@ -23,6 +23,13 @@ pub trait MappingTable {
     fn set(&mut self, lpn: u32, page: Option<PageId>) -> Option<PageId>;
     /// Unmaps every logical page.
     fn clear(&mut self);
+    /// Copies the raw entries (`UNMAPPED` for none) of `out.len()` logical pages from `first`,
+    /// for checkpoints. The default goes through [`MappingTable::get`].
+    fn export(&self, first: u32, out: &mut [u32]) {
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = self.get(first + i as u32).map_or(UNMAPPED, |p| p.0);
+        }
+    }
 }
 
 /// A flat array map in caller memory.
@@ -64,6 +71,14 @@ impl MappingTable for FlatMap<'_> {
 
     fn clear(&mut self) {
         self.entries.fill(UNMAPPED);
+    }
+
+    fn export(&self, first: u32, out: &mut [u32]) {
+        let f = first as usize;
+        match self.entries.get(f..f + out.len()) {
+            Some(src) => out.copy_from_slice(src),
+            None => out.fill(UNMAPPED),
+        }
     }
 }
 

@@ -23,10 +23,11 @@ use nand_hal::{BlockId, NandFlash, PageId};
 
 use crate::blocks::{BlockState, FLAG_LIVE_JOURNAL};
 use crate::checkpoint::{checkpoint_words, header_words, CheckpointState, BAD_BIT, HEADER_WORDS};
+use crate::crc32c::crc32c_append;
 use crate::frontier::Frontier;
 use crate::journal::{journal_capacity, journal_entries};
 use crate::map::{MappingTable, UNMAPPED};
-use crate::meta::{PageKind, PageMeta, SpareState, CRC32C, META_LEN};
+use crate::meta::{PageKind, PageMeta, SpareState, META_LEN};
 use crate::policy::{PageCodec, PolicySet};
 use crate::{Error, Ftl};
 
@@ -67,7 +68,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             if info.flags & FLAG_CKPT_BAD != 0 {
                 self.blocks.raw_set_state(b, BlockState::Bad);
             } else if info.state() == BlockState::CheckpointNew {
-                let s = if self.blocks.raw_scratch(b) == ckpt_seq { BlockState::Checkpoint } else { BlockState::Dirty };
+                let s = if self.blocks.raw_scratch(b) == ckpt_seq {
+                    BlockState::Checkpoint
+                } else {
+                    BlockState::Dirty
+                };
                 self.blocks.raw_set(b, s, info.erase_count, 0);
             }
             self.blocks.set_flags(b, FLAG_CKPT_BAD, false);
@@ -77,12 +82,19 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.rebuild()?;
 
         self.seq = max_seen.max(next_seq).max(replayed.max_seq) + 1;
-        self.ckpt = CheckpointState { seq: ckpt_seq, blocks_since: replayed.blocks };
+        self.ckpt = CheckpointState {
+            seq: ckpt_seq,
+            blocks_since: replayed.blocks,
+        };
         self.frontiers = [Frontier::NONE; crate::config::MAX_TOTAL_PLANES * crate::frontier::STREAMS];
         self.dirty = replayed.pages > 0;
         self.counters.mount_replayed_pages = replayed.pages;
         self.counters.mount_reads = self.counters.nand_reads - reads_before;
-        crate::fmt::info!("mounted: {} reads, {} pages replayed", self.counters.mount_reads, replayed.pages);
+        crate::fmt::info!(
+            "mounted: {} reads, {} pages replayed",
+            self.counters.mount_reads,
+            replayed.pages
+        );
         Ok(())
     }
 
@@ -94,7 +106,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         for b in 0..self.geo.total_blocks() {
             let b = BlockId(b);
             self.counters.nand_reads += 1;
-            self.nand.read_spare(self.geo.page(b, 0), &mut self.buf[d..d + META_LEN])?;
+            self.nand
+                .read_spare(self.geo.page(b, 0), &mut self.buf[d..d + META_LEN])?;
             if self.buf[d] != 0xFF {
                 self.blocks.raw_set(b, BlockState::Bad, 0, 0);
                 continue;
@@ -106,7 +119,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     max_seq = max_seq.max(m.seq);
                     if m.kind == PageKind::Checkpoint {
                         let index = (m.tag / ppb).min(u16::MAX as u32) as u16;
-                        self.blocks.raw_set(b, BlockState::CheckpointNew, m.erase_count, index);
+                        self.blocks
+                            .raw_set(b, BlockState::CheckpointNew, m.erase_count, index);
                     } else {
                         self.blocks.raw_set(b, BlockState::Used, m.erase_count, 0);
                     }
@@ -135,7 +149,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 }
             }
             let Some(seq) = best else {
-                return Err(if any_valid { Error::Corrupt } else { Error::NotFormatted });
+                return Err(if any_valid {
+                    Error::Corrupt
+                } else {
+                    Error::NotFormatted
+                });
             };
             if let Some(next) = self.load_checkpoint(seq)? {
                 return Ok((seq, next));
@@ -157,7 +175,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let spare_len = META_LEN + self.codec_len;
         let total_words = checkpoint_words(&self.geo, self.cfg.logical_pages);
         let per_page = (d / 4) as u64;
-        let mut crc = CRC32C.digest();
+        let mut crc = 0u32;
         let mut total_pages = u32::MAX;
         let mut next_seq = 0;
         let mut block: Option<BlockId> = None;
@@ -166,7 +184,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             if p.is_multiple_of(ppb) {
                 let want = (p / ppb) as u16;
                 block = self.blocks.iter().find_map(|(b, i)| {
-                    (i.state() == BlockState::CheckpointNew && i.valid == want && self.blocks.raw_scratch(b) == seq)
+                    (i.state() == BlockState::CheckpointNew
+                        && i.valid == want
+                        && self.blocks.raw_scratch(b) == seq)
                         .then_some(b)
                 });
             }
@@ -183,7 +203,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             };
             {
                 let (data, spare) = self.buf.split_at_mut(d);
-                if self.policies.codec().decode(data, &spare[META_LEN..spare_len]).is_err() {
+                if self
+                    .policies
+                    .codec()
+                    .decode(data, &spare[META_LEN..spare_len])
+                    .is_err()
+                {
                     return Ok(None);
                 }
             }
@@ -199,15 +224,16 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     return Err(Error::Corrupt);
                 }
             }
-            for j in 0..per_page {
-                let i = p as u64 * per_page + j;
-                let w = self.word(j as usize);
-                if i + 1 < total_words {
-                    crc.update(&w.to_le_bytes());
-                    self.apply_checkpoint_word(i, w);
-                } else if i + 1 == total_words {
-                    return Ok((crc.clone().finalize() == w && p + 1 == total_pages).then_some(next_seq));
-                }
+            let first = p as u64 * per_page;
+            let body = (total_words - 1).saturating_sub(first).min(per_page) as usize;
+            crc = crc32c_append(crc, &self.buf[..body * 4]);
+            for j in 0..body {
+                let w = self.word(j);
+                self.apply_checkpoint_word(first + j as u64, w);
+            }
+            if body < per_page as usize {
+                let stored = self.word(body);
+                return Ok((crc == stored && p + 1 == total_pages).then_some(next_seq));
             }
             p += 1;
         }
@@ -254,7 +280,13 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Step 3 and 4.
     fn replay(&mut self, ckpt_seq: u64) -> Result<Replayed, Error> {
         let ppb = self.geo.pages_per_block;
-        let empty = Cursor { block: 0, page: 0, seq: u64::MAX, kind: PageKind::Data, tag: 0 };
+        let empty = Cursor {
+            block: 0,
+            page: 0,
+            seq: u64::MAX,
+            kind: PageKind::Data,
+            tag: 0,
+        };
         let mut cursors = [empty; MAX_REPLAY_BLOCKS];
         let mut n = 0usize;
         fn add(cursors: &mut [Cursor], n: &mut usize, c: Cursor) -> Result<(), Error> {
@@ -266,7 +298,15 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         for b in 0..self.geo.total_blocks() {
             let bid = BlockId(b);
             if self.blocks.state(bid) == BlockState::Used && self.blocks.raw_scratch(bid) > ckpt_seq {
-                add(&mut cursors, &mut n, Cursor { block: b, page: 0, ..empty })?;
+                add(
+                    &mut cursors,
+                    &mut n,
+                    Cursor {
+                        block: b,
+                        page: 0,
+                        ..empty
+                    },
+                )?;
             }
         }
         for f in self.frontiers {
@@ -278,16 +318,31 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 && self.blocks.raw_scratch(bid) < ckpt_seq
                 && !cursors[..n].iter().any(|c| c.block == f.block)
             {
-                add(&mut cursors, &mut n, Cursor { block: f.block, page: f.next_page, ..empty })?;
+                add(
+                    &mut cursors,
+                    &mut n,
+                    Cursor {
+                        block: f.block,
+                        page: f.next_page,
+                        ..empty
+                    },
+                )?;
             }
         }
-        let mut out = Replayed { blocks: n as u32, pages: 0, max_seq: 0 };
+        let mut out = Replayed {
+            blocks: n as u32,
+            pages: 0,
+            max_seq: 0,
+        };
         for c in cursors[..n].iter_mut() {
             self.load_head(c, ckpt_seq)?;
         }
         // The newest data page applied, with the mapping it replaced.
         let mut newest: Option<(u32, Option<PageId>, PageId)> = None;
-        while let Some(k) = (0..n).filter(|&k| cursors[k].seq != u64::MAX).min_by_key(|&k| cursors[k].seq) {
+        while let Some(k) = (0..n)
+            .filter(|&k| cursors[k].seq != u64::MAX)
+            .min_by_key(|&k| cursors[k].seq)
+        {
             let c = cursors[k];
             let page = self.geo.page(BlockId(c.block), c.page);
             match c.kind {
@@ -331,7 +386,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             return Ok(());
         }
         self.counters.nand_reads += 1;
-        self.nand.read_spare(self.geo.page(BlockId(c.block), c.page), &mut self.buf[d..d + META_LEN])?;
+        self.nand.read_spare(
+            self.geo.page(BlockId(c.block), c.page),
+            &mut self.buf[d..d + META_LEN],
+        )?;
         if let SpareState::Valid(m) = PageMeta::decode(&self.buf[d..d + META_LEN]) {
             if m.seq > ckpt_seq && m.kind != PageKind::Checkpoint {
                 c.seq = m.seq;
@@ -371,7 +429,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         if !matches!(PageMeta::decode(&spare[..spare_len]), SpareState::Valid(_)) {
             return Ok(false);
         }
-        Ok(self.policies.codec().decode(data, &spare[META_LEN..spare_len]).is_ok())
+        Ok(self
+            .policies
+            .codec()
+            .decode(data, &spare[META_LEN..spare_len])
+            .is_ok())
     }
 
     /// Step 5: valid bitmap, counts, states and lists from the map.
@@ -405,7 +467,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let info = *self.blocks.get(b);
             match info.state() {
                 BlockState::Used if info.valid > 0 => {}
-                BlockState::Used | BlockState::Free => self.blocks.raw_set(b, BlockState::Dirty, info.erase_count, 0),
+                BlockState::Used | BlockState::Free => {
+                    self.blocks.raw_set(b, BlockState::Dirty, info.erase_count, 0)
+                }
                 _ => {}
             }
         }

@@ -1,7 +1,7 @@
 //! The page codec seam: the bytes that protect a page's data, stored in the spare area after
 //! the metadata. The baseline detects corruption with CRC-32C; the `flex-ecc` feature adds BCH.
 
-use crate::meta::CRC32C;
+use crate::crc32c::crc32c;
 
 /// A decode that could not return correct data.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -31,11 +31,11 @@ impl PageCodec for Crc32cCodec {
         4
     }
     fn encode(&mut self, data: &[u8], out: &mut [u8]) {
-        out[..4].copy_from_slice(&CRC32C.checksum(data).to_le_bytes());
+        out[..4].copy_from_slice(&crc32c(data).to_le_bytes());
     }
     fn decode(&mut self, data: &mut [u8], stored: &[u8]) -> Result<u32, CodecError> {
         let want = u32::from_le_bytes([stored[0], stored[1], stored[2], stored[3]]);
-        if CRC32C.checksum(data) == want {
+        if crc32c(data) == want {
             Ok(0)
         } else {
             Err(CodecError::Uncorrectable)

@@ -6,7 +6,11 @@ use clap::{Parser, Subcommand};
 use sim_host::steady_state::SteadyState;
 
 #[derive(Parser)]
-#[command(name = "ftl-sim", version, about = "NAND FTL simulator on the built-in emulator")]
+#[command(
+    name = "ftl-sim",
+    version,
+    about = "NAND FTL simulator on the built-in emulator"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -39,7 +43,10 @@ enum Command {
 
 /// WAF an independent greedy page-mapped FTL measured on the same geometry (issue #2's anchor).
 fn anchor(fill: f64) -> Option<f64> {
-    [(60.0, 1.42), (73.0, 2.0), (80.0, 2.57), (90.0, 4.83)].iter().find(|(f, _)| (*f - fill).abs() < 0.01).map(|x| x.1)
+    [(60.0, 1.42), (73.0, 2.0), (80.0, 2.57), (90.0, 4.83)]
+        .iter()
+        .find(|(f, _)| (*f - fill).abs() < 0.01)
+        .map(|x| x.1)
 }
 
 fn waf_table(fills: &[f64], warmup: f64, measure: f64, seed: u64) -> Result<(), String> {
@@ -61,7 +68,10 @@ fn waf_table(fills: &[f64], warmup: f64, measure: f64, seed: u64) -> Result<(), 
         };
         let r = run.run()?;
         let (a, d) = match anchor(fill) {
-            Some(a) => (format!("{a:.2}"), format!("{:+.1}%", (r.waf_gc / a - 1.0) * 100.0)),
+            Some(a) => (
+                format!("{a:.2}"),
+                format!("{:+.1}%", (r.waf_gc / a - 1.0) * 100.0),
+            ),
             None => ("-".into(), "-".into()),
         };
         println!(
@@ -86,7 +96,12 @@ fn main() -> ExitCode {
             let (w, m) = if quick { (1.0, 1.0) } else { (3.0, 3.0) };
             waf_table(&[60.0, 73.0, 80.0, 90.0], w, m, 1)
         }
-        Command::Waf { fill, warmup, measure, seed } => waf_table(&fill, warmup, measure, seed),
+        Command::Waf {
+            fill,
+            warmup,
+            measure,
+            seed,
+        } => waf_table(&fill, warmup, measure, seed),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
