@@ -9,3 +9,4 @@
 
 pub mod emulator;
 pub mod memory;
+pub mod steady_state;
