@@ -9,4 +9,5 @@
 
 pub mod emulator;
 pub mod memory;
+pub mod mount_cost;
 pub mod steady_state;

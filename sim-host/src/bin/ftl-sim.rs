@@ -39,6 +39,12 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// NAND reads of a mount after a clean unmount and after power cuts (90% fill).
+    Mount {
+        /// Power cuts to try.
+        #[arg(long, default_value_t = 20)]
+        cuts: u32,
+    },
 }
 
 /// WAF an independent greedy page-mapped FTL measured on the same geometry (issue #2's anchor).
@@ -89,13 +95,31 @@ fn waf_table(fills: &[f64], warmup: f64, measure: f64, seed: u64) -> Result<(), 
     Ok(())
 }
 
+fn mount_table(cuts: u32) -> Result<(), String> {
+    let r = sim_host::mount_cost::measure(SteadyState::ANCHOR_GEOMETRY, 900, cuts, 5)?;
+    println!();
+    println!(
+        "mount cost ({} blocks, {} pages, 90% fill, checkpoint of {} pages):",
+        r.blocks, r.pages, r.checkpoint_pages
+    );
+    println!("  after a clean unmount: {} NAND reads", r.clean_reads);
+    println!(
+        "  after a power cut ({cuts} random cuts): mean {} reads, worst {} reads ({} pages replayed)",
+        r.cut_reads_mean, r.cut_reads_max, r.cut_replayed_max
+    );
+    println!("  (a full scan would read {} pages)", r.pages);
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo { quick } => {
             let (w, m) = if quick { (1.0, 1.0) } else { (3.0, 3.0) };
             waf_table(&[60.0, 73.0, 80.0, 90.0], w, m, 1)
+                .and_then(|_| mount_table(if quick { 5 } else { 20 }))
         }
+        Command::Mount { cuts } => mount_table(cuts),
         Command::Waf {
             fill,
             warmup,

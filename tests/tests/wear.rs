@@ -1,0 +1,69 @@
+//! Static wear leveling: with cold data that is never rewritten and a small hot set rewritten
+//! over and over, dynamic leveling alone lets the blocks holding cold data fall behind; static
+//! leveling must keep the erase-count spread of good blocks near its configured limit.
+
+use ftl_core::{Config, Ftl};
+use nand_hal::Geometry;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use sim_host::emulator::{Emulator, EmulatorConfig};
+use sim_host::memory::FtlMemory;
+use sim_host::steady_state::MetadataOnlyPolicies;
+
+const GEO: Geometry = Geometry {
+    data_bytes: 512,
+    spare_bytes: 32,
+    pages_per_block: 16,
+    blocks_per_plane: 64,
+    planes_per_lun: 2,
+    luns: 1,
+    ..Geometry::MT29F4G08
+};
+
+/// Runs the skewed workload; returns (spread, wear-leveling moves).
+fn skewed_run(limit: u32) -> (u32, u64) {
+    let mut ec = EmulatorConfig::new(GEO);
+    ec.store_data = false;
+    let mut emu = Emulator::new(ec).unwrap();
+    let mut cfg = Config::for_utilization(&GEO, 700);
+    cfg.wear_spread_limit = limit;
+    cfg.wear_check_interval = 16;
+    let mut mem = FtlMemory::new(&GEO, &cfg);
+    let (map, m) = mem.parts();
+    let mut ftl = Ftl::format(&mut emu, MetadataOnlyPolicies::default(), map, m, cfg).unwrap();
+    let page = vec![0u8; GEO.data_bytes as usize];
+    let n = cfg.logical_pages;
+    for lpn in 0..n {
+        ftl.write(lpn, &page).unwrap();
+    }
+    // 90% of the space is cold; all traffic goes to the other 10%.
+    let hot = n / 10;
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    for _ in 0..150 * n {
+        ftl.write(n - 1 - rng.random_range(0..hot), &page).unwrap();
+    }
+    let counts: Vec<u32> = ftl
+        .erase_counts()
+        .filter(|(_, _, bad)| !bad)
+        .map(|(_, e, _)| e)
+        .collect();
+    let spread = counts.iter().max().unwrap() - counts.iter().min().unwrap();
+    (spread, ftl.counters().wear_level_moves)
+}
+
+#[test]
+fn static_wear_leveling_bounds_the_spread() {
+    let limit = 40;
+    let (spread, moves) = skewed_run(limit);
+    let (spread_off, moves_off) = skewed_run(u32::MAX);
+    println!("spread with limit {limit}: {spread} ({moves} moves); without static leveling: {spread_off}");
+    assert_eq!(moves_off, 0);
+    assert!(moves > 0);
+    // Without static leveling the cold blocks are left far behind.
+    assert!(
+        spread_off > 4 * limit,
+        "spread without static leveling only {spread_off}"
+    );
+    // With it, the spread stays near the limit (plus what a block takes between checks).
+    assert!(spread <= limit + 24, "spread {spread} with limit {limit}");
+}
