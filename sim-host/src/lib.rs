@@ -10,4 +10,7 @@
 pub mod emulator;
 pub mod memory;
 pub mod mount_cost;
+pub mod sim;
 pub mod steady_state;
+pub mod trace;
+pub mod workload;

@@ -1,15 +1,25 @@
-//! `ftl-sim`: the FTL simulator's command line.
+//! `ftl-sim`: the FTL simulator's command line. `ftl-sim --help` lists the commands.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use sim_host::sim::device::{GeometryFlags, Preset};
+use sim_host::sim::report::compare_table;
+use sim_host::sim::{
+    parse_features, plot, simulate, AddressMode, ClassifierKind, Precondition, SimConfig, SimOutput,
+};
 use sim_host::steady_state::SteadyState;
+use sim_host::trace::{read_trace, Format, ParseOptions, Request};
+use sim_host::workload::{generate, Pattern, RequestPages, WorkloadSpec};
 
 #[derive(Parser)]
 #[command(
     name = "ftl-sim",
     version,
-    about = "NAND FTL simulator on the built-in emulator"
+    about = "Trace-driven simulator of the NAND FTL on the built-in emulator"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -18,11 +28,43 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Short self-contained run: steady-state WAF and wear of the baseline at several fill levels.
+    /// Replays a trace or a synthetic workload and reports metrics (JSON, plots).
+    Run {
+        #[command(flatten)]
+        device: DeviceArgs,
+        #[command(flatten)]
+        input: InputArgs,
+        #[command(flatten)]
+        opts: RunOpts,
+        /// Techniques to enable, comma separated: wom, dedup, flex-ecc, eti, cdm.
+        #[arg(long, default_value = "")]
+        features: String,
+        /// Hot/cold classifier: none (one host stream), size (64 KiB rule, hot and cold streams),
+        /// mhf, mbf, eti.
+        #[arg(long, default_value = "none")]
+        classifier: String,
+    },
+    /// Runs several configurations on the same input and prints each metric relative to the first.
+    Compare {
+        #[command(flatten)]
+        device: DeviceArgs,
+        #[command(flatten)]
+        input: InputArgs,
+        #[command(flatten)]
+        opts: RunOpts,
+        /// Configurations, comma separated; each is FEATURES[@CLASSIFIER] with FEATURES `baseline`
+        /// or techniques joined by `+` (e.g. `baseline,baseline@size`).
+        #[arg(long, required = true)]
+        configs: String,
+    },
+    /// The README's main job: a short self-contained demonstration on the built-in emulator.
     Demo {
         /// Fewer overwrites (for a quick look).
         #[arg(long)]
         quick: bool,
+        /// Where the demo writes its JSON and plots.
+        #[arg(long, default_value = "out/demo")]
+        out: PathBuf,
     },
     /// Steady-state WAF under uniform random overwrites at the given fill levels (percent of raw).
     Waf {
@@ -45,6 +87,359 @@ enum Command {
         #[arg(long, default_value_t = 20)]
         cuts: u32,
     },
+}
+
+#[derive(Args, Clone)]
+struct DeviceArgs {
+    /// Device preset: mt29f4g08, anchor, small, caftl, cdm.
+    #[arg(long, default_value = "anchor")]
+    device: String,
+    /// Override: data bytes per page.
+    #[arg(long)]
+    page_bytes: Option<u32>,
+    /// Override: spare bytes per page.
+    #[arg(long)]
+    spare_bytes: Option<u32>,
+    /// Override: pages per block.
+    #[arg(long)]
+    pages_per_block: Option<u32>,
+    /// Override: total blocks.
+    #[arg(long)]
+    blocks: Option<u32>,
+    /// Override: planes per LUN.
+    #[arg(long)]
+    planes: Option<u32>,
+    /// Override: LUNs.
+    #[arg(long)]
+    luns: Option<u32>,
+    /// Over-provisioning in percent (physical = logical x (1 + OP/100)); the preset's default
+    /// otherwise.
+    #[arg(long)]
+    op: Option<f64>,
+}
+
+#[derive(Args, Clone)]
+struct InputArgs {
+    /// Trace file to replay.
+    #[arg(long, conflicts_with = "workload")]
+    trace: Option<PathBuf>,
+    /// Trace format: msr, disksim, heimdall, fiu, auto.
+    #[arg(long, default_value = "auto")]
+    format: String,
+    /// Skip malformed trace lines (counted and reported) instead of stopping.
+    #[arg(long)]
+    skip_bad: bool,
+    /// Replay the trace this many times.
+    #[arg(long = "loop", default_value_t = 1)]
+    loops: u32,
+    /// Remap the distinct pages a trace touches onto a dense range, in first-touch order.
+    #[arg(long, conflicts_with = "wrap")]
+    compact: bool,
+    /// Fold pages beyond the capacity by modulo.
+    #[arg(long)]
+    wrap: bool,
+    /// Synthetic workload: uniform, zipf:ALPHA, hotcold:H/C, sequential.
+    #[arg(long)]
+    workload: Option<String>,
+    /// Write requests of the synthetic workload.
+    #[arg(long, default_value_t = 100_000)]
+    writes: u64,
+    /// Fraction of the synthetic workload's requests that are reads.
+    #[arg(long, default_value_t = 0.0)]
+    read_ratio: f64,
+    /// Pages per synthetic request: N or MIN-MAX.
+    #[arg(long, default_value = "1")]
+    request_pages: String,
+    /// Fraction of written pages whose content repeats earlier content (synthetic workloads).
+    #[arg(long, default_value_t = 0.0)]
+    dup_ratio: f64,
+    /// Seed of the synthetic workload and of the preconditioning.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(Args, Clone)]
+struct RunOpts {
+    /// Before measuring: none, seq, seq+random:PASSES, eti (= seq+random:2).
+    #[arg(long, default_value = "none")]
+    precondition: String,
+    /// Outstanding requests in closed-loop replay (traces without times, synthetic workloads).
+    #[arg(long, default_value_t = 1)]
+    queue_depth: u32,
+    /// Ignore trace times and replay closed loop.
+    #[arg(long)]
+    closed_loop: bool,
+    /// Write the JSON report here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write plots (SVG and PNG) into this directory.
+    #[arg(long)]
+    plots: Option<PathBuf>,
+    /// No progress bar, no table (for scripts).
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// The requests of an input, replayable.
+enum Input {
+    Trace {
+        requests: Vec<Request>,
+        has_times: bool,
+        skipped: u64,
+    },
+    Workload(WorkloadSpec),
+}
+
+impl Input {
+    fn load(a: &InputArgs) -> Result<Input, String> {
+        if a.loops == 0 {
+            return Err("--loop must be at least 1".into());
+        }
+        match (&a.trace, &a.workload) {
+            (Some(path), None) => {
+                let format: Format = a.format.parse()?;
+                let t = read_trace(path, format, &ParseOptions { skip_bad: a.skip_bad })
+                    .map_err(|e| e.to_string())?;
+                Ok(Input::Trace {
+                    has_times: t.has_times,
+                    skipped: t.skipped_lines,
+                    requests: t.requests,
+                })
+            }
+            (None, Some(w)) => {
+                if !(0.0..=1.0).contains(&a.read_ratio) {
+                    return Err(format!("--read-ratio {} is not between 0 and 1", a.read_ratio));
+                }
+                if !(0.0..=1.0).contains(&a.dup_ratio) {
+                    return Err(format!("--dup-ratio {} is not between 0 and 1", a.dup_ratio));
+                }
+                Ok(Input::Workload(WorkloadSpec {
+                    pattern: w.parse::<Pattern>()?,
+                    writes: a.writes,
+                    read_ratio: a.read_ratio,
+                    request_pages: a.request_pages.parse::<RequestPages>()?,
+                    duplicate_ratio: a.dup_ratio,
+                    seed: a.seed,
+                }))
+            }
+            _ => Err("give either --trace FILE or --workload PATTERN".into()),
+        }
+    }
+
+    fn len_hint(&self, loops: u32) -> Option<u64> {
+        match self {
+            Input::Trace { requests, .. } => Some(requests.len() as u64 * loops as u64),
+            Input::Workload(w) => {
+                (w.read_ratio < 1.0).then(|| (w.writes as f64 / (1.0 - w.read_ratio)).round() as u64)
+            }
+        }
+    }
+
+    /// Runs one configuration over this input.
+    fn run(&self, cfg: &SimConfig, loops: u32, bar: &ProgressBar) -> Result<SimOutput, String> {
+        let started = Instant::now();
+        let mut progress = |done: u64| {
+            if bar.is_hidden() && started.elapsed() > Duration::from_secs(1) {
+                bar.set_draw_target(ProgressDrawTarget::stderr());
+            }
+            bar.set_position(done);
+        };
+        match self {
+            Input::Trace { requests, .. } => {
+                let span = requests.iter().filter_map(|r| r.time_ns).max().unwrap_or(0)
+                    - requests.iter().filter_map(|r| r.time_ns).min().unwrap_or(0);
+                let iter = (0..loops as u64).flat_map(|i| {
+                    requests.iter().map(move |r| {
+                        let mut r = r.clone();
+                        r.time_ns = r.time_ns.map(|t| t + i * (span + 1_000_000));
+                        r
+                    })
+                });
+                simulate(cfg, iter, &mut progress)
+            }
+            Input::Workload(spec) => {
+                let n = cfg.logical_pages() as u64;
+                let w =
+                    generate(spec, n, cfg.device.geometry.data_bytes as u64).map_err(|e| e.to_string())?;
+                simulate(cfg, w, &mut progress)
+            }
+        }
+    }
+}
+
+fn base_config(
+    device: &DeviceArgs,
+    input: &InputArgs,
+    opts: &RunOpts,
+    has_times: bool,
+) -> Result<SimConfig, String> {
+    let preset: Preset = device.device.parse()?;
+    let mut dev = preset.device();
+    let flags = GeometryFlags {
+        page_bytes: device.page_bytes,
+        spare_bytes: device.spare_bytes,
+        pages_per_block: device.pages_per_block,
+        blocks: device.blocks,
+        planes: device.planes,
+        luns: device.luns,
+    };
+    dev.geometry = flags.apply(dev.geometry)?;
+    let op = device.op.unwrap_or(dev.default_op_percent);
+    if !(op > 0.0 && op <= 400.0) {
+        return Err(format!(
+            "--op {op} is not a percentage between 0 (exclusive) and 400"
+        ));
+    }
+    Ok(SimConfig {
+        label: "baseline".into(),
+        device: dev,
+        op_percent: op,
+        classifier: ClassifierKind::None,
+        features: Vec::new(),
+        precondition: opts.precondition.parse::<Precondition>()?,
+        address: if input.compact {
+            AddressMode::Compact
+        } else if input.wrap {
+            AddressMode::Wrap
+        } else {
+            AddressMode::Strict
+        },
+        queue_depth: opts.queue_depth.max(1),
+        open_loop: has_times && !opts.closed_loop,
+        seed: input.seed,
+    })
+}
+
+fn progress_bar(total: Option<u64>, quiet: bool, label: &str) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let bar = match total {
+        Some(n) => ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::hidden()),
+        None => ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden()),
+    };
+    if let Ok(style) =
+        ProgressStyle::with_template("{msg:>14} [{bar:40}] {pos}/{len} requests ({per_sec}, eta {eta})")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(label.to_string());
+    bar
+}
+
+fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), String> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+    std::fs::write(path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn print_report(out: &SimOutput, skipped: u64) {
+    let r = &out.report;
+    println!("{}: {} requests ({} skipped lines)", r.label, r.requests, skipped);
+    println!(
+        "  host pages: {} read, {} written ({} read-modify-write)",
+        r.host_read_pages, r.host_write_pages, r.rmw_pages
+    );
+    println!(
+        "  NAND: {} reads, {} programs, {} erases, {} GC copies; WAF {:.3}",
+        r.nand_reads, r.nand_programs, r.nand_erases, r.gc_page_copies, r.waf
+    );
+    println!(
+        "  erases per block: min {} max {} mean {:.2}",
+        r.erase_count_min, r.erase_count_max, r.erase_count_mean
+    );
+    for (name, l) in [("read", &r.read_latency_us), ("write", &r.write_latency_us)] {
+        println!(
+            "  {name} response (us): mean {:.1} p50 {:.1} p99 {:.1} p99.9 {:.1} stddev {:.1}",
+            l.mean, l.p50, l.p99, l.p999, l.stddev
+        );
+    }
+    println!(
+        "  simulated {:.3} s in {:.3} s wall: {:.0} requests/s",
+        r.simulated_seconds, r.sim_wall_seconds, r.sim_requests_per_second
+    );
+}
+
+fn cmd_run(
+    device: &DeviceArgs,
+    input: &InputArgs,
+    opts: &RunOpts,
+    features: &str,
+    classifier: &str,
+) -> Result<(), String> {
+    let inp = Input::load(input)?;
+    let (has_times, skipped) = match &inp {
+        Input::Trace {
+            has_times, skipped, ..
+        } => (*has_times, *skipped),
+        Input::Workload(_) => (false, 0),
+    };
+    let mut cfg = base_config(device, input, opts, has_times)?;
+    cfg.features = parse_features(features)?;
+    cfg.classifier = classifier.parse()?;
+    if cfg.classifier != ClassifierKind::None {
+        cfg.label = format!("baseline@{classifier}");
+    }
+    let bar = progress_bar(inp.len_hint(input.loops), opts.quiet, &cfg.label);
+    let mut out = inp.run(&cfg, input.loops, &bar)?;
+    bar.finish_and_clear();
+    if !opts.quiet {
+        print_report(&out, skipped);
+    }
+    if let Some(p) = &opts.json {
+        write_json(p, &out.report)?;
+    }
+    if let Some(dir) = &opts.plots {
+        let files = plot::run_plots(&mut out, dir)?;
+        if !opts.quiet {
+            println!(
+                "  plots: {}",
+                files
+                    .iter()
+                    .map(|f| f.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    Ok(())
+}
+
+fn cmd_compare(device: &DeviceArgs, input: &InputArgs, opts: &RunOpts, configs: &str) -> Result<(), String> {
+    let inp = Input::load(input)?;
+    let has_times = matches!(&inp, Input::Trace { has_times: true, .. });
+    let base = base_config(device, input, opts, has_times)?;
+    let mut cfgs = Vec::new();
+    for item in configs.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (feat, class) = item.split_once('@').unwrap_or((item, "none"));
+        let mut c = base.clone();
+        c.features = parse_features(feat)?;
+        c.classifier = class.parse()?;
+        c.label = item.to_string();
+        cfgs.push(c);
+    }
+    if cfgs.is_empty() {
+        return Err("--configs names no configuration".into());
+    }
+    let mut outs = Vec::new();
+    for c in &cfgs {
+        let bar = progress_bar(inp.len_hint(input.loops), opts.quiet, &c.label);
+        outs.push(inp.run(c, input.loops, &bar)?);
+        bar.finish_and_clear();
+    }
+    let reports: Vec<_> = outs.iter().map(|o| o.report.clone()).collect();
+    if !opts.quiet {
+        print!("{}", compare_table(&reports));
+    }
+    if let Some(p) = &opts.json {
+        write_json(p, &reports)?;
+    }
+    if let Some(dir) = &opts.plots {
+        plot::compare_plots(&mut outs, dir)?;
+    }
+    Ok(())
 }
 
 /// WAF an independent greedy page-mapped FTL measured on the same geometry (issue #2's anchor).
@@ -97,7 +492,6 @@ fn waf_table(fills: &[f64], warmup: f64, measure: f64, seed: u64) -> Result<(), 
 
 fn mount_table(cuts: u32) -> Result<(), String> {
     let r = sim_host::mount_cost::measure(SteadyState::ANCHOR_GEOMETRY, 900, cuts, 5)?;
-    println!();
     println!(
         "mount cost ({} blocks, {} pages, 90% fill, checkpoint of {} pages):",
         r.blocks, r.pages, r.checkpoint_pages
@@ -111,21 +505,78 @@ fn mount_table(cuts: u32) -> Result<(), String> {
     Ok(())
 }
 
+fn demo(quick: bool, out: &Path) -> Result<(), String> {
+    println!("== 1. Baseline write amplification and wear (uniform random overwrites) ==");
+    let (w, m) = if quick { (1.0, 1.0) } else { (3.0, 3.0) };
+    waf_table(&[60.0, 73.0, 80.0, 90.0], w, m, 1)?;
+    println!();
+    println!("== 2. Mount cost ==");
+    mount_table(if quick { 5 } else { 20 })?;
+    println!();
+    println!("== 3. TPC-C trace (MQSim), compacted, looped, closed loop at queue depth 8: one stream vs hot/cold ==");
+    let trace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/traces/mqsim_umass_tpcc_websearch/tpcc-small.trace");
+    let device = DeviceArgs {
+        device: "anchor".into(),
+        page_bytes: None,
+        spare_bytes: None,
+        pages_per_block: None,
+        blocks: None,
+        planes: None,
+        luns: None,
+        op: Some(7.0),
+    };
+    let input = InputArgs {
+        trace: Some(trace),
+        format: "disksim".into(),
+        skip_bad: false,
+        loops: if quick { 4 } else { 16 },
+        compact: true,
+        wrap: false,
+        workload: None,
+        writes: 0,
+        read_ratio: 0.0,
+        request_pages: "1".into(),
+        dup_ratio: 0.0,
+        seed: 1,
+    };
+    let opts = RunOpts {
+        precondition: "seq".into(),
+        queue_depth: 8,
+        closed_loop: true,
+        json: Some(out.join("tpcc_compare.json")),
+        plots: Some(out.join("tpcc_plots")),
+        quiet: false,
+    };
+    cmd_compare(&device, &input, &opts, "baseline,baseline@size")?;
+    println!("(JSON and plots in {})", out.display());
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Demo { quick } => {
-            let (w, m) = if quick { (1.0, 1.0) } else { (3.0, 3.0) };
-            waf_table(&[60.0, 73.0, 80.0, 90.0], w, m, 1)
-                .and_then(|_| mount_table(if quick { 5 } else { 20 }))
-        }
-        Command::Mount { cuts } => mount_table(cuts),
+    let result = match &cli.command {
+        Command::Run {
+            device,
+            input,
+            opts,
+            features,
+            classifier,
+        } => cmd_run(device, input, opts, features, classifier),
+        Command::Compare {
+            device,
+            input,
+            opts,
+            configs,
+        } => cmd_compare(device, input, opts, configs),
+        Command::Demo { quick, out } => demo(*quick, out),
         Command::Waf {
             fill,
             warmup,
             measure,
             seed,
-        } => waf_table(&fill, warmup, measure, seed),
+        } => waf_table(fill, *warmup, *measure, *seed),
+        Command::Mount { cuts } => mount_table(*cuts),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -124,6 +124,8 @@ pub(crate) struct TimingState {
     plane_busy: Vec<u64>,
     bus_busy: Vec<u64>,
     last_completion: u64,
+    /// Latest completion of the operations issued since the window was opened.
+    window_end: u64,
     total_array_busy: u64,
 }
 
@@ -135,6 +137,7 @@ impl TimingState {
             plane_busy: vec![0; planes],
             bus_busy: vec![0; luns],
             last_completion: 0,
+            window_end: 0,
             total_array_busy: 0,
         }
     }
@@ -149,6 +152,19 @@ impl TimingState {
 
     pub(crate) fn last_completion(&self) -> u64 {
         self.last_completion
+    }
+
+    pub(crate) fn open_window(&mut self) {
+        self.window_end = self.now;
+    }
+
+    pub(crate) fn window_end(&self) -> u64 {
+        self.window_end
+    }
+
+    fn complete(&mut self, t: u64) {
+        self.last_completion = t;
+        self.window_end = self.window_end.max(t);
     }
 
     pub(crate) fn plane_busy_until(&self, plane_index: usize) -> Option<u64> {
@@ -186,7 +202,7 @@ impl TimingState {
             self.plane_busy[p] = t;
         }
         self.bus_busy[lun] = t;
-        self.last_completion = t;
+        self.complete(t);
         self.charge_array(self.params.t_r_ns, ops.len());
     }
 
@@ -201,7 +217,7 @@ impl TimingState {
         for &(p, _) in ops {
             self.plane_busy[p] = end;
         }
-        self.last_completion = end;
+        self.complete(end);
         self.charge_array(self.params.t_prog_ns, ops.len());
     }
 
@@ -211,7 +227,7 @@ impl TimingState {
         for &(p, _) in ops {
             self.plane_busy[p] = end;
         }
-        self.last_completion = end;
+        self.complete(end);
         self.charge_array(self.params.t_bers_ns, ops.len());
     }
 
@@ -248,6 +264,18 @@ impl super::Emulator {
     /// When the data bus of `lun` is next free; `None` if it does not exist.
     pub fn bus_busy_until(&self, lun: u32) -> Option<u64> {
         self.timing.bus_busy_until(lun as usize)
+    }
+
+    /// Starts a completion window at "now": [`Self::window_completion_ns`] then reports when the
+    /// last of the operations issued since completes (the simulator's response time of a request).
+    pub fn open_window(&mut self) {
+        self.timing.open_window();
+    }
+
+    /// The latest completion of the operations issued since [`Self::open_window`] (now, if none
+    /// took time).
+    pub fn window_completion_ns(&self) -> u64 {
+        self.timing.window_end()
     }
 
     /// When every plane and bus is free.
@@ -296,6 +324,27 @@ mod tests {
             ..EmulatorConfig::new(geometry)
         })
         .unwrap()
+    }
+
+    #[test]
+    fn window_reports_the_latest_completion_of_its_operations() {
+        let mut e = emu(1);
+        let g = e.geometry();
+        // Plane 1 is busy with a long erase issued before the window.
+        e.erase_block(BlockId(1)).unwrap();
+        e.open_window();
+        assert_eq!(e.window_completion_ns(), 0);
+        // A read on plane 0 inside the window ends long before that erase.
+        let (mut d, mut s) = ([0u8; 2048], [0u8; 64]);
+        e.read_page(g.page(BlockId(0), 0), &mut d, &mut s).unwrap();
+        assert_eq!(e.window_completion_ns(), P.t_r_ns + XFER_PAGE);
+        assert_eq!(e.idle_at_ns(), P.t_bers_ns);
+        // A later window opened at a later "now" starts there.
+        e.set_now_ns(5_000_000);
+        e.open_window();
+        assert_eq!(e.window_completion_ns(), 5_000_000);
+        e.erase_block(BlockId(0)).unwrap();
+        assert_eq!(e.window_completion_ns(), 5_000_000 + P.t_bers_ns);
     }
 
     #[test]

@@ -1,0 +1,227 @@
+//! Device presets for the simulator and the flags that override their geometry.
+//!
+//! | preset | geometry | timing |
+//! |---|---|---|
+//! | `mt29f4g08` | Micron MT29F4G08ABADA: 4096 blocks x 64 pages x (2048 + 64) B, 2 planes | datasheet |
+//! | `anchor` | 1024 blocks x 64 x 2 KiB, 2 planes (the WAF sanity anchor's shape) | MT29F4G08 |
+//! | `small` | 256 blocks x 64 x 2 KiB, 2 planes (quick runs) | MT29F4G08 |
+//! | `caftl` | 4 KiB pages (+128 B spare), 64-page blocks, 2 planes, 8192 blocks (2 GiB) | CAFTL paper: 25 us / 200 us / 1.5 ms |
+//! | `cdm` | the CDM talk's 64 GB SLC scaled to 4 GiB: 4 KiB pages, 64-page blocks, 16384 blocks | 25 us / 200 us / 1.5 ms, 100 us per 4 KiB transfer |
+//!
+//! The CDM device is scaled down by default (64 GB would need a 64 MiB map and 2 GiB of emulated
+//! spare areas); `--blocks 262144` restores the full size. Its over-provisioning default is the
+//! talk's 15%.
+
+use std::str::FromStr;
+
+use nand_hal::{EccRequirement, Geometry};
+
+use crate::emulator::TimingParams;
+
+/// A named device setup.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Preset {
+    /// Micron MT29F4G08ABADA.
+    Mt29f4g08,
+    /// The WAF anchor's 1024-block device.
+    Anchor,
+    /// A small device for quick runs.
+    Small,
+    /// The CAFTL paper's flash timings.
+    Caftl,
+    /// The CDM talk's setup, scaled.
+    Cdm,
+}
+
+impl FromStr for Preset {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "mt29f4g08" => Ok(Preset::Mt29f4g08),
+            "anchor" => Ok(Preset::Anchor),
+            "small" => Ok(Preset::Small),
+            "caftl" => Ok(Preset::Caftl),
+            "cdm" => Ok(Preset::Cdm),
+            _ => Err(format!(
+                "unknown device preset '{s}' (expected mt29f4g08, anchor, small, caftl or cdm)"
+            )),
+        }
+    }
+}
+
+/// A device: geometry, timings and the default over-provisioning.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Device {
+    /// Shape.
+    pub geometry: Geometry,
+    /// Operation latencies.
+    pub timing: TimingParams,
+    /// Over-provisioning in percent (physical = logical * (1 + op / 100)) unless `--op` says.
+    pub default_op_percent: f64,
+}
+
+const SLC_4K: Geometry = Geometry {
+    data_bytes: 4096,
+    spare_bytes: 128,
+    pages_per_block: 64,
+    blocks_per_plane: 4096,
+    planes_per_lun: 2,
+    luns: 1,
+    nop: 4,
+    sequential_program: true,
+    ecc: EccRequirement {
+        bits: 8,
+        codeword_bytes: 512,
+    },
+    endurance: 100_000,
+};
+
+impl Preset {
+    /// The device of this preset.
+    pub fn device(self) -> Device {
+        let g2k = Geometry {
+            blocks_per_plane: 512,
+            ..Geometry::MT29F4G08
+        };
+        match self {
+            Preset::Mt29f4g08 => Device {
+                geometry: Geometry::MT29F4G08,
+                timing: TimingParams::MT29F4G08,
+                default_op_percent: 7.0,
+            },
+            Preset::Anchor => Device {
+                geometry: g2k,
+                timing: TimingParams::MT29F4G08,
+                default_op_percent: 7.0,
+            },
+            Preset::Small => Device {
+                geometry: Geometry {
+                    blocks_per_plane: 128,
+                    ..g2k
+                },
+                timing: TimingParams::MT29F4G08,
+                default_op_percent: 7.0,
+            },
+            Preset::Caftl => Device {
+                geometry: SLC_4K,
+                timing: TimingParams::CAFTL_PAPER,
+                default_op_percent: 7.0,
+            },
+            Preset::Cdm => Device {
+                geometry: Geometry {
+                    blocks_per_plane: 8192,
+                    ..SLC_4K
+                },
+                // 100 us to move a 4 KiB page: 24.4 ns per byte.
+                timing: TimingParams {
+                    t_xfer_ps_per_byte: 100_000_000 / 4096,
+                    ..TimingParams::CAFTL_PAPER
+                },
+                default_op_percent: 15.0,
+            },
+        }
+    }
+}
+
+/// Geometry overrides from the command line.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct GeometryFlags {
+    /// Data bytes per page.
+    pub page_bytes: Option<u32>,
+    /// Spare bytes per page.
+    pub spare_bytes: Option<u32>,
+    /// Pages per block.
+    pub pages_per_block: Option<u32>,
+    /// Total blocks (spread over planes and LUNs).
+    pub blocks: Option<u32>,
+    /// Planes per LUN.
+    pub planes: Option<u32>,
+    /// LUNs.
+    pub luns: Option<u32>,
+}
+
+impl GeometryFlags {
+    /// Applies the overrides; errors name the flag.
+    pub fn apply(&self, mut g: Geometry) -> Result<Geometry, String> {
+        if let Some(v) = self.page_bytes {
+            g.data_bytes = v;
+        }
+        if let Some(v) = self.spare_bytes {
+            g.spare_bytes = v;
+        }
+        if let Some(v) = self.pages_per_block {
+            g.pages_per_block = v;
+        }
+        if let Some(v) = self.planes {
+            g.planes_per_lun = v;
+        }
+        if let Some(v) = self.luns {
+            g.luns = v;
+        }
+        let blocks = self.blocks.unwrap_or(g.total_blocks());
+        let per_plane_units = g.planes_per_lun.max(1) * g.luns.max(1);
+        if blocks == 0 || !blocks.is_multiple_of(per_plane_units) {
+            return Err(format!(
+                "--blocks {blocks} is not a positive multiple of planes x LUNs ({per_plane_units})"
+            ));
+        }
+        g.blocks_per_plane = blocks / per_plane_units;
+        g.validate()
+            .map_err(|e| format!("geometry is not usable: {e:?}"))?;
+        if !g.data_bytes.is_multiple_of(512) {
+            return Err(format!("--page-bytes {} is not a multiple of 512", g.data_bytes));
+        }
+        Ok(g)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_parse_and_validate() {
+        for name in ["mt29f4g08", "anchor", "small", "caftl", "cdm"] {
+            let d = name.parse::<Preset>().unwrap().device();
+            assert_eq!(d.geometry.validate(), Ok(()), "{name}");
+        }
+        assert!("foo"
+            .parse::<Preset>()
+            .unwrap_err()
+            .contains("unknown device preset"));
+        let cdm = Preset::Cdm.device();
+        assert_eq!(cdm.geometry.data_bytes, 4096);
+        assert_eq!(cdm.timing.xfer_ns(4096), 100_000);
+        assert_eq!(cdm.default_op_percent, 15.0);
+    }
+
+    #[test]
+    fn flags_override_and_reject_bad_shapes() {
+        let g = Preset::Small.device().geometry;
+        let f = GeometryFlags {
+            blocks: Some(64),
+            pages_per_block: Some(32),
+            ..Default::default()
+        };
+        let o = f.apply(g).unwrap();
+        assert_eq!((o.total_blocks(), o.pages_per_block), (64, 32));
+        assert!(GeometryFlags {
+            blocks: Some(63),
+            ..Default::default()
+        }
+        .apply(g)
+        .is_err());
+        assert!(GeometryFlags {
+            page_bytes: Some(1000),
+            ..Default::default()
+        }
+        .apply(g)
+        .is_err());
+        assert!(GeometryFlags {
+            pages_per_block: Some(0),
+            ..Default::default()
+        }
+        .apply(g)
+        .is_err());
+    }
+}

@@ -1,0 +1,497 @@
+//! The trace-driven simulator: requests (from a trace or a synthetic workload) through the FTL on
+//! the emulator in metadata-only mode, with the emulator's timing model, collecting the metrics of
+//! the JSON report and the series the plots draw.
+//!
+//! Timing: each request arrives at its trace time (open loop) or, for traces without times and
+//! synthetic workloads, when the request `queue_depth` places before it completes (closed loop).
+//! The simulated clock is set to the arrival; every NAND operation the FTL issues for the request
+//! (GC and checkpoint work included, so GC is charged to the requests it delays) starts when its
+//! plane and its LUN's bus are free; the request completes when the last of them does. Partial
+//! pages of a write are read first (read-modify-write) and counted.
+
+pub mod device;
+pub mod metrics;
+pub mod plot;
+pub mod report;
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use ftl_core::policy::{
+    Greedy, NullCodec, Policies, PolicySet, RequestSizeClassifier, SeparateByTemperature, SingleHostStream,
+};
+use ftl_core::{Config, Ftl};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::emulator::{Emulator, EmulatorConfig};
+use crate::memory::FtlMemory;
+use crate::trace::{page_span, Compactor, Op, Request};
+use device::Device;
+use metrics::Latencies;
+use report::{DeviceReport, Report};
+
+/// Hot/cold classifier choice.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ClassifierKind {
+    /// No separation: every host write on one stream.
+    None,
+    /// The request-size rule (< 64 KiB hot) with hot and cold streams.
+    Size,
+}
+
+impl std::str::FromStr for ClassifierKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(ClassifierKind::None),
+            "size" => Ok(ClassifierKind::Size),
+            "mhf" | "mbf" | "eti" => Err(format!(
+                "classifier '{s}' comes with the `eti` feature, which this build does not implement yet"
+            )),
+            _ => Err(format!(
+                "unknown classifier '{s}' (expected none, size, mhf, mbf or eti)"
+            )),
+        }
+    }
+}
+
+/// A technique named by `--features`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Feature {
+    /// Polar-WOM second writes.
+    Wom,
+    /// Inline deduplication.
+    Dedup,
+    /// Flexible ECC.
+    FlexEcc,
+    /// Extent-based temperature identification.
+    Eti,
+    /// NV-cache cooperative data management.
+    Cdm,
+}
+
+/// Parses a `--features` list ("" or "baseline" for none). Features whose implementation has not
+/// landed are refused with a clear message.
+pub fn parse_features(s: &str) -> Result<Vec<Feature>, String> {
+    let mut out = Vec::new();
+    for name in s
+        .split(['+', ','])
+        .map(str::trim)
+        .filter(|n| !n.is_empty() && *n != "baseline")
+    {
+        let f = match name {
+            "wom" => Feature::Wom,
+            "dedup" => Feature::Dedup,
+            "flex-ecc" => Feature::FlexEcc,
+            "eti" => Feature::Eti,
+            "cdm" => Feature::Cdm,
+            _ => {
+                return Err(format!(
+                    "unknown feature '{name}' (expected wom, dedup, flex-ecc, eti or cdm)"
+                ))
+            }
+        };
+        out.push(f);
+    }
+    if let Some(f) = out.first() {
+        return Err(format!(
+            "feature {f:?} is not implemented in the simulator yet; it lands with its own issue"
+        ));
+    }
+    Ok(out)
+}
+
+/// Writes before the measured part.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Precondition {
+    /// Start from an empty device.
+    None,
+    /// Write the logical space once sequentially.
+    Sequential,
+    /// Sequentially once, then `passes` times the logical space in uniformly random single pages
+    /// (the ETI paper's preconditioning, with 2 passes).
+    SequentialRandom {
+        /// Random passes.
+        passes: f64,
+    },
+}
+
+impl std::str::FromStr for Precondition {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(Precondition::None),
+            "seq" | "sequential" => Ok(Precondition::Sequential),
+            "eti" => Ok(Precondition::SequentialRandom { passes: 2.0 }),
+            _ => {
+                let passes = s
+                    .strip_prefix("seq+random:")
+                    .or_else(|| {
+                        s.strip_prefix("seq+random")
+                            .map(|r| if r.is_empty() { "1" } else { r })
+                    })
+                    .and_then(|p| p.parse::<f64>().ok())
+                    .filter(|p| p.is_finite() && *p >= 0.0)
+                    .ok_or_else(|| {
+                        format!("unknown precondition '{s}' (expected none, seq, seq+random:PASSES or eti)")
+                    })?;
+                Ok(Precondition::SequentialRandom { passes })
+            }
+        }
+    }
+}
+
+/// How logical pages beyond the device are handled.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum AddressMode {
+    /// They are an error.
+    Strict,
+    /// Distinct pages are remapped onto a dense range in first-touch order.
+    Compact,
+    /// They are folded in by modulo.
+    Wrap,
+}
+
+/// One simulation's settings.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Name in reports and plots.
+    pub label: String,
+    /// Device.
+    pub device: Device,
+    /// Over-provisioning in percent.
+    pub op_percent: f64,
+    /// Classifier.
+    pub classifier: ClassifierKind,
+    /// Techniques (none implemented yet).
+    pub features: Vec<Feature>,
+    /// Writes before measuring.
+    pub precondition: Precondition,
+    /// Addresses beyond capacity.
+    pub address: AddressMode,
+    /// Outstanding requests in closed-loop replay.
+    pub queue_depth: u32,
+    /// Use trace times when the requests carry them (else closed loop).
+    pub open_loop: bool,
+    /// Seed of the preconditioning's random writes.
+    pub seed: u64,
+}
+
+/// What one simulation produced.
+#[derive(Clone, Debug)]
+pub struct SimOutput {
+    /// The JSON report.
+    pub report: Report,
+    /// Erases of each good block during the measured part.
+    pub erase_counts: Vec<u32>,
+    /// (host writes so far in device capacities, WAF of the last interval, cumulative WAF).
+    pub waf_series: Vec<(f64, f64, f64)>,
+    /// Read response times.
+    pub read_latency: Latencies,
+    /// Write response times.
+    pub write_latency: Latencies,
+}
+
+impl SimConfig {
+    /// Logical pages the device exports at this over-provisioning.
+    pub fn logical_pages(&self) -> u32 {
+        let raw = self.device.geometry.total_pages() as f64;
+        (raw / (1.0 + self.op_percent / 100.0)).floor() as u32
+    }
+}
+
+/// Cumulative (host writes, programs) samples thinned to at most `points` points of (host writes in
+/// device capacities, WAF since the previous point, cumulative WAF).
+fn waf_series(samples: &[(u64, u64)], logical_pages: u32, points: usize) -> Vec<(f64, f64, f64)> {
+    let step = samples.len().div_ceil(points.max(1)).max(1);
+    let mut prev = (0u64, 0u64);
+    let mut out = Vec::new();
+    for (i, &(h, p)) in samples.iter().enumerate() {
+        if (i + 1) % step != 0 && i + 1 != samples.len() {
+            continue;
+        }
+        let dh = h.saturating_sub(prev.0).max(1);
+        out.push((
+            h as f64 / logical_pages as f64,
+            p.saturating_sub(prev.1) as f64 / dh as f64,
+            p as f64 / h.max(1) as f64,
+        ));
+        prev = (h, p);
+    }
+    out
+}
+
+/// Runs `requests` through a fresh device. `progress` is called every 4096 requests with the
+/// number done.
+pub fn simulate(
+    cfg: &SimConfig,
+    requests: impl Iterator<Item = Request>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<SimOutput, String> {
+    match cfg.classifier {
+        ClassifierKind::None => simulate_with::<
+            Policies<NullCodec, RequestSizeClassifier, Greedy, SingleHostStream>,
+        >(cfg, requests, progress),
+        ClassifierKind::Size => simulate_with::<
+            Policies<NullCodec, RequestSizeClassifier, Greedy, SeparateByTemperature>,
+        >(cfg, requests, progress),
+    }
+}
+
+fn simulate_with<P: PolicySet + Default>(
+    cfg: &SimConfig,
+    requests: impl Iterator<Item = Request>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<SimOutput, String> {
+    let geo = cfg.device.geometry;
+    let page_bytes = geo.data_bytes as u64;
+    let mut ec = EmulatorConfig::new(geo);
+    ec.store_data = false;
+    ec.timing = cfg.device.timing;
+    let mut emu = Emulator::new(ec).map_err(|e| e.to_string())?;
+    let fcfg = Config::with_logical_pages(&geo, cfg.logical_pages());
+    let mut mem = FtlMemory::new(&geo, &fcfg);
+    let (map, m) = mem.parts();
+    let mut ftl = Ftl::format(&mut emu, P::default(), map, m, fcfg).map_err(|e| {
+        format!(
+            "cannot format the device at {}% over-provisioning: {e}",
+            cfg.op_percent
+        )
+    })?;
+    let n = fcfg.logical_pages;
+    let mut buf = vec![0u8; page_bytes as usize * 64];
+
+    // Preconditioning (unmeasured).
+    if cfg.precondition != Precondition::None {
+        let chunk = 64u32;
+        let mut lpn = 0;
+        while lpn < n {
+            let k = chunk.min(n - lpn);
+            ftl.write(lpn, &buf[..(k as u64 * page_bytes) as usize])
+                .map_err(|e| format!("precondition: {e}"))?;
+            lpn += k;
+        }
+        if let Precondition::SequentialRandom { passes } = cfg.precondition {
+            let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+            for _ in 0..(passes * n as f64) as u64 {
+                ftl.write(rng.random_range(0..n), &buf[..page_bytes as usize])
+                    .map_err(|e| format!("precondition: {e}"))?;
+            }
+        }
+    }
+    ftl.reset_counters();
+    let erase_base: Vec<u32> = ftl.nand().erase_counts().to_vec();
+    let t0 = ftl.nand().idle_at_ns();
+
+    let mut read_latency = Latencies::default();
+    let mut write_latency = Latencies::default();
+    let mut compactor = Compactor::new();
+    let qd = cfg.queue_depth.max(1) as usize;
+    let mut inflight: VecDeque<u64> = VecDeque::with_capacity(qd);
+    let mut first_time: Option<u64> = None;
+    let mut lpns: Vec<u32> = Vec::new();
+    let mut requests_done = 0u64;
+    let mut rmw_pages = 0u64;
+    let sample_every = (n as u64 / 50).max(1);
+    let mut next_sample = sample_every;
+    let mut samples: Vec<(u64, u64)> = Vec::new();
+    let mut last_time = t0;
+    let wall = Instant::now();
+
+    for req in requests {
+        let Some(span) = page_span(req.offset, req.len, page_bytes) else {
+            continue;
+        };
+        lpns.clear();
+        for p in span.first_page..span.first_page + span.pages {
+            let l = match cfg.address {
+                AddressMode::Strict => p,
+                AddressMode::Wrap => p % n as u64,
+                AddressMode::Compact => compactor.map(p),
+            };
+            if l >= n as u64 {
+                return Err(match cfg.address {
+                    AddressMode::Compact => format!(
+                        "the trace touches more than the device's {n} logical pages; use a larger device or --wrap"
+                    ),
+                    _ => format!(
+                        "request at byte offset {} (page {p}) is beyond the device's {n} logical pages; \
+                         use --compact or --wrap",
+                        req.offset
+                    ),
+                });
+            }
+            lpns.push(l as u32);
+        }
+        let arrival = match (cfg.open_loop, req.time_ns) {
+            (true, Some(t)) => {
+                let base = *first_time.get_or_insert(t);
+                t0 + t.saturating_sub(base)
+            }
+            _ => {
+                if inflight.len() == qd {
+                    inflight.pop_front().unwrap_or(last_time)
+                } else {
+                    last_time.max(t0)
+                }
+            }
+        };
+        let emu = ftl.nand_mut();
+        emu.set_now_ns(arrival);
+        emu.open_window();
+        let mut run_start = 0;
+        while run_start < lpns.len() {
+            let mut run_end = run_start + 1;
+            while run_end < lpns.len() && lpns[run_end] == lpns[run_end - 1] + 1 {
+                run_end += 1;
+            }
+            let k = run_end - run_start;
+            if buf.len() < k * page_bytes as usize {
+                buf.resize(k * page_bytes as usize, 0);
+            }
+            let data = &mut buf[..k * page_bytes as usize];
+            let first = lpns[run_start];
+            match req.op {
+                Op::Read => ftl
+                    .read(first, data)
+                    .map_err(|e| format!("read of page {first}: {e}"))?,
+                Op::Write => {
+                    let head = span.partial_head && run_start == 0;
+                    let tail = span.partial_tail && run_end == lpns.len();
+                    for (partial, l) in [(head, first), (tail && !(head && k == 1), lpns[run_end - 1])] {
+                        if partial {
+                            rmw_pages += 1;
+                            ftl.read(l, &mut data[..page_bytes as usize])
+                                .map_err(|e| format!("read-modify-write of page {l}: {e}"))?;
+                        }
+                    }
+                    ftl.write(first, data)
+                        .map_err(|e| format!("write of page {first}: {e}"))?;
+                }
+            }
+            run_start = run_end;
+        }
+        let done = ftl.nand().window_completion_ns();
+        let latency = done - arrival;
+        match req.op {
+            Op::Read => read_latency.push(latency),
+            Op::Write => write_latency.push(latency),
+        }
+        inflight.push_back(done);
+        last_time = last_time.max(arrival);
+        requests_done += 1;
+        if requests_done.is_multiple_of(4096) {
+            progress(requests_done);
+        }
+        let c = ftl.counters();
+        if c.host_write_pages >= next_sample {
+            samples.push((c.host_write_pages, c.nand_programs));
+            next_sample += sample_every;
+        }
+    }
+    let wall_s = wall.elapsed().as_secs_f64();
+    let waf_series = waf_series(&samples, n, 200);
+    let end_time = ftl.nand().idle_at_ns().max(last_time);
+    let c = *ftl.counters();
+    let erase_counts: Vec<u32> = ftl
+        .erase_counts()
+        .filter(|(_, _, bad)| !bad)
+        .map(|(b, _, _)| ftl.nand().erase_counts()[b.0 as usize] - erase_base[b.0 as usize])
+        .collect();
+    let (emin, emax) = (
+        erase_counts.iter().copied().min().unwrap_or(0),
+        erase_counts.iter().copied().max().unwrap_or(0),
+    );
+    let emean = erase_counts.iter().map(|&e| e as f64).sum::<f64>() / erase_counts.len().max(1) as f64;
+    let report = Report {
+        label: cfg.label.clone(),
+        device: DeviceReport {
+            page_bytes: geo.data_bytes,
+            spare_bytes: geo.spare_bytes,
+            pages_per_block: geo.pages_per_block,
+            blocks: geo.total_blocks(),
+            planes: geo.total_planes(),
+            logical_pages: n,
+            op_percent: cfg.op_percent,
+            t_r_us: cfg.device.timing.t_r_ns as f64 / 1000.0,
+            t_prog_us: cfg.device.timing.t_prog_ns as f64 / 1000.0,
+            t_bers_us: cfg.device.timing.t_bers_ns as f64 / 1000.0,
+        },
+        requests: requests_done,
+        host_read_pages: c.host_read_pages,
+        host_write_pages: c.host_write_pages,
+        rmw_pages,
+        nand_reads: c.nand_reads,
+        nand_programs: c.nand_programs,
+        nand_erases: c.nand_erases,
+        gc_page_copies: c.gc_page_copies,
+        checkpoint_pages: c.checkpoint_pages,
+        journal_pages: c.journal_pages,
+        waf: if c.host_write_pages == 0 {
+            0.0
+        } else {
+            c.nand_programs as f64 / c.host_write_pages as f64
+        },
+        erase_count_min: emin,
+        erase_count_max: emax,
+        erase_count_mean: emean,
+        read_latency_us: read_latency.summary(),
+        write_latency_us: write_latency.summary(),
+        simulated_seconds: end_time.saturating_sub(t0) as f64 / 1e9,
+        sim_wall_seconds: wall_s,
+        sim_requests_per_second: if wall_s > 0.0 {
+            requests_done as f64 / wall_s
+        } else {
+            0.0
+        },
+        features: Default::default(),
+    };
+    Ok(SimOutput {
+        report,
+        erase_counts,
+        waf_series,
+        read_latency,
+        write_latency,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waf_series_thins_and_keeps_intervals_exact() {
+        let samples: Vec<(u64, u64)> = (1..=1000)
+            .map(|i| (i * 10, i * 10 * if i <= 500 { 2 } else { 4 }))
+            .collect();
+        let s = waf_series(&samples, 100, 100);
+        assert_eq!(s.len(), 100);
+        assert_eq!(s.last().map(|p| p.0), Some(100.0));
+        assert_eq!(s[0].1, 2.0);
+        // An interval wholly after the switch has the later WAF.
+        assert!(s[99].1 > 3.9 && s[99].1 < 4.1, "{:?}", s[99]);
+        assert!((s[99].2 - samples[999].1 as f64 / samples[999].0 as f64).abs() < 1e-12);
+    }
+
+    #[test]
+    fn preconditions_and_classifiers_parse() {
+        assert_eq!(
+            "eti".parse::<Precondition>(),
+            Ok(Precondition::SequentialRandom { passes: 2.0 })
+        );
+        assert_eq!(
+            "seq+random:1.5".parse::<Precondition>(),
+            Ok(Precondition::SequentialRandom { passes: 1.5 })
+        );
+        assert!("seq+random:-1".parse::<Precondition>().is_err());
+        assert_eq!("size".parse::<ClassifierKind>(), Ok(ClassifierKind::Size));
+        assert!("eti"
+            .parse::<ClassifierKind>()
+            .unwrap_err()
+            .contains("not implement"));
+        assert_eq!(parse_features("baseline"), Ok(vec![]));
+        assert!(parse_features("wom").unwrap_err().contains("not implemented"));
+        assert!(parse_features("bogus").unwrap_err().contains("unknown feature"));
+    }
+}

@@ -1,0 +1,128 @@
+//! The JSON report of a simulation and the `compare` table.
+//!
+//! Key invariants (tested): `waf == nand_programs / host_write_pages`; the per-block erase counts
+//! behind `erase_count_*` sum to `nand_erases`.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::metrics::LatencySummary;
+
+/// The device a report was measured on.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DeviceReport {
+    /// Data bytes per page.
+    pub page_bytes: u32,
+    /// Spare bytes per page.
+    pub spare_bytes: u32,
+    /// Pages per block.
+    pub pages_per_block: u32,
+    /// Blocks.
+    pub blocks: u32,
+    /// Planes (all LUNs).
+    pub planes: u32,
+    /// Logical pages exported.
+    pub logical_pages: u32,
+    /// Over-provisioning, percent.
+    pub op_percent: f64,
+    /// Array read time.
+    pub t_r_us: f64,
+    /// Program time.
+    pub t_prog_us: f64,
+    /// Erase time.
+    pub t_bers_us: f64,
+}
+
+/// Everything a run measured (the measured part only; preconditioning excluded).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    /// Configuration name.
+    pub label: String,
+    /// Device.
+    pub device: DeviceReport,
+    /// Host requests replayed.
+    pub requests: u64,
+    /// Logical pages read by the host.
+    pub host_read_pages: u64,
+    /// Logical pages written by the host.
+    pub host_write_pages: u64,
+    /// Partial pages read for read-modify-write.
+    pub rmw_pages: u64,
+    /// NAND page reads.
+    pub nand_reads: u64,
+    /// NAND page programs (GC copies, checkpoints and journal pages included).
+    pub nand_programs: u64,
+    /// NAND block erases.
+    pub nand_erases: u64,
+    /// Pages copied by GC.
+    pub gc_page_copies: u64,
+    /// Pages programmed for checkpoints.
+    pub checkpoint_pages: u64,
+    /// Journal pages programmed.
+    pub journal_pages: u64,
+    /// Write amplification: `nand_programs / host_write_pages`.
+    pub waf: f64,
+    /// Fewest erases of a good block during the run.
+    pub erase_count_min: u32,
+    /// Most erases of a good block during the run.
+    pub erase_count_max: u32,
+    /// Mean erases per good block during the run.
+    pub erase_count_mean: f64,
+    /// Read response time.
+    pub read_latency_us: LatencySummary,
+    /// Write response time.
+    pub write_latency_us: LatencySummary,
+    /// Simulated device time of the measured part.
+    pub simulated_seconds: f64,
+    /// Wall-clock time of the measured part.
+    pub sim_wall_seconds: f64,
+    /// Requests replayed per wall-clock second.
+    pub sim_requests_per_second: f64,
+    /// One object per enabled feature with its own counters.
+    pub features: BTreeMap<String, serde_json::Value>,
+}
+
+/// Reads one metric from a report.
+pub type Metric = fn(&Report) -> f64;
+
+/// The metrics `compare` puts side by side.
+pub const COMPARED: [(&str, Metric); 7] = [
+    ("erasures", |r| r.nand_erases as f64),
+    ("waf", |r| r.waf),
+    ("read response (mean)", |r| r.read_latency_us.mean),
+    ("write response (mean)", |r| r.write_latency_us.mean),
+    ("response (mean, all)", |r| {
+        let n = (r.read_latency_us.count + r.write_latency_us.count).max(1) as f64;
+        (r.read_latency_us.mean * r.read_latency_us.count as f64
+            + r.write_latency_us.mean * r.write_latency_us.count as f64)
+            / n
+    }),
+    ("write response (p99)", |r| r.write_latency_us.p99),
+    ("gc page copies", |r| r.gc_page_copies as f64),
+];
+
+/// The `compare` table: each metric of each report, and relative to the first report.
+pub fn compare_table(reports: &[Report]) -> String {
+    let mut s = String::new();
+    s.push_str(&format!("{:<24}", "metric"));
+    for r in reports {
+        s.push_str(&format!(" {:>22}", r.label));
+    }
+    s.push('\n');
+    for (name, f) in COMPARED {
+        s.push_str(&format!("{name:<24}"));
+        let base = reports.first().map(f).unwrap_or(0.0);
+        for r in reports {
+            let v = f(r);
+            let rel = if base != 0.0 {
+                format!("{:.3}x", v / base)
+            } else {
+                "-".into()
+            };
+            s.push_str(&format!(" {:>12.2} ({rel:>7})", v));
+        }
+        s.push('\n');
+    }
+    s
+}
