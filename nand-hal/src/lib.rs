@@ -7,7 +7,10 @@
 //! - [`NandFlash`], the one trait every device implements (the emulator in `sim-host`, the ONFI
 //!   driver, a board driver), with multi-plane operations that fall back to single-plane ones;
 //! - the error-kind pattern of embedded-hal: each device has its own error type, and every error
-//!   maps to a portable [`ErrorKind`].
+//!   maps to a portable [`ErrorKind`];
+//! - [`onfi`]: a strict ONFI driver ([`onfi::OnfiNand`]) over a small bus trait
+//!   ([`onfi::OnfiBus`]), and a cycle-level ONFI chip model ([`onfi::OnfiChipModel`]) behind the
+//!   same trait, so the driver is tested on the host and a firmware can run on a chip in RAM.
 //!
 //! `#![no_std]`, no `alloc`, no floating point.
 #![no_std]
@@ -17,6 +20,7 @@ mod address;
 mod error;
 mod flash;
 mod geometry;
+pub mod onfi;
 
 pub use address::{BlockId, LunId, PageId, PlaneId};
 pub use error::{Error, ErrorKind, ErrorType};
