@@ -21,3 +21,6 @@
 #![deny(missing_docs)]
 
 pub use ftl_core::policy;
+
+#[cfg(feature = "flex-ecc")]
+pub mod flex_ecc;
