@@ -16,5 +16,24 @@ for c in clippy rustfmt; do
     rustup component add "$c"
   fi
 done
+# The NBD and filesystem tests drive the FTL with independent clients: qemu-io and qemu-img
+# (qemu-utils), fsck.fat (dosfstools), mdir and mcopy (mtools). Debian packages, installed only
+# when a tool is missing.
+missing_pkgs=()
+command -v qemu-io >/dev/null 2>&1 && command -v qemu-img >/dev/null 2>&1 || missing_pkgs+=(qemu-utils)
+command -v fsck.fat >/dev/null 2>&1 || missing_pkgs+=(dosfstools)
+command -v mdir >/dev/null 2>&1 && command -v mcopy >/dev/null 2>&1 || missing_pkgs+=(mtools)
+if [ ${#missing_pkgs[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ]; then apt_get=(apt-get); else apt_get=(sudo apt-get); fi
+  "${apt_get[@]}" update
+  DEBIAN_FRONTEND=noninteractive "${apt_get[@]}" install -y --no-install-recommends "${missing_pkgs[@]}"
+fi
+# The firmware's CI run boots it in QEMU's mps2-an500 (fw-stm32/run-qemu.sh): Debian's
+# qemu-system-arm, installed only when missing.
+if ! command -v qemu-system-arm >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ]; then apt_get=(apt-get); else apt_get=(sudo apt-get); fi
+  "${apt_get[@]}" update
+  DEBIAN_FRONTEND=noninteractive "${apt_get[@]}" install -y --no-install-recommends qemu-system-arm
+fi
 # Fetch dependencies once, so later steps can say what failed.
 cargo fetch --locked 2>/dev/null || cargo fetch

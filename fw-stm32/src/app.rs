@@ -1,0 +1,811 @@
+//! The application, the same on the board and under QEMU. Given an [`OnfiBus`] and memory by the
+//! platform ([`Target`]), it
+//!
+//! 1. identifies the chip with the ONFI driver (RESET, READ ID, parameter page with its CRC) and
+//!    checks that its shape is the one the memory was sized for;
+//! 2. mounts the FTL, or formats it when the device holds no FTL image (first boot) or the
+//!    `force-format` feature is on; after a mount, checks what the previous boot left in the
+//!    self-test region;
+//! 3. self-test: writes, overwrites and trims the self-test region and verifies it, then
+//!    unmounts, identifies the chip again, remounts and verifies it again;
+//! 4. benchmark: sequential writes and reads of the whole logical capacity, random writes and
+//!    reads, then a GC-heavy phase of random overwrites of the hot three quarters of the
+//!    capacity (the first quarter stays cold, so static wear leveling has something to move);
+//!    every read is verified;
+//! 5. verifies everything, unmounts, identifies, remounts and verifies everything again.
+//!
+//! Every page written carries its logical page number and a generation (also kept in a table
+//! in RAM, one byte per logical page) and a pseudo-random body derived from both, so a read
+//! checks content, placement and freshness.
+//!
+//! For each phase it logs the throughput (timer ticks spent in FTL calls only), the cost per page
+//! in instructions (QEMU, `-icount`) or CPU cycles (board) split into NAND bus, page codec and
+//! the rest (FTL core and ONFI driver), the NAND operations, WAF and GC work. At the end: RAM
+//! used, erase-count spread, the bus's own report, stack depth. Any failure is logged and
+//! returned as [`Failed`].
+
+use ftl_core::{BlockInfo, Config, Counters, Error as FtlError, FlatMap, Memory, RamLayout};
+use nand_hal::onfi::OnfiBus;
+use nand_hal::{Geometry, NandFlash};
+
+use crate::ftl_api::{self as api, AppFtl, Nand};
+use crate::log::Loggable;
+use crate::meter::{calibrate, Meter, Overhead, TimedBus, TimedNand};
+use crate::platform::{now, TICK_HZ, UNIT, UNITS_PER_TICK};
+
+/// Technique features compiled in.
+const FEATURES: [(&str, bool); 5] = [
+    ("wom", cfg!(feature = "wom")),
+    ("dedup", cfg!(feature = "dedup")),
+    ("flex-ecc", cfg!(feature = "flex-ecc")),
+    ("eti", cfg!(feature = "eti")),
+    ("cdm", cfg!(feature = "cdm")),
+];
+
+/// Generation of a page never written, or trimmed: it reads as zeros.
+const GEN_ZERO: u8 = 0;
+/// Generation of a page whose content is unknown (left by an earlier boot outside the
+/// self-test region): not verified until written.
+const GEN_UNKNOWN: u8 = 0xFF;
+/// Highest generation before wrapping to 1.
+const GEN_MAX: u8 = 0xFE;
+/// First word of every page the application writes.
+const MAGIC: u32 = 0x5446_4C46; // "FLFT"
+
+/// The application failed; the reason was logged.
+#[derive(Copy, Clone, Debug)]
+pub struct Failed;
+
+/// The buffers the FTL borrows, sized by [`RamLayout`] for the platform's geometry and
+/// configuration (at least; the prefixes are used).
+pub struct FtlBuffers {
+    /// The flat map, [`RamLayout::map_words`].
+    pub map: &'static mut [u32],
+    /// The valid-page bitmap, [`RamLayout::valid_words`].
+    pub valid: &'static mut [u32],
+    /// The block table, [`RamLayout::blocks`].
+    pub blocks: &'static mut [BlockInfo],
+    /// The list heads, [`RamLayout::list_heads`].
+    pub heads: &'static mut [u32],
+    /// One raw page, [`RamLayout::page_buf`].
+    pub page_buf: &'static mut [u8],
+}
+
+impl FtlBuffers {
+    fn fits(&self, lay: &RamLayout) -> bool {
+        self.map.len() >= lay.map_words
+            && self.valid.len() >= lay.valid_words
+            && self.blocks.len() >= lay.blocks
+            && self.heads.len() >= lay.list_heads
+            && self.page_buf.len() >= lay.page_buf
+    }
+
+    /// The map and the rest, for one FTL instance (call only after [`Self::fits`]).
+    fn parts(&mut self, lay: &RamLayout) -> (FlatMap<'_>, Memory<'_>) {
+        (
+            FlatMap::new(&mut self.map[..lay.map_words]),
+            Memory {
+                valid: &mut self.valid[..lay.valid_words],
+                blocks: &mut self.blocks[..lay.blocks],
+                list_heads: &mut self.heads[..lay.list_heads],
+                page_buf: &mut self.page_buf[..lay.page_buf],
+            },
+        )
+    }
+}
+
+/// The application's own buffers.
+pub struct TestBuffers {
+    /// One generation per logical page.
+    pub generations: &'static mut [u8],
+    /// One data page to write.
+    pub write: &'static mut [u8],
+    /// One data page to read into.
+    pub read: &'static mut [u8],
+}
+
+/// How much work each phase does, in host page operations.
+#[derive(Copy, Clone, Debug)]
+pub struct Workload {
+    /// Pages of the self-test region (from logical page 0).
+    pub selftest_pages: u32,
+    /// Random single-page writes over the whole capacity.
+    pub random_writes: u32,
+    /// Random single-page reads over the whole capacity.
+    pub random_reads: u32,
+    /// Random single-page writes over the hot three quarters of the capacity.
+    pub gc_writes: u32,
+}
+
+/// What the platform hands the application.
+pub struct Target<B> {
+    /// Platform name for the log.
+    pub name: &'static str,
+    /// The chip's bus.
+    pub bus: B,
+    /// The shape the buffers were sized for; the chip must have it.
+    pub shape: Geometry,
+    /// The FTL's configuration for that shape.
+    pub config: Config,
+    /// Memory for the FTL.
+    pub ftl: FtlBuffers,
+    /// Memory for the application.
+    pub test: TestBuffers,
+    /// Phase sizes.
+    pub workload: Workload,
+    /// Format even when an FTL image is found.
+    pub force_format: bool,
+    /// Logs what the bus itself counted (the chip model's counters under QEMU).
+    pub report_bus: fn(&B),
+}
+
+/// Runs everything (see the module documentation).
+pub fn run<B: OnfiBus>(mut t: Target<B>) -> Result<(), Failed>
+where
+    B::Error: Loggable,
+{
+    info!("fw-stm32 on {}: FTL on raw ONFI NAND", t.name);
+    let mut any = false;
+    for (name, on) in FEATURES {
+        if on {
+            info!("feature {} enabled (not yet wired into the policy bundle: baseline runs)", name);
+            any = true;
+        }
+    }
+    if !any {
+        info!("features: none (baseline FTL)");
+    }
+    info!(
+        "policies: codec {}, request-size classifier, greedy GC, single host stream",
+        if cfg!(feature = "null-codec") { "none (null-codec)" } else { "CRC-32C" }
+    );
+    let overhead = calibrate();
+    info!(
+        "timer: {} ticks/s, 1 tick = {} {}; metering costs {}.{:03} ticks inside, {}.{:03} outside a call",
+        TICK_HZ,
+        UNITS_PER_TICK,
+        UNIT,
+        overhead.inside_milli / 1000,
+        overhead.inside_milli % 1000,
+        overhead.outside_milli / 1000,
+        overhead.outside_milli % 1000
+    );
+
+    // ---- identify ----
+    let t0 = now();
+    let mut nand = identify(TimedBus::new(t.bus))?;
+    info!("identified in {} us", ticks_to_us(now() - t0));
+    let geo = nand.geometry();
+    if !same_shape(&geo, &t.shape) {
+        error!(
+            "the chip's shape ({}+{} x {} pages x {} blocks x {} planes x {} LUNs) is not the one \
+             the firmware's memory was sized for",
+            geo.data_bytes,
+            geo.spare_bytes,
+            geo.pages_per_block,
+            geo.blocks_per_plane,
+            geo.planes_per_lun,
+            geo.luns
+        );
+        return Err(Failed);
+    }
+    let cfg = t.config;
+    let lay = RamLayout::new(&geo, &cfg);
+    if !t.ftl.fits(&lay) {
+        error!("FTL buffers smaller than the RAM layout");
+        return Err(Failed);
+    }
+    let n = cfg.logical_pages;
+    let pb = geo.data_bytes as usize;
+    if t.test.generations.len() < n as usize || t.test.write.len() < pb || t.test.read.len() < pb {
+        error!("application buffers too small");
+        return Err(Failed);
+    }
+    let mut app = App {
+        overhead,
+        rng: 0x2545_F491,
+        gens: &mut t.test.generations[..n as usize],
+        wbuf: &mut t.test.write[..pb],
+        rbuf: &mut t.test.read[..pb],
+        n,
+        hot_start: n / 4,
+    };
+    info!(
+        "FTL: {} logical pages of {} bytes ({} KiB) on {} raw pages ({}%); GC below {} free blocks per \
+         plane; wear-leveling spread limit {}",
+        n,
+        pb,
+        n as u64 * pb as u64 / 1024,
+        geo.total_pages(),
+        n as u64 * 100 / geo.total_pages() as u64,
+        cfg.gc_free_threshold,
+        cfg.wear_spread_limit
+    );
+
+    // ---- mount or format ----
+    let w = t.workload;
+    let region = w.selftest_pages.min(n);
+    {
+        let mounted = if t.force_format {
+            info!("force-format: formatting without trying to mount");
+            None
+        } else {
+            try_mount(&mut nand, &mut t.ftl, &lay, cfg)?
+        };
+        let (mut ftl, formatted) = match mounted {
+            Some(ftl) => (ftl, false),
+            None => (format(&mut nand, &mut t.ftl, &lay, cfg)?, true),
+        };
+        log_ram(&ftl, &lay);
+        app.gens.fill(if formatted { GEN_ZERO } else { GEN_UNKNOWN });
+        if !formatted {
+            app.check_previous(&mut ftl, region)?;
+        }
+
+        // ---- self-test ----
+        app.selftest_writes(&mut ftl, region)?;
+        let t0 = now();
+        api::unmount(ftl).map_err(|e| ftl_failed("unmount", e))?;
+        info!("self-test: unmounted in {} us", ticks_to_us(now() - t0));
+    }
+    let mut nand = identify(nand.into_inner().release())?;
+    {
+        let mut ftl = mount(&mut nand, &mut t.ftl, &lay, cfg)?;
+        app.verify_range(&mut ftl, 0, region, "self-test after remount")?;
+        info!(
+            "self-test: PASS ({} pages written, overwritten, trimmed, verified, remounted, verified)",
+            region
+        );
+
+        // ---- benchmark ----
+        info!("benchmark: single-page host requests; 'per page' = {} per host page in FTL calls", UNIT);
+        app.seq_write(&mut ftl)?;
+        app.seq_read(&mut ftl, "seq-read")?;
+        app.random_write(&mut ftl, w.random_writes, 0, "rand-write")?;
+        app.random_read(&mut ftl, w.random_reads)?;
+        app.random_write(&mut ftl, w.gc_writes, app.hot_start, "gc-heavy")?;
+        app.seq_read(&mut ftl, "verify-all")?;
+        report_device(&mut ftl);
+        let t0 = now();
+        api::unmount(ftl).map_err(|e| ftl_failed("unmount", e))?;
+        info!("unmounted in {} us", ticks_to_us(now() - t0));
+    }
+    let mut nand = identify(nand.into_inner().release())?;
+    {
+        let mut ftl = mount(&mut nand, &mut t.ftl, &lay, cfg)?;
+        app.seq_read(&mut ftl, "remount-verify")?;
+        api::unmount(ftl).map_err(|e| ftl_failed("unmount", e))?;
+    }
+    let bus = nand.into_inner().release();
+    info!("NAND bus: {} calls, {} {} in all", bus.meter.calls, bus.meter.ticks * UNITS_PER_TICK, UNIT);
+    (t.report_bus)(bus.inner());
+    info!("stack: {} bytes used at most", crate::stack::used());
+    Ok(())
+}
+
+fn same_shape(a: &Geometry, b: &Geometry) -> bool {
+    a.data_bytes == b.data_bytes
+        && a.spare_bytes == b.spare_bytes
+        && a.pages_per_block == b.pages_per_block
+        && a.blocks_per_plane == b.blocks_per_plane
+        && a.planes_per_lun == b.planes_per_lun
+        && a.luns == b.luns
+}
+
+fn ticks_to_us(ticks: u64) -> u64 {
+    ticks * 1_000_000 / TICK_HZ as u64
+}
+
+fn ftl_failed(what: &str, e: FtlError) -> Failed {
+    error!("{} failed: {:?}", what, e);
+    Failed
+}
+
+fn ascii(bytes: &[u8]) -> &str {
+    let s = core::str::from_utf8(bytes).unwrap_or("?");
+    s.trim_matches(|c: char| c == ' ' || c == '\0')
+}
+
+/// RESET, READ ID, parameter page; logs what the chip is.
+fn identify<B: OnfiBus>(bus: TimedBus<B>) -> Result<Nand<B>, Failed>
+where
+    B::Error: Loggable,
+{
+    let nand = match api::identify(bus) {
+        Ok(n) => n,
+        Err(e) => {
+            error!("ONFI identification failed: {:?}", e);
+            return Err(Failed);
+        }
+    };
+    let i = nand.info();
+    let g = i.geometry;
+    let (major, minor) = i.onfi_version();
+    info!(
+        "chip: {} {}, ID {:02x} {:02x} {:02x} {:02x} {:02x}, ONFI {}.{}, parameter page {:?}",
+        ascii(&i.param.manufacturer),
+        ascii(&i.param.model),
+        i.id[0],
+        i.id[1],
+        i.id[2],
+        i.id[3],
+        i.id[4],
+        major,
+        minor,
+        i.param_source
+    );
+    info!(
+        "chip: {}+{} bytes x {} pages x {} blocks x {} planes x {} LUNs, NOP {}, ECC {} bits/{} bytes, \
+         timing mode {}, multi-plane program/erase {}",
+        g.data_bytes,
+        g.spare_bytes,
+        g.pages_per_block,
+        g.blocks_per_plane,
+        g.planes_per_lun,
+        g.luns,
+        g.nop,
+        g.ecc.bits,
+        g.ecc.codeword_bytes,
+        i.timing_mode(),
+        i.multi_plane_program_erase()
+    );
+    Ok(TimedNand::new(nand))
+}
+
+fn mount<'a, B: OnfiBus>(
+    nand: &'a mut Nand<B>,
+    mem: &'a mut FtlBuffers,
+    lay: &RamLayout,
+    cfg: Config,
+) -> Result<AppFtl<'a, B>, Failed> {
+    let (map, m) = mem.parts(lay);
+    let t0 = now();
+    let ftl = api::mount(nand, map, m, cfg).map_err(|e| ftl_failed("mount", e))?;
+    let c = ftl.counters();
+    info!(
+        "mounted in {} us: {} NAND reads, {} pages replayed",
+        ticks_to_us(now() - t0),
+        c.mount_reads,
+        c.mount_replayed_pages
+    );
+    Ok(ftl)
+}
+
+/// Mounts; `None` when the device holds no FTL image (first boot).
+fn try_mount<'a, B: OnfiBus>(
+    nand: &'a mut Nand<B>,
+    mem: &'a mut FtlBuffers,
+    lay: &RamLayout,
+    cfg: Config,
+) -> Result<Option<AppFtl<'a, B>>, Failed> {
+    let (map, m) = mem.parts(lay);
+    let t0 = now();
+    // The device is lent (`&mut`), so that a failed mount does not drop it.
+    match api::mount(nand, map, m, cfg) {
+        Ok(ftl) => {
+            let c = ftl.counters();
+            info!(
+                "mounted an existing FTL image in {} us: {} NAND reads, {} pages replayed",
+                ticks_to_us(now() - t0),
+                c.mount_reads,
+                c.mount_replayed_pages
+            );
+            Ok(Some(ftl))
+        }
+        Err(FtlError::NotFormatted) => {
+            info!("no FTL image on the device: first boot");
+            Ok(None)
+        }
+        Err(e) => Err(ftl_failed("mount", e)),
+    }
+}
+
+fn format<'a, B: OnfiBus>(
+    nand: &'a mut Nand<B>,
+    mem: &'a mut FtlBuffers,
+    lay: &RamLayout,
+    cfg: Config,
+) -> Result<AppFtl<'a, B>, Failed> {
+    let (map, m) = mem.parts(lay);
+    let t0 = now();
+    let ftl = api::format(nand, map, m, cfg).map_err(|e| ftl_failed("format", e))?;
+    let c = ftl.counters();
+    info!(
+        "formatted in {} us: {} blocks erased, {} NAND reads, {} bad blocks",
+        ticks_to_us(now() - t0),
+        c.nand_erases,
+        c.nand_reads,
+        ftl.erase_counts().filter(|&(_, _, bad)| bad).count()
+    );
+    Ok(ftl)
+}
+
+fn log_ram<B: OnfiBus>(ftl: &AppFtl<'_, B>, lay: &RamLayout) {
+    info!(
+        "RAM: FTL {} bytes (map {}, valid bitmap {}, block table {}, list heads {}, page buffer {}, \
+         Ftl struct {})",
+        ftl.ram_bytes(),
+        lay.map_words * 4,
+        lay.valid_words * 4,
+        lay.blocks * core::mem::size_of::<BlockInfo>(),
+        lay.list_heads * 4,
+        lay.page_buf,
+        core::mem::size_of::<AppFtl<'_, B>>()
+    );
+}
+
+/// Erase-count spread and the FTL's totals.
+fn report_device<B: OnfiBus>(ftl: &mut AppFtl<'_, B>) {
+    let (mut min, mut max, mut sum, mut good, mut bad) = (u32::MAX, 0u32, 0u64, 0u64, 0u32);
+    for (_, ec, is_bad) in ftl.erase_counts() {
+        if is_bad {
+            bad += 1;
+            continue;
+        }
+        min = min.min(ec);
+        max = max.max(ec);
+        sum += ec as u64;
+        good += 1;
+    }
+    let avg_milli = sum * 1000 / good.max(1);
+    info!(
+        "wear: erase counts min {} max {} mean {}.{:03} over {} good blocks; {} bad",
+        min,
+        max,
+        avg_milli / 1000,
+        avg_milli % 1000,
+        good,
+        bad
+    );
+    let c = *ftl.counters();
+    let waf = milli(c.nand_programs, c.host_write_pages);
+    info!(
+        "totals since mount: {} host writes, {} host reads, {} trims; NAND {} programs, {} reads, {} erases; WAF {}.{:03}",
+        c.host_write_pages,
+        c.host_read_pages,
+        c.host_trim_pages,
+        c.nand_programs,
+        c.nand_reads,
+        c.nand_erases,
+        waf / 1000,
+        waf % 1000
+    );
+    info!(
+        "totals since mount: GC {} blocks, {} page copies; {} wear-leveling moves; {} checkpoints ({} pages); {} journal \
+         pages; {} program and {} erase failures, {} blocks retired",
+        c.gc_blocks,
+        c.gc_page_copies,
+        c.wear_level_moves,
+        c.checkpoints,
+        c.checkpoint_pages,
+        c.journal_pages,
+        c.program_failures,
+        c.erase_failures,
+        c.blocks_retired
+    );
+}
+
+fn milli(num: u64, den: u64) -> u64 {
+    num * 1000 / den.max(1)
+}
+
+/// Counters at the start of a phase.
+#[derive(Copy, Clone)]
+struct Snap {
+    nand: Meter,
+    bus: Meter,
+    codec: Meter,
+    counters: Counters,
+}
+
+fn snap<B: OnfiBus>(ftl: &mut AppFtl<'_, B>) -> Snap {
+    let nand = ftl.nand().meter;
+    let bus = ftl.nand().inner().bus().meter;
+    let codec = ftl.policies_mut().codec.meter;
+    Snap { nand, bus, codec, counters: *ftl.counters() }
+}
+
+/// Fills `page` with the content of generation `gen` of `lpn`.
+fn fill(page: &mut [u8], lpn: u32, gen: u8) {
+    let mut x = seed(lpn, gen);
+    for w in page.chunks_exact_mut(4) {
+        x = xorshift(x);
+        w.copy_from_slice(&x.to_le_bytes());
+    }
+    page[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+    page[4..8].copy_from_slice(&lpn.to_le_bytes());
+    page[8] = gen;
+}
+
+/// Whether `page` is generation `gen` of `lpn`.
+fn matches(page: &[u8], lpn: u32, gen: u8) -> bool {
+    if page[0..4] != MAGIC.to_le_bytes() || page[4..8] != lpn.to_le_bytes() || page[8] != gen {
+        return false;
+    }
+    let mut x = seed(lpn, gen);
+    for (i, w) in page.chunks_exact(4).enumerate() {
+        x = xorshift(x);
+        if i >= 3 && w != x.to_le_bytes() {
+            return false;
+        }
+    }
+    true
+}
+
+fn seed(lpn: u32, gen: u8) -> u32 {
+    (lpn.wrapping_mul(0x9E37_79B9) ^ (gen as u32).wrapping_mul(0x85EB_CA6B)) | 1
+}
+
+fn xorshift(mut x: u32) -> u32 {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    x
+}
+
+struct App<'g> {
+    overhead: Overhead,
+    rng: u32,
+    gens: &'g mut [u8],
+    wbuf: &'g mut [u8],
+    rbuf: &'g mut [u8],
+    n: u32,
+    hot_start: u32,
+}
+
+impl App<'_> {
+    fn random(&mut self) -> u32 {
+        self.rng = xorshift(self.rng);
+        self.rng
+    }
+
+    /// Writes the next generation of `lpn`; adds the time of the FTL call to `ticks`.
+    fn write<B: OnfiBus>(
+        &mut self,
+        ftl: &mut AppFtl<'_, B>,
+        lpn: u32,
+        ticks: &mut u64,
+    ) -> Result<(), Failed> {
+        let g = self.gens[lpn as usize];
+        let gen = if g == GEN_UNKNOWN || g >= GEN_MAX { 1 } else { g + 1 };
+        fill(self.wbuf, lpn, gen);
+        let t0 = now();
+        let r = api::write(ftl, lpn, self.wbuf);
+        *ticks += now() - t0;
+        if let Err(e) = r {
+            error!("write of logical page {} failed: {:?}", lpn, e);
+            return Err(Failed);
+        }
+        self.gens[lpn as usize] = gen;
+        Ok(())
+    }
+
+    /// Reads `lpn` and checks it against its generation; adds the time of the FTL call to
+    /// `ticks`.
+    fn read<B: OnfiBus>(
+        &mut self,
+        ftl: &mut AppFtl<'_, B>,
+        lpn: u32,
+        ticks: &mut u64,
+        what: &str,
+    ) -> Result<(), Failed> {
+        let t0 = now();
+        let r = api::read(ftl, lpn, self.rbuf);
+        *ticks += now() - t0;
+        if let Err(e) = r {
+            error!("{}: read of logical page {} failed: {:?}", what, lpn, e);
+            return Err(Failed);
+        }
+        let gen = self.gens[lpn as usize];
+        let ok = match gen {
+            GEN_UNKNOWN => true,
+            GEN_ZERO => self.rbuf.iter().all(|&b| b == 0),
+            g => matches(self.rbuf, lpn, g),
+        };
+        if !ok {
+            error!(
+                "{}: logical page {} does not hold generation {} (found lpn {} generation {})",
+                what,
+                lpn,
+                gen,
+                u32::from_le_bytes([self.rbuf[4], self.rbuf[5], self.rbuf[6], self.rbuf[7]]),
+                self.rbuf[8]
+            );
+            return Err(Failed);
+        }
+        Ok(())
+    }
+
+    fn verify_range<B: OnfiBus>(
+        &mut self,
+        ftl: &mut AppFtl<'_, B>,
+        from: u32,
+        to: u32,
+        what: &str,
+    ) -> Result<(), Failed> {
+        let mut ticks = 0;
+        for lpn in from..to {
+            self.read(ftl, lpn, &mut ticks, what)?;
+        }
+        Ok(())
+    }
+
+    /// After a mount: the self-test region holds pages of the previous boot (any generation) or
+    /// zeros; learn their generations.
+    fn check_previous<B: OnfiBus>(&mut self, ftl: &mut AppFtl<'_, B>, region: u32) -> Result<(), Failed> {
+        let (mut zeros, mut pages) = (0u32, 0u32);
+        for lpn in 0..region {
+            if let Err(e) = api::read(ftl, lpn, self.rbuf) {
+                error!("previous boot: read of logical page {} failed: {:?}", lpn, e);
+                return Err(Failed);
+            }
+            let gen = self.rbuf[8];
+            if self.rbuf.iter().all(|&b| b == 0) {
+                self.gens[lpn as usize] = GEN_ZERO;
+                zeros += 1;
+            } else if gen != GEN_ZERO && gen <= GEN_MAX && matches(self.rbuf, lpn, gen) {
+                self.gens[lpn as usize] = gen;
+                pages += 1;
+            } else {
+                error!("previous boot: logical page {} holds neither zeros nor a page of this test", lpn);
+                return Err(Failed);
+            }
+        }
+        info!(
+            "previous boot: self-test region intact ({} pages of earlier runs, {} zero pages)",
+            pages, zeros
+        );
+        Ok(())
+    }
+
+    /// Writes, overwrites and trims the self-test region, verifying after each step.
+    fn selftest_writes<B: OnfiBus>(&mut self, ftl: &mut AppFtl<'_, B>, region: u32) -> Result<(), Failed> {
+        let mut ticks = 0;
+        for lpn in 0..region {
+            self.write(ftl, lpn, &mut ticks)?;
+        }
+        self.verify_range(ftl, 0, region, "self-test write")?;
+        for lpn in (0..region).step_by(3) {
+            self.write(ftl, lpn, &mut ticks)?;
+        }
+        let (trim_from, trim_len) = (region / 2, (region / 8).max(1));
+        if let Err(e) = api::trim(ftl, trim_from, trim_len) {
+            error!("trim failed: {:?}", e);
+            return Err(Failed);
+        }
+        self.gens[trim_from as usize..(trim_from + trim_len) as usize].fill(GEN_ZERO);
+        self.verify_range(ftl, 0, region, "self-test overwrite+trim")?;
+        if let Err(e) = api::flush(ftl) {
+            error!("flush failed: {:?}", e);
+            return Err(Failed);
+        }
+        info!("self-test: {} pages written, every third overwritten, {} trimmed: verified", region, trim_len);
+        Ok(())
+    }
+
+    fn seq_write<B: OnfiBus>(&mut self, ftl: &mut AppFtl<'_, B>) -> Result<(), Failed> {
+        let start = snap(ftl);
+        let mut ticks = 0;
+        for lpn in 0..self.n {
+            self.write(ftl, lpn, &mut ticks)?;
+        }
+        self.report(ftl, "seq-write", true, self.n as u64, ticks, &start);
+        Ok(())
+    }
+
+    fn seq_read<B: OnfiBus>(&mut self, ftl: &mut AppFtl<'_, B>, name: &str) -> Result<(), Failed> {
+        let start = snap(ftl);
+        let mut ticks = 0;
+        for lpn in 0..self.n {
+            self.read(ftl, lpn, &mut ticks, name)?;
+        }
+        self.report(ftl, name, false, self.n as u64, ticks, &start);
+        Ok(())
+    }
+
+    fn random_write<B: OnfiBus>(
+        &mut self,
+        ftl: &mut AppFtl<'_, B>,
+        count: u32,
+        from: u32,
+        name: &str,
+    ) -> Result<(), Failed> {
+        let start = snap(ftl);
+        let mut ticks = 0;
+        let span = self.n - from;
+        for _ in 0..count {
+            let lpn = from + self.random() % span;
+            self.write(ftl, lpn, &mut ticks)?;
+        }
+        self.report(ftl, name, true, count as u64, ticks, &start);
+        Ok(())
+    }
+
+    fn random_read<B: OnfiBus>(&mut self, ftl: &mut AppFtl<'_, B>, count: u32) -> Result<(), Failed> {
+        let start = snap(ftl);
+        let mut ticks = 0;
+        for _ in 0..count {
+            let lpn = self.random() % self.n;
+            self.read(ftl, lpn, &mut ticks, "rand-read")?;
+        }
+        self.report(ftl, "rand-read", false, count as u64, ticks, &start);
+        Ok(())
+    }
+
+    /// Logs a phase: throughput, cost per page and its split, NAND work.
+    fn report<B: OnfiBus>(
+        &self,
+        ftl: &mut AppFtl<'_, B>,
+        name: &str,
+        writes: bool,
+        pages: u64,
+        ticks: u64,
+        start: &Snap,
+    ) {
+        let end = snap(ftl);
+        let nand = end.nand.since(&start.nand);
+        let bus = end.bus.since(&start.bus);
+        let codec = end.codec.since(&start.codec);
+        let c = &end.counters;
+        let s = &start.counters;
+        let bytes = pages * ftl.page_bytes() as u64;
+        let kib_s = bytes * TICK_HZ as u64 / ticks.max(1) / 1024;
+        info!(
+            "[{}] {} pages ({} KiB) in {} us: {} KiB/s",
+            name,
+            pages,
+            bytes / 1024,
+            ticks_to_us(ticks),
+            kib_s
+        );
+        // Metering overhead that lands outside a metered call counts in its caller's time: the
+        // bus's calls' in the driver's share, the driver's and the codec's in the FTL's.
+        // The NAND meter's own cost inside its interval is no driver work either.
+        let bus_outside = self.overhead.outside_ticks(bus.calls) + self.overhead.inside_ticks(nand.calls);
+        let driver = nand.ticks.saturating_sub(bus.ticks + bus_outside);
+        let ftl_outside = self.overhead.outside_ticks(nand.calls + codec.calls);
+        let core = ticks.saturating_sub(nand.ticks + codec.ticks + ftl_outside);
+        let per = |t: u64| t * UNITS_PER_TICK / pages.max(1);
+        info!(
+            "[{}] per page: {} {} in all = FTL {} + ONFI driver {} + codec {} + NAND bus {} + metering {}",
+            name,
+            per(ticks),
+            UNIT,
+            per(core),
+            per(driver),
+            per(codec.ticks),
+            per(bus.ticks),
+            per(bus_outside + ftl_outside)
+        );
+        info!(
+            "[{}] per page excluding codec and NAND bus: {} {} (FTL {} + ONFI driver {})",
+            name,
+            per(core + driver),
+            UNIT,
+            per(core),
+            per(driver)
+        );
+        let (programs, reads, erases) =
+            (c.nand_programs - s.nand_programs, c.nand_reads - s.nand_reads, c.nand_erases - s.nand_erases);
+        let amp = if writes {
+            milli(programs, c.host_write_pages - s.host_write_pages)
+        } else {
+            milli(reads, c.host_read_pages - s.host_read_pages)
+        };
+        info!(
+            "[{}] NAND {} programs, {} reads, {} erases; {} {}.{:03}; GC {} blocks, {} copies; {} wear-leveling \
+             moves; {} retired",
+            name,
+            programs,
+            reads,
+            erases,
+            if writes { "WAF" } else { "read amplification" },
+            amp / 1000,
+            amp % 1000,
+            c.gc_blocks - s.gc_blocks,
+            c.gc_page_copies - s.gc_page_copies,
+            c.wear_level_moves - s.wear_level_moves,
+            c.blocks_retired - s.blocks_retired
+        );
+    }
+}

@@ -1,0 +1,225 @@
+//! The ALIENTEK Apollo STM32H743 (STM32H743IIT6, 25 MHz HSE) with a Micron MT29F4G08ABADA
+//! (x8 SLC, 2048 + 64-byte pages, 64 pages per block, 2 planes of 2048 blocks) on FMC bank 3.
+//!
+//! Start-up, in order:
+//! 1. MPU region 0: 0x8000_0000, 256 MiB (the FMC NAND bank's common and attribute spaces) as
+//!    shareable Device memory, execute-never. The default memory map makes this range Normal,
+//!    cacheable memory, where the core may read speculatively: a stray read there is a data
+//!    output cycle that would shift the chip's column. The rest keeps the default map.
+//! 2. I-cache and D-cache on (the NAND window is uncached by 1; the FTL's tables are in AXI
+//!    and D2 SRAM and nothing but the core touches them; RTT's buffer is in DTCM).
+//! 3. Clocks: LDO, VOS1, HSE 25 MHz -> PLL1 -> 400 MHz core, 200 MHz AHB (HCLK3, the FMC's
+//!    kernel clock).
+//! 4. D2 SRAM1-3 clocks (AHB2ENR), for the FTL's tables in SRAM1 and the test's in SRAM2.
+//! 5. DWT cycle counter (the timer: 400 MHz, extended to 64 bits; SysTick interrupts every
+//!    2^24 cycles only to keep the extension current).
+//! 6. FMC pins (AF12, very high speed): D0-D7 = PD14, PD15, PD0, PD1, PE7, PE8, PE9, PE10;
+//!    NOE = PD4, NWE = PD5, CLE = A16 = PD11, ALE = A17 = PD12, NCE = PG9; R/B# = PD6 as a
+//!    GPIO input with pull-up. Then the FMC NAND bank ([`fmc`]).
+//!
+//! Memory (memory/stm32h743.x): the FTL's flat map fills the 512 KiB AXI SRAM, i.e. 131,072
+//! logical pages (256 MiB, half the chip): the 32 MiB SDRAM of the board is not set up, so the
+//! logical capacity is what the map in internal RAM allows. Block table, valid bitmap, list
+//! heads and page buffer (99 KiB) are in D2 SRAM1, the test's generation table (128 KiB) in
+//! D2 SRAM2, stack and the rest in DTCM.
+//!
+//! Nothing in this module has run on hardware yet (see docs/firmware.md).
+
+pub mod fmc;
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use cortex_m::peripheral::{syst::SystClkSource, DWT, MPU, SYST};
+use cortex_m_rt::{entry, exception, ExceptionFrame};
+use ftl_core::{BlockInfo, Config, RamLayout};
+use nand_hal::Geometry;
+use stm32h7xx_hal::gpio::Speed;
+use stm32h7xx_hal::pac;
+use stm32h7xx_hal::prelude::*;
+use stm32h7xx_hal::rcc::ResetEnable;
+use {defmt_rtt as _, panic_probe as _};
+
+use crate::app::{self, Failed, FtlBuffers, Target, TestBuffers, Workload};
+use fmc::FmcNand;
+
+/// Core clock.
+pub const CPU_HZ: u32 = 400_000_000;
+/// Timer ticks per second: the DWT cycle counter.
+pub const TICK_HZ: u32 = CPU_HZ;
+/// What a tick counts.
+pub const UNIT: &str = "cycles";
+/// Cycles per tick.
+pub const UNITS_PER_TICK: u64 = 1;
+
+/// The chip the memory is sized for (its parameter page must give this shape).
+const GEO: Geometry = Geometry::MT29F4G08;
+/// What a 512 KiB flat map holds.
+const LOGICAL_PAGES: u32 = 128 * 1024;
+const CONFIG: Config = Config::with_logical_pages(&GEO, LOGICAL_PAGES);
+const LAYOUT: RamLayout = RamLayout::new(&GEO, &CONFIG);
+const PAGE: usize = GEO.data_bytes as usize;
+
+static CYCLES_HIGH: AtomicU32 = AtomicU32::new(0);
+static CYCLES_LAST: AtomicU32 = AtomicU32::new(0);
+
+/// CPU cycles since start-up (the 32-bit DWT counter extended to 64 bits; it must be read at
+/// least every 10 s, which the SysTick interrupt guarantees).
+pub fn now() -> u64 {
+    cortex_m::interrupt::free(|_| {
+        let cur = DWT::cycle_count();
+        let mut high = CYCLES_HIGH.load(Ordering::Relaxed);
+        if cur < CYCLES_LAST.load(Ordering::Relaxed) {
+            high += 1;
+            CYCLES_HIGH.store(high, Ordering::Relaxed);
+        }
+        CYCLES_LAST.store(cur, Ordering::Relaxed);
+        ((high as u64) << 32) | cur as u64
+    })
+}
+
+#[exception]
+fn SysTick() {
+    let _ = now();
+}
+
+/// Region 0: the FMC NAND bank as Device memory (see the module documentation).
+fn configure_mpu(mpu: &mut MPU) {
+    const BASE: u32 = 0x8000_0000;
+    const SIZE_256_MIB: u32 = 27; // 2^(27 + 1) bytes
+    const XN: u32 = 1 << 28;
+    const AP_FULL_ACCESS: u32 = 0b011 << 24;
+    const SHAREABLE_DEVICE: u32 = (1 << 18) | (1 << 16); // TEX 000, S 1, C 0, B 1
+    const ENABLE: u32 = 1;
+    const CTRL_PRIVDEFENA: u32 = 1 << 2;
+    cortex_m::asm::dmb();
+    // SAFETY: the MPU is reprogrammed before anything uses the region; the default map stays
+    // in force everywhere else (PRIVDEFENA).
+    unsafe {
+        mpu.ctrl.write(0);
+        mpu.rnr.write(0);
+        mpu.rbar.write(BASE);
+        mpu.rasr.write(XN | AP_FULL_ACCESS | SHAREABLE_DEVICE | (SIZE_256_MIB << 1) | ENABLE);
+        mpu.ctrl.write(CTRL_PRIVDEFENA | ENABLE);
+    }
+    cortex_m::asm::dsb();
+    cortex_m::asm::isb();
+}
+
+/// Clocks of D2 SRAM1, SRAM2 and SRAM3 (RCC_AHB2ENR bits 29-31).
+fn enable_d2_sram() {
+    // SAFETY: sets three enable bits; the HAL's clock tree does not own them.
+    unsafe {
+        let rcc = &*pac::RCC::ptr();
+        rcc.ahb2enr.modify(|r, w| w.bits(r.bits() | (0b111 << 29)));
+        let _ = rcc.ahb2enr.read().bits();
+    }
+    cortex_m::asm::dsb();
+}
+
+fn start_clock(syst: &mut SYST) {
+    DWT::unlock();
+    // SAFETY: CYCCNT is only ever read elsewhere.
+    unsafe { (*DWT::PTR).cyccnt.write(0) };
+    syst.set_clock_source(SystClkSource::Core);
+    syst.set_reload(0x00FF_FFFF);
+    syst.clear_current();
+    syst.enable_interrupt();
+    syst.enable_counter();
+}
+
+fn report_fmc(_: &FmcNand) {
+    info!("FMC: NAND bank 3, 8-bit, ONFI timing mode 0 cycles (125 ns), R/B# on PD6");
+}
+
+fn run(bus: FmcNand) -> Result<(), Failed> {
+    let ftl = FtlBuffers {
+        map: static_slice!(#[link_section = ".axisram"] u32; LAYOUT.map_words; LAYOUT.map_words; 0),
+        valid: static_slice!(#[link_section = ".sram1"] u32; LAYOUT.valid_words; LAYOUT.valid_words; 0),
+        blocks: static_slice!(
+            #[link_section = ".sram1"] BlockInfo; LAYOUT.blocks; LAYOUT.blocks; BlockInfo::EMPTY
+        ),
+        heads: static_slice!(#[link_section = ".sram1"] u32; LAYOUT.list_heads; LAYOUT.list_heads; 0),
+        page_buf: static_slice!(#[link_section = ".sram1"] u8; LAYOUT.page_buf; LAYOUT.page_buf; 0),
+    };
+    let test = TestBuffers {
+        generations: static_slice!(
+            #[link_section = ".sram2"] u8; LOGICAL_PAGES as usize; LOGICAL_PAGES as usize; 0
+        ),
+        write: static_slice!(u8; PAGE; PAGE; 0),
+        read: static_slice!(u8; PAGE; PAGE; 0),
+    };
+    app::run(Target {
+        name: "ALIENTEK Apollo STM32H743 @ 400 MHz, MT29F4G08ABADA on FMC bank 3",
+        bus,
+        shape: GEO,
+        config: CONFIG,
+        ftl,
+        test,
+        workload: Workload {
+            selftest_pages: 1024,
+            random_writes: LOGICAL_PAGES / 4,
+            random_reads: LOGICAL_PAGES / 4,
+            gc_writes: GEO.total_pages(),
+        },
+        force_format: cfg!(feature = "force-format"),
+        report_bus: report_fmc,
+    })
+}
+
+#[entry]
+fn main() -> ! {
+    crate::stack::paint();
+    let mut cp = cortex_m::Peripherals::take().expect("core peripherals");
+    let dp = pac::Peripherals::take().expect("device peripherals");
+
+    configure_mpu(&mut cp.MPU);
+    cp.SCB.enable_icache();
+    cp.SCB.enable_dcache(&mut cp.CPUID);
+
+    let pwrcfg = dp.PWR.constrain().freeze();
+    let ccdr =
+        dp.RCC.constrain().use_hse(25.MHz()).sys_ck(CPU_HZ.Hz()).hclk(200.MHz()).freeze(pwrcfg, &dp.SYSCFG);
+    // The PLL may land a few hundred Hz below the request (fractional divider).
+    let hclk = ccdr.clocks.hclk().raw();
+    assert!(
+        hclk <= fmc::FMC_KERNEL_HZ && hclk > fmc::FMC_KERNEL_HZ / 100 * 99,
+        "FMC timings assume a 200 MHz HCLK3"
+    );
+    enable_d2_sram();
+    cp.DCB.enable_trace();
+    start_clock(&mut cp.SYST);
+    cp.DWT.enable_cycle_counter();
+
+    let gpiod = dp.GPIOD.split(ccdr.peripheral.GPIOD);
+    let gpioe = dp.GPIOE.split(ccdr.peripheral.GPIOE);
+    let gpiog = dp.GPIOG.split(ccdr.peripheral.GPIOG);
+    let _fmc_rec = ccdr.peripheral.FMC.enable();
+    macro_rules! fmc_pins {
+        ($($pin:expr),+) => {
+            $( let _ = $pin.into_alternate::<12>().speed(Speed::VeryHigh); )+
+        };
+    }
+    fmc_pins!(
+        gpiod.pd14, gpiod.pd15, gpiod.pd0, gpiod.pd1, gpioe.pe7, gpioe.pe8, gpioe.pe9,
+        gpioe.pe10, // D0-D7
+        gpiod.pd4, gpiod.pd5, gpiod.pd11, gpiod.pd12, gpiog.pg9 // NOE, NWE, CLE, ALE, NCE
+    );
+    let rb = gpiod.pd6.into_pull_up_input().erase();
+    let bus = FmcNand::new(dp.FMC, rb);
+
+    match run(bus) {
+        Ok(()) => info!("RESULT: PASS"),
+        Err(Failed) => defmt::panic!("RESULT: FAIL"),
+    }
+    // probe-rs ends the session at a breakpoint.
+    loop {
+        cortex_m::asm::bkpt();
+    }
+}
+
+#[exception]
+unsafe fn HardFault(ef: &ExceptionFrame) -> ! {
+    defmt::panic!("HardFault at pc {:#010x}, lr {:#010x}", ef.pc(), ef.lr());
+}
+
+defmt::timestamp!("{=u64:us}", now() / (CPU_HZ / 1_000_000) as u64);

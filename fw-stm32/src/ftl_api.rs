@@ -1,0 +1,92 @@
+//! The firmware's calls into the FTL and the ONFI driver. Each is a function the compiler may
+//! not inline, so that whatever it inlines from ftl-core, ftl-policies and nand-hal lands in a
+//! symbol of this module: `size-report.py` counts this module as "FTL core + HAL + ONFI driver"
+//! (with the symbols of those crates that stay out of line). The cost is one call per
+//! operation.
+
+use ftl_core::policy::{Greedy, Policies, RequestSizeClassifier, SingleHostStream};
+use ftl_core::{Config, Error as FtlError, FlatMap, Ftl, Memory};
+use nand_hal::onfi::{OnfiBus, OnfiError, OnfiNand};
+
+use crate::meter::{TimedBus, TimedCodec, TimedNand};
+
+/// The page codec: the baseline's CRC-32C over the data, or none with the `null-codec` feature
+/// (to measure the FTL without it).
+#[cfg(not(feature = "null-codec"))]
+pub type Codec = ftl_policies::policy::Crc32cCodec;
+/// The page codec: the baseline's CRC-32C over the data, or none with the `null-codec` feature
+/// (to measure the FTL without it).
+#[cfg(feature = "null-codec")]
+pub type Codec = ftl_policies::policy::NullCodec;
+
+/// The policy bundle the firmware runs. The techniques of ftl-policies (cargo features `wom`,
+/// `dedup`, `flex-ecc`, `eti`, `cdm`, forwarded by this crate's features of the same names) will
+/// select their policies here as they land; today every build runs the baseline bundle.
+pub type AppPolicies = Policies<TimedCodec<Codec>, RequestSizeClassifier, Greedy, SingleHostStream>;
+
+/// The ONFI driver over the metered bus.
+pub type Driver<B> = OnfiNand<TimedBus<B>>;
+
+/// The NAND the FTL sees: the metered driver.
+pub type Nand<B> = TimedNand<Driver<B>>;
+
+/// The FTL over a lent NAND (lent, so that a failed mount does not drop the device).
+pub type AppFtl<'a, B> = Ftl<'a, &'a mut Nand<B>, AppPolicies, FlatMap<'a>>;
+
+/// RESET, READ ID, READ PARAMETER PAGE.
+#[inline(never)]
+pub fn identify<B: OnfiBus>(bus: TimedBus<B>) -> Result<Driver<B>, OnfiError<B::Error>> {
+    OnfiNand::new(bus)
+}
+
+/// Mounts.
+#[inline(never)]
+pub fn mount<'a, B: OnfiBus>(
+    nand: &'a mut Nand<B>,
+    map: FlatMap<'a>,
+    mem: Memory<'a>,
+    cfg: Config,
+) -> Result<AppFtl<'a, B>, FtlError> {
+    Ftl::mount(nand, AppPolicies::default(), map, mem, cfg)
+}
+
+/// Formats.
+#[inline(never)]
+pub fn format<'a, B: OnfiBus>(
+    nand: &'a mut Nand<B>,
+    map: FlatMap<'a>,
+    mem: Memory<'a>,
+    cfg: Config,
+) -> Result<AppFtl<'a, B>, FtlError> {
+    Ftl::format(nand, AppPolicies::default(), map, mem, cfg)
+}
+
+/// Flushes, checkpoints, gives the device back.
+#[inline(never)]
+pub fn unmount<B: OnfiBus>(ftl: AppFtl<'_, B>) -> Result<(), FtlError> {
+    ftl.unmount().map(|_| ())
+}
+
+/// Writes whole pages.
+#[inline(never)]
+pub fn write<B: OnfiBus>(ftl: &mut AppFtl<'_, B>, lpn: u32, data: &[u8]) -> Result<(), FtlError> {
+    ftl.write(lpn, data)
+}
+
+/// Reads whole pages.
+#[inline(never)]
+pub fn read<B: OnfiBus>(ftl: &mut AppFtl<'_, B>, lpn: u32, buf: &mut [u8]) -> Result<(), FtlError> {
+    ftl.read(lpn, buf)
+}
+
+/// Trims pages.
+#[inline(never)]
+pub fn trim<B: OnfiBus>(ftl: &mut AppFtl<'_, B>, lpn: u32, count: u32) -> Result<(), FtlError> {
+    ftl.trim(lpn, count)
+}
+
+/// Makes writes and trims durable.
+#[inline(never)]
+pub fn flush<B: OnfiBus>(ftl: &mut AppFtl<'_, B>) -> Result<(), FtlError> {
+    ftl.flush()
+}

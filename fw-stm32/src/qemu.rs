@@ -1,0 +1,217 @@
+//! QEMU `mps2-an500` (Cortex-M7): the same application with the ONFI chip model of nand-hal as
+//! the NAND, its array in the board's 16 MiB PSRAM (0x6000_0000), the FTL's tables and the
+//! test's buffers in the 4 MiB SSRAM (0x2000_0000).
+//!
+//! - Output: semihosting `hprintln!` (QEMU's stdout).
+//! - Exit: semihosting SYS_EXIT, so QEMU exits 0 when the application passes and 1 on a failure,
+//!   a panic or a HardFault.
+//! - Time: SysTick on the core clock (25 MHz on mps2), extended to 64 bits by its wrap
+//!   interrupt. With `-icount shift=3` (run-qemu.sh) QEMU executes one instruction per 8 ns of
+//!   virtual time, so one tick is exactly 5 instructions: "time" is an instruction count, and
+//!   the throughputs printed are those of a 125 MIPS core that waits for no NAND.
+//!
+//! The chip: 2048 + 64-byte pages, 64 pages per block, 2 planes of 32 blocks (64 blocks, 8 MiB
+//! of data; the MT29F4G08ABADA's page and block, fewer blocks), NOP 4, in-order programming,
+//! its parameter page built by `ParamPage::for_geometry`. Block 9 is factory bad and every
+//! program of block 22 fails, so bad-block skipping and run-time retirement run in CI too.
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use cortex_m::peripheral::{syst::SystClkSource, SCB, SYST};
+use cortex_m_rt::{entry, exception, ExceptionFrame};
+use cortex_m_semihosting::{debug, hprintln};
+use ftl_core::{BlockInfo, Config, RamLayout};
+use nand_hal::onfi::{ModelConfig, OnfiChipModel};
+use nand_hal::{BlockId, EccRequirement, Geometry};
+
+use crate::app::{self, Failed, FtlBuffers, Target, TestBuffers, Workload};
+
+/// Timer ticks per second of virtual time.
+pub const TICK_HZ: u32 = 25_000_000;
+/// What a tick counts, times [`UNITS_PER_TICK`].
+pub const UNIT: &str = "instr";
+/// Instructions per tick under `-icount shift=3`.
+pub const UNITS_PER_TICK: u64 = 5;
+
+/// The chip model's shape.
+pub const GEO: Geometry = Geometry {
+    data_bytes: 2048,
+    spare_bytes: 64,
+    pages_per_block: 64,
+    blocks_per_plane: 32,
+    planes_per_lun: 2,
+    luns: 1,
+    nop: 4,
+    sequential_program: true,
+    ecc: EccRequirement { bits: 4, codeword_bytes: 512 },
+    endurance: 100_000,
+};
+
+/// 4 MiB of logical capacity: half the raw pages, two thirds of what is left after the FTL's
+/// reserves.
+const LOGICAL_PAGES: u32 = 2048;
+
+/// Defaults, with wear leveling made eager enough to act within a CI run.
+const CONFIG: Config = {
+    let mut c = Config::with_logical_pages(&GEO, LOGICAL_PAGES);
+    c.wear_spread_limit = 4;
+    c.wear_check_interval = 8;
+    c
+};
+
+const LAYOUT: RamLayout = RamLayout::new(&GEO, &CONFIG);
+const PAGE: usize = GEO.data_bytes as usize;
+/// The PSRAM.
+const MODEL_CAPACITY: usize = 16 << 20;
+
+const FACTORY_BAD: BlockId = BlockId(9);
+const FAILING: BlockId = BlockId(22);
+
+const RELOAD: u32 = 0x00FF_FFFF;
+static WRAPS: AtomicU32 = AtomicU32::new(0);
+
+/// Ticks since start-up.
+pub fn now() -> u64 {
+    loop {
+        let w1 = WRAPS.load(Ordering::Acquire);
+        let cur = SYST::get_current();
+        let pending = SCB::is_pendst_pending();
+        let w2 = WRAPS.load(Ordering::Acquire);
+        if w1 != w2 {
+            continue;
+        }
+        // Wrapped, but the interrupt has not run yet: the count is from after the reload.
+        let wraps = w1 as u64 + u64::from(pending && cur > RELOAD / 2);
+        return wraps * (RELOAD as u64 + 1) + (RELOAD - cur) as u64;
+    }
+}
+
+#[exception]
+fn SysTick() {
+    WRAPS.fetch_add(1, Ordering::AcqRel);
+}
+
+fn start_clock(syst: &mut SYST) {
+    syst.set_clock_source(SystClkSource::Core);
+    syst.set_reload(RELOAD);
+    syst.clear_current();
+    syst.enable_interrupt();
+    syst.enable_counter();
+    // The counter reads 0 until its first reload.
+    while SYST::get_current() == 0 {}
+}
+
+fn report_model(chip: &OnfiChipModel<&'static mut [u8]>) {
+    let c = chip.counters();
+    info!(
+        "chip model: {} commands, {} address cycles, {} bytes in, {} bytes out",
+        c.commands, c.address_cycles, c.bytes_in, c.bytes_out
+    );
+    info!(
+        "chip model: {} page reads, {} page programs, {} block erases, {} multi-plane operations, {} program \
+         and {} erase failures; {} us of NAND busy time",
+        c.page_reads,
+        c.page_programs,
+        c.block_erases,
+        c.multi_plane_ops,
+        c.program_failures,
+        c.erase_failures,
+        chip.elapsed_us()
+    );
+}
+
+fn run() -> Result<(), Failed> {
+    let model = ModelConfig::for_geometry(&GEO).map_err(|e| {
+        error!("chip model configuration: {:?}", e);
+        Failed
+    })?;
+    let bytes = OnfiChipModel::<&mut [u8]>::storage_bytes(&model).map_err(|e| {
+        error!("chip model size: {:?}", e);
+        Failed
+    })?;
+    if bytes > MODEL_CAPACITY {
+        error!("chip model needs {} bytes, PSRAM has {}", bytes, MODEL_CAPACITY);
+        return Err(Failed);
+    }
+    let store = static_slice!(#[link_section = ".psram"] u8; MODEL_CAPACITY; bytes; 0xFF);
+    let mut chip = OnfiChipModel::new(model, store).map_err(|e| {
+        error!("chip model: {:?}", e);
+        Failed
+    })?;
+    let faults =
+        chip.mark_factory_bad(FACTORY_BAD).and_then(|()| chip.set_block_faults(FAILING, true, false));
+    if let Err(e) = faults {
+        error!("chip model faults: {:?}", e);
+        return Err(Failed);
+    }
+    info!(
+        "NAND: ONFI chip model, {} bytes of PSRAM; block {} factory bad, every program of block {} fails",
+        bytes, FACTORY_BAD.0, FAILING.0
+    );
+    let ftl = FtlBuffers {
+        map: static_slice!(u32; LAYOUT.map_words; LAYOUT.map_words; 0),
+        valid: static_slice!(u32; LAYOUT.valid_words; LAYOUT.valid_words; 0),
+        blocks: static_slice!(BlockInfo; LAYOUT.blocks; LAYOUT.blocks; BlockInfo::EMPTY),
+        heads: static_slice!(u32; LAYOUT.list_heads; LAYOUT.list_heads; 0),
+        page_buf: static_slice!(u8; LAYOUT.page_buf; LAYOUT.page_buf; 0),
+    };
+    let test = TestBuffers {
+        generations: static_slice!(u8; LOGICAL_PAGES as usize; LOGICAL_PAGES as usize; 0),
+        write: static_slice!(u8; PAGE; PAGE; 0),
+        read: static_slice!(u8; PAGE; PAGE; 0),
+    };
+    app::run(Target {
+        name: "QEMU mps2-an500 (Cortex-M7), -icount shift=3",
+        bus: chip,
+        shape: GEO,
+        config: CONFIG,
+        ftl,
+        test,
+        workload: Workload {
+            selftest_pages: 256,
+            random_writes: LOGICAL_PAGES,
+            random_reads: LOGICAL_PAGES,
+            gc_writes: 6 * LOGICAL_PAGES,
+        },
+        force_format: cfg!(feature = "force-format"),
+        report_bus: report_model,
+    })
+}
+
+#[entry]
+fn main() -> ! {
+    crate::stack::paint();
+    let mut cp = cortex_m::Peripherals::take().expect("core peripherals");
+    start_clock(&mut cp.SYST);
+    match run() {
+        Ok(()) => {
+            info!("RESULT: PASS");
+            debug::exit(debug::EXIT_SUCCESS);
+        }
+        Err(Failed) => {
+            error!("RESULT: FAIL");
+            debug::exit(debug::EXIT_FAILURE);
+        }
+    }
+    loop {
+        cortex_m::asm::wfi();
+    }
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    hprintln!("ERROR PANIC: {}", info);
+    debug::exit(debug::EXIT_FAILURE);
+    loop {
+        cortex_m::asm::wfi();
+    }
+}
+
+#[exception]
+unsafe fn HardFault(ef: &ExceptionFrame) -> ! {
+    hprintln!("ERROR HARDFAULT at pc {:#010x}, lr {:#010x}", ef.pc(), ef.lr());
+    debug::exit(debug::EXIT_FAILURE);
+    loop {
+        cortex_m::asm::wfi();
+    }
+}
