@@ -10,6 +10,7 @@
 pub mod emulator;
 pub mod memory;
 pub mod mount_cost;
+pub mod nbd;
 pub mod sim;
 pub mod steady_state;
 pub mod trace;

@@ -87,6 +87,13 @@ enum Command {
         #[arg(long, default_value_t = 20)]
         cuts: u32,
     },
+    /// Serves the FTL as a network block device (NBD) on an emulated NAND kept in an image file.
+    Serve {
+        #[command(flatten)]
+        device: DeviceArgs,
+        #[command(flatten)]
+        serve: sim_host::nbd::ServeArgs,
+    },
 }
 
 #[derive(Args, Clone)]
@@ -577,6 +584,21 @@ fn main() -> ExitCode {
             seed,
         } => waf_table(fill, *warmup, *measure, *seed),
         Command::Mount { cuts } => mount_table(*cuts),
+        Command::Serve { device, serve } => sim_host::nbd::serve_command(
+            serve,
+            &sim_host::nbd::DeviceSpec {
+                preset: device.device.clone(),
+                flags: GeometryFlags {
+                    page_bytes: device.page_bytes,
+                    spare_bytes: device.spare_bytes,
+                    pages_per_block: device.pages_per_block,
+                    blocks: device.blocks,
+                    planes: device.planes,
+                    luns: device.luns,
+                },
+                op_percent: device.op,
+            },
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
