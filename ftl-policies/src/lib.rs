@@ -24,3 +24,6 @@ pub use ftl_core::policy;
 
 #[cfg(feature = "flex-ecc")]
 pub mod flex_ecc;
+
+#[cfg(feature = "eti")]
+pub mod eti;
