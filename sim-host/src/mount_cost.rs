@@ -54,8 +54,7 @@ pub fn measure(
             ftl.write(lpn, &page).map_err(|e| e.to_string())?;
         }
         for _ in 0..2 * n {
-            ftl.write(rng.random_range(0..n), &page)
-                .map_err(|e| e.to_string())?;
+            ftl.write(rng.random_range(0..n), &page).map_err(|e| e.to_string())?;
         }
         ftl.unmount().map_err(|e| e.to_string())?;
     }
@@ -70,8 +69,7 @@ pub fn measure(
             let (map, m) = mem.parts();
             let mut ftl =
                 Ftl::mount(&mut emu, DefaultPolicies::default(), map, m, cfg).map_err(|e| e.to_string())?;
-            ftl.nand_mut()
-                .schedule_random_power_cut(40 * geometry.pages_per_block as u64 * 8);
+            ftl.nand_mut().schedule_random_power_cut(40 * geometry.pages_per_block as u64 * 8);
             loop {
                 if ftl.write(rng.random_range(0..n), &page).is_err() {
                     break;

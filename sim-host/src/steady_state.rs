@@ -93,14 +93,12 @@ impl SteadyState {
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
         let warm = (self.warmup * n as f64) as u64;
         for _ in 0..warm {
-            ftl.write(rng.random_range(0..n), &page)
-                .map_err(|e| format!("warmup: {e}"))?;
+            ftl.write(rng.random_range(0..n), &page).map_err(|e| format!("warmup: {e}"))?;
         }
         ftl.reset_counters();
         let measure = (self.measure * n as f64) as u64;
         for _ in 0..measure {
-            ftl.write(rng.random_range(0..n), &page)
-                .map_err(|e| format!("measure: {e}"))?;
+            ftl.write(rng.random_range(0..n), &page).map_err(|e| format!("measure: {e}"))?;
         }
         let c = *ftl.counters();
         let ram_bytes = ftl.ram_bytes();

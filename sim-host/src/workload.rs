@@ -87,10 +87,7 @@ impl fmt::Display for Pattern {
         match self {
             Pattern::Uniform => f.write_str("uniform"),
             Pattern::Zipf { alpha } => write!(f, "zipf:{alpha}"),
-            Pattern::HotCold {
-                hot_space_percent,
-                hot_access_percent,
-            } => {
+            Pattern::HotCold { hot_space_percent, hot_access_percent } => {
                 write!(f, "hotcold:{hot_space_percent}/{hot_access_percent}")
             }
             Pattern::Sequential => f.write_str("sequential"),
@@ -102,10 +99,7 @@ const PATTERN_HELP: &str = "expected uniform, zipf:ALPHA (e.g. zipf:1), hotcold:
                             C% of the accesses to H% of the space) or sequential";
 
 fn parse_number(what: &str, s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("{what}: \"{s}\" is not a number"))?;
+    let v: f64 = s.trim().parse().map_err(|_| format!("{what}: \"{s}\" is not a number"))?;
     if !v.is_finite() {
         return Err(format!("{what}: \"{s}\" is not a finite number"));
     }
@@ -149,10 +143,7 @@ impl FromStr for Pattern {
                         "hotcold: the hot share of the accesses C must be in [0, 100], got {hot_access_percent}"
                     ));
                 }
-                Ok(Pattern::HotCold {
-                    hot_space_percent,
-                    hot_access_percent,
-                })
+                Ok(Pattern::HotCold { hot_space_percent, hot_access_percent })
             }
             ("hotcold", None) => Err("hotcold needs H/C, e.g. hotcold:20/80".into()),
             ("uniform" | "sequential", Some(_)) => Err(format!("{name} takes no parameter: \"{s}\"")),
@@ -221,9 +212,7 @@ impl RequestPages {
                         return Err("request size must be at least 1 page".into());
                     }
                     if !(weight.is_finite() && *weight > 0.0) {
-                        return Err(format!(
-                            "weight of size {n} must be a positive number, got {weight}"
-                        ));
+                        return Err(format!("weight of size {n} must be a positive number, got {weight}"));
                     }
                 }
                 Ok(())
@@ -258,9 +247,7 @@ impl FromStr for RequestPages {
         let t = s.trim();
         let help = "expected N (e.g. 4), MIN-MAX (e.g. 1-16) or N:WEIGHT,... (e.g. 1:70,8:30)";
         let pages = |x: &str| -> Result<u64, String> {
-            x.trim()
-                .parse::<u64>()
-                .map_err(|_| format!("request pages: \"{x}\" is not a page count; {help}"))
+            x.trim().parse::<u64>().map_err(|_| format!("request pages: \"{x}\" is not a page count; {help}"))
         };
         let r = if t.contains(':') || t.contains(',') {
             let mut w = Vec::new();
@@ -272,10 +259,7 @@ impl FromStr for RequestPages {
             }
             RequestPages::Weighted(w)
         } else if let Some((a, b)) = t.split_once('-') {
-            RequestPages::Uniform {
-                min: pages(a)?,
-                max: pages(b)?,
-            }
+            RequestPages::Uniform { min: pages(a)?, max: pages(b)? }
         } else {
             RequestPages::Fixed(pages(t)?)
         };
@@ -353,10 +337,7 @@ pub fn generate(spec: &WorkloadSpec, logical_pages: u64, page_bytes: u64) -> Res
     spec.request_pages.validate().map_err(WorkloadError)?;
     check_device(logical_pages, page_bytes, spec.request_pages.max_pages())?;
     if !(0.0..1.0).contains(&spec.read_ratio) {
-        return Err(WorkloadError(format!(
-            "read ratio must be in [0, 1), got {}",
-            spec.read_ratio
-        )));
+        return Err(WorkloadError(format!("read ratio must be in [0, 1), got {}", spec.read_ratio)));
     }
     if !(0.0..=1.0).contains(&spec.duplicate_ratio) {
         return Err(WorkloadError(format!(
@@ -371,15 +352,9 @@ pub fn generate(spec: &WorkloadSpec, logical_pages: u64, page_bytes: u64) -> Res
             if !(alpha.is_finite() && alpha > 0.0) {
                 return Err(WorkloadError(format!("zipf exponent must be > 0, got {alpha}")));
             }
-            Sampler::Zipf(
-                Zipf::new(logical_pages, alpha),
-                Permutation::new(logical_pages, spec.seed),
-            )
+            Sampler::Zipf(Zipf::new(logical_pages, alpha), Permutation::new(logical_pages, spec.seed))
         }
-        Pattern::HotCold {
-            hot_space_percent: h,
-            hot_access_percent: c,
-        } => {
+        Pattern::HotCold { hot_space_percent: h, hot_access_percent: c } => {
             if !(h > 0.0 && h < 100.0 && (0.0..=100.0).contains(&c)) {
                 return Err(WorkloadError(format!(
                     "hotcold:{h}/{c}: H must be in (0, 100) and C in [0, 100]"
@@ -474,11 +449,7 @@ impl Workload {
             }
             Sampler::Uniform => rng.random_range(0..l),
             Sampler::Zipf(z, perm) => perm.apply(z.sample(rng) - 1),
-            Sampler::HotCold {
-                hot_pages,
-                p_hot,
-                perm,
-            } => {
+            Sampler::HotCold { hot_pages, p_hot, perm } => {
                 let i = if *hot_pages >= l {
                     rng.random_range(0..l)
                 } else if rng.random::<f64>() < *p_hot {
@@ -538,14 +509,7 @@ impl Iterator for Workload {
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         let writes = usize::try_from(self.writes_left).unwrap_or(usize::MAX);
-        (
-            writes,
-            if self.read_ratio == 0.0 {
-                Some(writes)
-            } else {
-                None
-            },
-        )
+        (writes, if self.read_ratio == 0.0 { Some(writes) } else { None })
     }
 }
 
@@ -630,11 +594,7 @@ enum Sampler {
     Uniform,
     Sequential,
     Zipf(Zipf, Permutation),
-    HotCold {
-        hot_pages: u64,
-        p_hot: f64,
-        perm: Permutation,
-    },
+    HotCold { hot_pages: u64, p_hot: f64, perm: Permutation },
 }
 
 /// Request-size sampler.
@@ -695,13 +655,7 @@ impl Zipf {
     /// The distribution over `1..=n` (`n >= 1`, `alpha > 0` and finite; callers validate).
     pub fn new(n: u64, alpha: f64) -> Self {
         let n = n.max(1) as f64;
-        let mut z = Zipf {
-            n,
-            alpha,
-            h_integral_x1: 0.0,
-            h_integral_n: 0.0,
-            s: 0.0,
-        };
+        let mut z = Zipf { n, alpha, h_integral_x1: 0.0, h_integral_n: 0.0, s: 0.0 };
         z.h_integral_x1 = z.h_integral(1.5) - 1.0;
         z.h_integral_n = z.h_integral(n + 0.5);
         z.s = 2.0 - z.h_integral_inverse(z.h_integral(2.5) - z.h(2.0));
@@ -771,23 +725,14 @@ impl Permutation {
     pub fn new(n: u64, seed: u64) -> Self {
         let bits = 64 - n.saturating_sub(1).leading_zeros();
         let half_bits = bits.div_ceil(2).max(1);
-        let mask = if half_bits >= 64 {
-            u64::MAX
-        } else {
-            (1u64 << half_bits) - 1
-        };
+        let mask = if half_bits >= 64 { u64::MAX } else { (1u64 << half_bits) - 1 };
         let mut k = splitmix64(seed ^ 0x005E_ED0F_A119_A6E5);
         let mut keys = [0u64; 4];
         for key in &mut keys {
             k = splitmix64(k);
             *key = k;
         }
-        Permutation {
-            n,
-            half_bits,
-            mask,
-            keys,
-        }
+        Permutation { n, half_bits, mask, keys }
     }
 
     /// The image of `x` (`x < n`; other values are reduced modulo `n` first).
@@ -873,10 +818,7 @@ mod tests {
         assert_eq!("zipf:2".parse::<Pattern>(), Ok(Pattern::Zipf { alpha: 2.0 }));
         assert_eq!(
             "hotcold:20/80".parse::<Pattern>(),
-            Ok(Pattern::HotCold {
-                hot_space_percent: 20.0,
-                hot_access_percent: 80.0
-            })
+            Ok(Pattern::HotCold { hot_space_percent: 20.0, hot_access_percent: 80.0 })
         );
         for p in ["uniform", "sequential", "zipf:1.5", "hotcold:10/90"] {
             assert_eq!(p.parse::<Pattern>().unwrap().to_string(), p);
@@ -886,14 +828,8 @@ mod tests {
         assert_eq!(e("zipf:x"), "zipf exponent: \"x\" is not a number");
         assert_eq!(e("zipf:0"), "zipf exponent must be > 0, got 0");
         assert_eq!(e("zipf:inf"), "zipf exponent: \"inf\" is not a finite number");
-        assert_eq!(
-            e("hotcold:20"),
-            "hotcold needs H/C, e.g. hotcold:20/80, got \"20\""
-        );
-        assert_eq!(
-            e("hotcold:100/80"),
-            "hotcold: the hot share of the space H must be in (0, 100), got 100"
-        );
+        assert_eq!(e("hotcold:20"), "hotcold needs H/C, e.g. hotcold:20/80, got \"20\"");
+        assert_eq!(e("hotcold:100/80"), "hotcold: the hot share of the space H must be in (0, 100), got 100");
         assert_eq!(
             e("hotcold:20/101"),
             "hotcold: the hot share of the accesses C must be in [0, 100], got 101"
@@ -905,10 +841,7 @@ mod tests {
     #[test]
     fn request_pages_from_str() {
         assert_eq!("4".parse::<RequestPages>(), Ok(RequestPages::Fixed(4)));
-        assert_eq!(
-            "1-16".parse::<RequestPages>(),
-            Ok(RequestPages::Uniform { min: 1, max: 16 })
-        );
+        assert_eq!("1-16".parse::<RequestPages>(), Ok(RequestPages::Uniform { min: 1, max: 16 }));
         assert_eq!(
             "1:70,8:30".parse::<RequestPages>(),
             Ok(RequestPages::Weighted(vec![(1, 70.0), (8, 30.0)]))
@@ -917,15 +850,9 @@ mod tests {
             assert_eq!(s.parse::<RequestPages>().unwrap().to_string(), s);
         }
         let e = |s: &str| s.parse::<RequestPages>().unwrap_err();
-        assert_eq!(
-            e("0"),
-            "request pages \"0\": request size must be at least 1 page"
-        );
+        assert_eq!(e("0"), "request pages \"0\": request size must be at least 1 page");
         assert_eq!(e("8-2"), "request pages \"8-2\": request size range 8-2 is empty");
-        assert_eq!(
-            e("1:0"),
-            "request pages \"1:0\": weight of size 1 must be a positive number, got 0"
-        );
+        assert_eq!(e("1:0"), "request pages \"1:0\": weight of size 1 must be a positive number, got 0");
         assert!(e("x").starts_with("request pages: \"x\" is not a page count; expected N"));
         assert!(e("1,8").starts_with("request pages: \"1\" is not N:WEIGHT"));
         assert_eq!(RequestPages::Uniform { min: 1, max: 16 }.mean_pages(), 8.5);
@@ -939,10 +866,7 @@ mod tests {
         assert!(generate(&s, 10, 0).is_err());
         assert!(generate(&s, u64::MAX / 2, PAGE).is_err());
         s.read_ratio = 1.0;
-        assert_eq!(
-            generate(&s, 10, PAGE).unwrap_err().to_string(),
-            "read ratio must be in [0, 1), got 1"
-        );
+        assert_eq!(generate(&s, 10, PAGE).unwrap_err().to_string(), "read ratio must be in [0, 1), got 1");
         s.read_ratio = 0.0;
         s.duplicate_ratio = 1.5;
         assert!(generate(&s, 10, PAGE).is_err());
@@ -956,13 +880,7 @@ mod tests {
         assert!(generate(&s, 10, PAGE).is_err());
         let s = WorkloadSpec::new(Pattern::Zipf { alpha: -1.0 }, 1);
         assert!(generate(&s, 10, PAGE).is_err());
-        let s = WorkloadSpec::new(
-            Pattern::HotCold {
-                hot_space_percent: 0.0,
-                hot_access_percent: 50.0,
-            },
-            1,
-        );
+        let s = WorkloadSpec::new(Pattern::HotCold { hot_space_percent: 0.0, hot_access_percent: 50.0 }, 1);
         assert!(generate(&s, 10, PAGE).is_err());
     }
 
@@ -1012,19 +930,10 @@ mod tests {
         assert_eq!(writes, 20_000);
         assert!(reqs.last().unwrap().is_write());
         let reads = reqs.len() as u64 - writes;
-        assert_close(
-            "read fraction",
-            reads as f64 / reqs.len() as f64,
-            0.3,
-            reqs.len() as u64,
-            5.0,
-        );
+        assert_close("read fraction", reads as f64 / reqs.len() as f64, 0.3, reqs.len() as u64, 5.0);
         // No reads at all by default.
         assert!(all(&spec("uniform", 100), 100).iter().all(|r| r.is_write()));
-        assert_eq!(
-            generate(&spec("uniform", 100), 100, PAGE).unwrap().size_hint(),
-            (100, Some(100))
-        );
+        assert_eq!(generate(&spec("uniform", 100), 100, PAGE).unwrap().size_hint(), (100, Some(100)));
     }
 
     #[test]
@@ -1065,11 +974,7 @@ mod tests {
             s
         };
         let addrs = |s: &WorkloadSpec| -> Vec<(u64, u64)> {
-            all(s, 5000)
-                .iter()
-                .filter(|r| r.is_write())
-                .map(|r| (r.offset, r.len))
-                .collect()
+            all(s, 5000).iter().filter(|r| r.is_write()).map(|r| (r.offset, r.len)).collect()
         };
         let a = addrs(&base);
         let mut s = base.clone();
@@ -1090,13 +995,7 @@ mod tests {
         }
         assert_eq!(counts[0], 0);
         for (n, c) in counts.iter().enumerate().skip(1) {
-            assert_close(
-                &format!("size {n}"),
-                *c as f64 / 32_000.0,
-                1.0 / 16.0,
-                32_000,
-                5.0,
-            );
+            assert_close(&format!("size {n}"), *c as f64 / 32_000.0, 1.0 / 16.0, 32_000, 5.0);
         }
         s.request_pages = "1:70,8:20,64:10".parse().unwrap();
         let reqs = all(&s, 1 << 20);
@@ -1106,18 +1005,10 @@ mod tests {
         }
         assert_eq!(by_size.len(), 3);
         for (n, p) in [(1, 0.7), (8, 0.2), (64, 0.1)] {
-            assert_close(
-                &format!("size {n}"),
-                by_size[&n] as f64 / 32_000.0,
-                p,
-                32_000,
-                5.0,
-            );
+            assert_close(&format!("size {n}"), by_size[&n] as f64 / 32_000.0, p, 32_000, 5.0);
         }
         s.request_pages = RequestPages::Fixed(8);
-        assert!(all(&s, 64)
-            .iter()
-            .all(|r| r.len == 8 * PAGE && r.offset % (8 * PAGE) == 0));
+        assert!(all(&s, 64).iter().all(|r| r.len == 8 * PAGE && r.offset % (8 * PAGE) == 0));
     }
 
     #[test]
@@ -1199,10 +1090,7 @@ mod tests {
         let cold_mean = 0.2 * writes as f64 / 8000.0;
         let hot_avg = hot.iter().map(|p| counts[*p as usize]).sum::<u64>() as f64 / 2000.0;
         assert!((hot_avg - hot_mean).abs() < 0.05 * hot_mean);
-        let cold_total: u64 = (0..logical)
-            .filter(|p| !hot.contains(p))
-            .map(|p| counts[p as usize])
-            .sum();
+        let cold_total: u64 = (0..logical).filter(|p| !hot.contains(p)).map(|p| counts[p as usize]).sum();
         assert!((cold_total as f64 / 8000.0 - cold_mean).abs() < 0.05 * cold_mean);
     }
 
@@ -1216,16 +1104,8 @@ mod tests {
         s.read_ratio = 0.5;
         s.writes = 30;
         let reqs = all(&s, 1000);
-        let w: Vec<u64> = reqs
-            .iter()
-            .filter(|r| r.is_write())
-            .map(|r| r.offset / PAGE)
-            .collect();
-        let r: Vec<u64> = reqs
-            .iter()
-            .filter(|r| !r.is_write())
-            .map(|r| r.offset / PAGE)
-            .collect();
+        let w: Vec<u64> = reqs.iter().filter(|r| r.is_write()).map(|r| r.offset / PAGE).collect();
+        let r: Vec<u64> = reqs.iter().filter(|r| !r.is_write()).map(|r| r.offset / PAGE).collect();
         assert_eq!(w, (0..30).collect::<Vec<_>>());
         assert_eq!(r, (0..r.len() as u64).collect::<Vec<_>>());
     }
@@ -1253,10 +1133,7 @@ mod tests {
             assert!(image.iter().all(|&y| y < n));
         }
         let p = Permutation::new(1000, 1);
-        assert_ne!(
-            (0..1000).map(|x| p.apply(x)).collect::<Vec<_>>(),
-            (0..1000).collect::<Vec<_>>()
-        );
+        assert_ne!((0..1000).map(|x| p.apply(x)).collect::<Vec<_>>(), (0..1000).collect::<Vec<_>>());
         let big = Permutation::new(u64::MAX, 3);
         assert!(big.apply(12345) < u64::MAX);
     }

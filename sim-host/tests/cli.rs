@@ -29,20 +29,10 @@ fn run_and_check(name: &str, args: &[&str]) -> Value {
     let out = bin()
         .arg("run")
         .args(args)
-        .args([
-            "--quiet",
-            "--json",
-            json.to_str().unwrap(),
-            "--plots",
-            plots.to_str().unwrap(),
-        ])
+        .args(["--quiet", "--json", json.to_str().unwrap(), "--plots", plots.to_str().unwrap()])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{name}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     for key in [
         "host_read_pages",
@@ -67,48 +57,29 @@ fn run_and_check(name: &str, args: &[&str]) -> Value {
         }
         let l = &r[lat];
         if l["count"].as_u64().unwrap() > 0 {
-            let (p50, p99, p999) = (
-                l["p50"].as_f64().unwrap(),
-                l["p99"].as_f64().unwrap(),
-                l["p999"].as_f64().unwrap(),
-            );
+            let (p50, p99, p999) =
+                (l["p50"].as_f64().unwrap(), l["p99"].as_f64().unwrap(), l["p999"].as_f64().unwrap());
             assert!(p50 <= p99 && p99 <= p999, "{name}: percentiles out of order");
         }
     }
     let hw = r["host_write_pages"].as_u64().unwrap();
     let programs = r["nand_programs"].as_u64().unwrap();
     assert!(hw > 0, "{name}: no writes");
-    assert!(
-        (r["waf"].as_f64().unwrap() - programs as f64 / hw as f64).abs() < 1e-9,
-        "{name}: waf"
-    );
+    assert!((r["waf"].as_f64().unwrap() - programs as f64 / hw as f64).abs() < 1e-9, "{name}: waf");
     assert!(programs >= hw + r["gc_page_copies"].as_u64().unwrap());
     // Erase counts are per good block during the run: their sum is nand_erases.
     let blocks = r["device"]["blocks"].as_f64().unwrap();
     let sum = r["erase_count_mean"].as_f64().unwrap() * blocks;
-    assert!(
-        (sum - r["nand_erases"].as_f64().unwrap()).abs() < 0.5,
-        "{name}: erase counts sum {sum}"
-    );
+    assert!((sum - r["nand_erases"].as_f64().unwrap()).abs() < 0.5, "{name}: erase counts sum {sum}");
     assert!(r["erase_count_min"].as_u64().unwrap() <= r["erase_count_max"].as_u64().unwrap());
     for plot in ["erase_histogram", "waf_over_time", "latency_cdf"] {
         let png = std::fs::read(plots.join(format!("{plot}.png"))).unwrap();
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{name}: {plot}.png is not a PNG");
-        assert!(
-            png.len() > 10_000,
-            "{name}: {plot}.png is only {} bytes",
-            png.len()
-        );
+        assert!(png.len() > 10_000, "{name}: {plot}.png is only {} bytes", png.len());
         let svg = std::fs::read_to_string(plots.join(format!("{plot}.svg"))).unwrap();
-        assert!(
-            svg.contains("<svg") && svg.len() > 5_000,
-            "{name}: {plot}.svg looks empty"
-        );
+        assert!(svg.contains("<svg") && svg.len() > 5_000, "{name}: {plot}.svg looks empty");
         assert!(svg.contains("<text"), "{name}: {plot}.svg has no labels");
-        assert!(
-            svg.contains("<polyline") || svg.contains("<rect"),
-            "{name}: {plot}.svg draws nothing"
-        );
+        assert!(svg.contains("<polyline") || svg.contains("<rect"), "{name}: {plot}.svg draws nothing");
     }
     let _ = std::fs::remove_dir_all(&dir);
     r
@@ -139,15 +110,7 @@ fn heimdall_trace() {
     let t = traces().join("msr_cuts_heimdall/msr.cut.per_10k.most_thpt_rand_iops.1006.trace");
     let r = run_and_check(
         "heimdall",
-        &[
-            "--trace",
-            t.to_str().unwrap(),
-            "--device",
-            "anchor",
-            "--compact",
-            "--precondition",
-            "seq",
-        ],
+        &["--trace", t.to_str().unwrap(), "--device", "anchor", "--compact", "--precondition", "seq"],
     );
     assert_eq!(r["requests"].as_u64(), Some(10_000));
 }
@@ -176,14 +139,8 @@ fn tpcc_trace() {
 
 #[test]
 fn zipf_workloads() {
-    let a1 = run_and_check(
-        "zipf1",
-        &["--workload", "zipf:1", "--writes", "200000", "--device", "small"],
-    );
-    let a2 = run_and_check(
-        "zipf2",
-        &["--workload", "zipf:2", "--writes", "200000", "--device", "small"],
-    );
+    let a1 = run_and_check("zipf1", &["--workload", "zipf:1", "--writes", "200000", "--device", "small"]);
+    let a2 = run_and_check("zipf2", &["--workload", "zipf:2", "--writes", "200000", "--device", "small"]);
     assert_eq!(a1["host_write_pages"].as_u64(), Some(200_000));
     // Zipf 2 concentrates writes on far fewer pages: less to copy, lower write amplification.
     assert!(a2["waf"].as_f64().unwrap() < a1["waf"].as_f64().unwrap());
@@ -193,21 +150,8 @@ fn zipf_workloads() {
 fn compare_prints_relative_metrics_and_plots() {
     let dir = out_dir("compare");
     let out = bin()
-        .args([
-            "compare",
-            "--workload",
-            "hotcold:20/80",
-            "--writes",
-            "100000",
-            "--device",
-            "small",
-        ])
-        .args([
-            "--configs",
-            "baseline,baseline@size",
-            "--plots",
-            dir.to_str().unwrap(),
-        ])
+        .args(["compare", "--workload", "hotcold:20/80", "--writes", "100000", "--device", "small"])
+        .args(["--configs", "baseline,baseline@size", "--plots", dir.to_str().unwrap()])
         .args(["--json", dir.join("c.json").to_str().unwrap()])
         .output()
         .unwrap();
@@ -216,11 +160,7 @@ fn compare_prints_relative_metrics_and_plots() {
     assert!(text.contains("erasures") && text.contains("1.000x"), "{text}");
     let reports: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("c.json")).unwrap()).unwrap();
     assert_eq!(reports.as_array().map(|a| a.len()), Some(2));
-    for f in [
-        "compare_relative.png",
-        "compare_relative.svg",
-        "compare_write_cdf.png",
-    ] {
+    for f in ["compare_relative.png", "compare_relative.svg", "compare_write_cdf.png"] {
         assert!(std::fs::metadata(dir.join(f)).unwrap().len() > 5_000, "{f}");
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -235,64 +175,24 @@ fn fails_with(args: &[&str], needle: &str) {
 
 #[test]
 fn bad_input_gets_a_clear_message_and_a_failure_exit() {
-    fails_with(
-        &["run", "--workload", "uniform", "--device", "nope"],
-        "unknown device preset",
-    );
+    fails_with(&["run", "--workload", "uniform", "--device", "nope"], "unknown device preset");
     fails_with(&["run", "--workload", "uniform", "--op=-3"], "--op");
     fails_with(&["run", "--workload", "uniform", "--op", "500"], "--op");
     fails_with(&["run", "--workload", "zipf:x"], "zipf");
-    fails_with(
-        &["run", "--workload", "uniform", "--read-ratio", "2"],
-        "--read-ratio",
-    );
-    fails_with(
-        &["run", "--trace", "/nonexistent/trace.csv"],
-        "/nonexistent/trace.csv",
-    );
+    fails_with(&["run", "--workload", "uniform", "--read-ratio", "2"], "--read-ratio");
+    fails_with(&["run", "--trace", "/nonexistent/trace.csv"], "/nonexistent/trace.csv");
     fails_with(&["run"], "--trace");
-    fails_with(
-        &["run", "--workload", "uniform", "--features", "wom"],
-        "not implemented",
-    );
-    fails_with(
-        &["run", "--workload", "uniform", "--classifier", "bogus"],
-        "unknown classifier",
-    );
+    fails_with(&["run", "--workload", "uniform", "--features", "wom"], "not implemented");
+    fails_with(&["run", "--workload", "uniform", "--classifier", "bogus"], "unknown classifier");
     let t = traces().join("msr_raw_samples/msr-cambridge1-sample.csv");
-    fails_with(
-        &["run", "--trace", t.to_str().unwrap(), "--device", "small"],
-        "--compact or --wrap",
-    );
+    fails_with(&["run", "--trace", t.to_str().unwrap(), "--device", "small"], "--compact or --wrap");
     // A malformed line stops the run with file:line, unless --skip-bad.
     let dir = out_dir("bad");
     let bad = dir.join("bad.csv");
-    std::fs::write(
-        &bad,
-        "128166372003061629,hm,0,Write,4096,4096,100\nnot,a,valid,line\n",
-    )
-    .unwrap();
-    fails_with(
-        &[
-            "run",
-            "--trace",
-            bad.to_str().unwrap(),
-            "--format",
-            "msr",
-            "--compact",
-        ],
-        "bad.csv:2:",
-    );
+    std::fs::write(&bad, "128166372003061629,hm,0,Write,4096,4096,100\nnot,a,valid,line\n").unwrap();
+    fails_with(&["run", "--trace", bad.to_str().unwrap(), "--format", "msr", "--compact"], "bad.csv:2:");
     let out = bin()
-        .args([
-            "run",
-            "--trace",
-            bad.to_str().unwrap(),
-            "--format",
-            "msr",
-            "--compact",
-            "--skip-bad",
-        ])
+        .args(["run", "--trace", bad.to_str().unwrap(), "--format", "msr", "--compact", "--skip-bad"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -5,14 +5,16 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand};
+use ftl_core::Config;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use nand_hal::Geometry;
 use sim_host::sim::device::{GeometryFlags, Preset};
 use sim_host::sim::report::compare_table;
 use sim_host::sim::{
     parse_features, plot, simulate, AddressMode, ClassifierKind, Precondition, SimConfig, SimOutput,
 };
 use sim_host::steady_state::SteadyState;
-use sim_host::trace::{read_trace, Format, ParseOptions, Request};
+use sim_host::trace::{footprint_pages, read_trace, Format, ParseOptions, Trace};
 use sim_host::workload::{generate, Pattern, RequestPages, WorkloadSpec};
 
 #[derive(Parser)]
@@ -123,6 +125,10 @@ struct DeviceArgs {
     /// otherwise.
     #[arg(long)]
     op: Option<f64>,
+    /// Size the device to the trace: the fewest blocks whose logical capacity at --op holds every
+    /// page the trace touches (overrides --blocks; use with --compact).
+    #[arg(long)]
+    fit: bool,
 }
 
 #[derive(Args, Clone)]
@@ -189,11 +195,7 @@ struct RunOpts {
 
 /// The requests of an input, replayable.
 enum Input {
-    Trace {
-        requests: Vec<Request>,
-        has_times: bool,
-        skipped: u64,
-    },
+    Trace { trace: Trace, has_times: bool, skipped: u64 },
     Workload(WorkloadSpec),
 }
 
@@ -207,11 +209,7 @@ impl Input {
                 let format: Format = a.format.parse()?;
                 let t = read_trace(path, format, &ParseOptions { skip_bad: a.skip_bad })
                     .map_err(|e| e.to_string())?;
-                Ok(Input::Trace {
-                    has_times: t.has_times,
-                    skipped: t.skipped_lines,
-                    requests: t.requests,
-                })
+                Ok(Input::Trace { has_times: t.has_times, skipped: t.skipped_lines, trace: t })
             }
             (None, Some(w)) => {
                 if !(0.0..=1.0).contains(&a.read_ratio) {
@@ -235,7 +233,7 @@ impl Input {
 
     fn len_hint(&self, loops: u32) -> Option<u64> {
         match self {
-            Input::Trace { requests, .. } => Some(requests.len() as u64 * loops as u64),
+            Input::Trace { trace, .. } => Some(trace.requests.len() as u64 * loops as u64),
             Input::Workload(w) => {
                 (w.read_ratio < 1.0).then(|| (w.writes as f64 / (1.0 - w.read_ratio)).round() as u64)
             }
@@ -252,7 +250,8 @@ impl Input {
             bar.set_position(done);
         };
         match self {
-            Input::Trace { requests, .. } => {
+            Input::Trace { trace, .. } => {
+                let requests = &trace.requests;
                 let span = requests.iter().filter_map(|r| r.time_ns).max().unwrap_or(0)
                     - requests.iter().filter_map(|r| r.time_ns).min().unwrap_or(0);
                 let iter = (0..loops as u64).flat_map(|i| {
@@ -278,8 +277,9 @@ fn base_config(
     device: &DeviceArgs,
     input: &InputArgs,
     opts: &RunOpts,
-    has_times: bool,
+    inp: &Input,
 ) -> Result<SimConfig, String> {
+    let has_times = matches!(inp, Input::Trace { has_times: true, .. });
     let preset: Preset = device.device.parse()?;
     let mut dev = preset.device();
     let flags = GeometryFlags {
@@ -293,9 +293,14 @@ fn base_config(
     dev.geometry = flags.apply(dev.geometry)?;
     let op = device.op.unwrap_or(dev.default_op_percent);
     if !(op > 0.0 && op <= 400.0) {
-        return Err(format!(
-            "--op {op} is not a percentage between 0 (exclusive) and 400"
-        ));
+        return Err(format!("--op {op} is not a percentage between 0 (exclusive) and 400"));
+    }
+    if device.fit {
+        let Input::Trace { trace, .. } = inp else {
+            return Err("--fit sizes the device to a trace; give --trace".into());
+        };
+        dev.geometry =
+            fit_geometry(dev.geometry, footprint_pages(trace, dev.geometry.data_bytes as u64), op)?;
     }
     Ok(SimConfig {
         label: "baseline".into(),
@@ -315,6 +320,26 @@ fn base_config(
         open_loop: has_times && !opts.closed_loop,
         seed: input.seed,
     })
+}
+
+/// The geometry with the fewest blocks (a multiple of the planes) whose logical capacity at `op`
+/// percent over-provisioning holds `footprint` pages and which the FTL accepts (its own reserve of
+/// free, open and checkpoint blocks comes on top where the over-provisioning alone is too small).
+fn fit_geometry(g: Geometry, footprint: u64, op: f64) -> Result<Geometry, String> {
+    let units = g.planes_per_lun * g.luns;
+    let raw = (footprint as f64 * (1.0 + op / 100.0)).ceil() as u64;
+    let mut blocks = (raw.div_ceil(g.pages_per_block as u64) as u32).div_ceil(units).max(1) * units;
+    for _ in 0..100_000 {
+        let cand = Geometry { blocks_per_plane: blocks / units, ..g };
+        let logical = (cand.total_pages() as f64 / (1.0 + op / 100.0)).floor() as u32;
+        if logical as u64 >= footprint
+            && Config::with_logical_pages(&cand, logical).validate(&cand, 0).is_ok()
+        {
+            return Ok(cand);
+        }
+        blocks += units;
+    }
+    Err(format!("no device of this shape fits a footprint of {footprint} pages"))
 }
 
 fn progress_bar(total: Option<u64>, quiet: bool, label: &str) -> ProgressBar {
@@ -377,13 +402,11 @@ fn cmd_run(
     classifier: &str,
 ) -> Result<(), String> {
     let inp = Input::load(input)?;
-    let (has_times, skipped) = match &inp {
-        Input::Trace {
-            has_times, skipped, ..
-        } => (*has_times, *skipped),
-        Input::Workload(_) => (false, 0),
+    let skipped = match &inp {
+        Input::Trace { skipped, .. } => *skipped,
+        Input::Workload(_) => 0,
     };
-    let mut cfg = base_config(device, input, opts, has_times)?;
+    let mut cfg = base_config(device, input, opts, &inp)?;
     cfg.features = parse_features(features)?;
     cfg.classifier = classifier.parse()?;
     if cfg.classifier != ClassifierKind::None {
@@ -403,11 +426,7 @@ fn cmd_run(
         if !opts.quiet {
             println!(
                 "  plots: {}",
-                files
-                    .iter()
-                    .map(|f| f.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ")
             );
         }
     }
@@ -416,8 +435,7 @@ fn cmd_run(
 
 fn cmd_compare(device: &DeviceArgs, input: &InputArgs, opts: &RunOpts, configs: &str) -> Result<(), String> {
     let inp = Input::load(input)?;
-    let has_times = matches!(&inp, Input::Trace { has_times: true, .. });
-    let base = base_config(device, input, opts, has_times)?;
+    let base = base_config(device, input, opts, &inp)?;
     let mut cfgs = Vec::new();
     for item in configs.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let (feat, class) = item.split_once('@').unwrap_or((item, "none"));
@@ -476,10 +494,7 @@ fn waf_table(fills: &[f64], warmup: f64, measure: f64, seed: u64) -> Result<(), 
         };
         let r = run.run()?;
         let (a, d) = match anchor(fill) {
-            Some(a) => (
-                format!("{a:.2}"),
-                format!("{:+.1}%", (r.waf_gc / a - 1.0) * 100.0),
-            ),
+            Some(a) => (format!("{a:.2}"), format!("{:+.1}%", (r.waf_gc / a - 1.0) * 100.0)),
             None => ("-".into(), "-".into()),
         };
         println!(
@@ -532,6 +547,7 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         planes: None,
         luns: None,
         op: Some(7.0),
+        fit: false,
     };
     let input = InputArgs {
         trace: Some(trace),
@@ -563,26 +579,12 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
-        Command::Run {
-            device,
-            input,
-            opts,
-            features,
-            classifier,
-        } => cmd_run(device, input, opts, features, classifier),
-        Command::Compare {
-            device,
-            input,
-            opts,
-            configs,
-        } => cmd_compare(device, input, opts, configs),
+        Command::Run { device, input, opts, features, classifier } => {
+            cmd_run(device, input, opts, features, classifier)
+        }
+        Command::Compare { device, input, opts, configs } => cmd_compare(device, input, opts, configs),
         Command::Demo { quick, out } => demo(*quick, out),
-        Command::Waf {
-            fill,
-            warmup,
-            measure,
-            seed,
-        } => waf_table(fill, *warmup, *measure, *seed),
+        Command::Waf { fill, warmup, measure, seed } => waf_table(fill, *warmup, *measure, *seed),
         Command::Mount { cuts } => mount_table(*cuts),
         Command::Serve { device, serve } => sim_host::nbd::serve_command(
             serve,

@@ -109,31 +109,12 @@ mod tests {
     #[test]
     fn kinds_and_messages() {
         let cases = [
-            (
-                EmuError::PageOutOfRange(PageId(9)),
-                ErrorKind::OutOfRange,
-                "page 9",
-            ),
-            (
-                EmuError::DataTooLong { len: 5, max: 4 },
-                ErrorKind::BufferSize,
-                "5 bytes",
-            ),
+            (EmuError::PageOutOfRange(PageId(9)), ErrorKind::OutOfRange, "page 9"),
+            (EmuError::DataTooLong { len: 5, max: 4 }, ErrorKind::BufferSize, "5 bytes"),
             (EmuError::NopExceeded(PageId(1)), ErrorKind::NopExceeded, "NOP"),
-            (
-                EmuError::ProgramOrder {
-                    page: PageId(2),
-                    highest: 4,
-                },
-                ErrorKind::ProgramOrder,
-                "page 4",
-            ),
+            (EmuError::ProgramOrder { page: PageId(2), highest: 4 }, ErrorKind::ProgramOrder, "page 4"),
             (EmuError::SetBits(PageId(3)), ErrorKind::ProgramFailed, "0 bits"),
-            (
-                EmuError::EraseFailed(BlockId(7)),
-                ErrorKind::EraseFailed,
-                "block 7",
-            ),
+            (EmuError::EraseFailed(BlockId(7)), ErrorKind::EraseFailed, "block 7"),
             (EmuError::PowerLoss, ErrorKind::PowerLoss, "power"),
             (EmuError::MultiPlane("x"), ErrorKind::Other, "multi-plane"),
         ];

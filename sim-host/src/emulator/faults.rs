@@ -96,14 +96,10 @@ impl FaultConfig {
             return Err(EmuError::InvalidConfig("factory_bad_permille above 1000"));
         }
         if self.factory_bad.iter().any(|&b| b >= total_blocks) {
-            return Err(EmuError::InvalidConfig(
-                "factory_bad lists a block outside the geometry",
-            ));
+            return Err(EmuError::InvalidConfig("factory_bad lists a block outside the geometry"));
         }
         if !unit(self.rber) || !unit(self.torn_fraction) || !unit(self.partial_erase_fraction) {
-            return Err(EmuError::InvalidConfig(
-                "rber and the torn fractions must lie in [0, 1]",
-            ));
+            return Err(EmuError::InvalidConfig("rber and the torn fractions must lie in [0, 1]"));
         }
         if ![
             self.rber_wear_factor,
@@ -115,9 +111,7 @@ impl FaultConfig {
         .into_iter()
         .all(nonneg)
         {
-            return Err(EmuError::InvalidConfig(
-                "fault rates must be finite and non-negative",
-            ));
+            return Err(EmuError::InvalidConfig("fault rates must be finite and non-negative"));
         }
         Ok(())
     }
@@ -144,13 +138,7 @@ fn random_mask(rng: &mut ChaCha8Rng, p: f64) -> u8 {
     } else if p == 0.5 {
         rng.next_u32() as u8
     } else {
-        (0..8).fold(0u8, |m, bit| {
-            if rng.random::<f64>() < p {
-                m | (1 << bit)
-            } else {
-                m
-            }
-        })
+        (0..8).fold(0u8, |m, bit| if rng.random::<f64>() < p { m | (1 << bit) } else { m })
     }
 }
 
@@ -184,11 +172,7 @@ pub(crate) fn flip_bits(rng: &mut ChaCha8Rng, p: f64, data: &mut [u8], spare: &m
         return 0;
     }
     let mut flip = |bit: u64| {
-        let (buf, bit) = if bit < data_bits {
-            (&mut *data, bit)
-        } else {
-            (&mut *spare, bit - data_bits)
-        };
+        let (buf, bit) = if bit < data_bits { (&mut *data, bit) } else { (&mut *spare, bit - data_bits) };
         buf[(bit / 8) as usize] ^= 1 << (bit % 8);
     };
     if p >= 1.0 {
@@ -384,11 +368,7 @@ impl Emulator {
 
     /// The factory bad blocks, ascending.
     pub fn factory_bad_blocks(&self) -> impl Iterator<Item = BlockId> + '_ {
-        self.factory_bad
-            .iter()
-            .enumerate()
-            .filter(|(_, &bad)| bad)
-            .map(|(b, _)| BlockId(b as u32))
+        self.factory_bad.iter().enumerate().filter(|(_, &bad)| bad).map(|(b, _)| BlockId(b as u32))
     }
 }
 
@@ -400,24 +380,14 @@ mod tests {
     use nand_hal::{Error as _, ErrorKind, Geometry, NandFlash, PageId};
 
     fn emu_with(faults: FaultConfig) -> Emulator {
-        Emulator::new(EmulatorConfig {
-            faults,
-            ..small_config()
-        })
-        .unwrap()
+        Emulator::new(EmulatorConfig { faults, ..small_config() }).unwrap()
     }
 
     #[test]
     fn factory_bad_blocks_carry_the_marker() {
-        let mut e = emu_with(FaultConfig {
-            factory_bad: vec![3, 5],
-            ..FaultConfig::default()
-        });
+        let mut e = emu_with(FaultConfig { factory_bad: vec![3, 5], ..FaultConfig::default() });
         let g = e.geometry();
-        assert_eq!(
-            e.factory_bad_blocks().collect::<Vec<_>>(),
-            [BlockId(3), BlockId(5)]
-        );
+        assert_eq!(e.factory_bad_blocks().collect::<Vec<_>>(), [BlockId(3), BlockId(5)]);
         for p in 0..g.pages_per_block {
             let (data, spare) = e.peek_page(g.page(BlockId(3), p)).unwrap();
             assert!(data.iter().all(|&b| b == 0xFF));
@@ -447,23 +417,11 @@ mod tests {
 
     #[test]
     fn factory_bad_blocks_refuse_program_and_erase() {
-        let mut e = emu_with(FaultConfig {
-            factory_bad: vec![2],
-            ..FaultConfig::default()
-        });
+        let mut e = emu_with(FaultConfig { factory_bad: vec![2], ..FaultConfig::default() });
         let p = e.geometry().page(BlockId(2), 4);
-        assert_eq!(
-            e.program_page(p, &[0; 16], &[0; 4]).unwrap_err().kind(),
-            ErrorKind::ProgramFailed
-        );
-        assert_eq!(
-            e.erase_block(BlockId(2)).unwrap_err().kind(),
-            ErrorKind::EraseFailed
-        );
-        assert_eq!(
-            e.erase_block(BlockId(2)).unwrap_err(),
-            EmuError::EraseFailed(BlockId(2))
-        );
+        assert_eq!(e.program_page(p, &[0; 16], &[0; 4]).unwrap_err().kind(), ErrorKind::ProgramFailed);
+        assert_eq!(e.erase_block(BlockId(2)).unwrap_err().kind(), ErrorKind::EraseFailed);
+        assert_eq!(e.erase_block(BlockId(2)).unwrap_err(), EmuError::EraseFailed(BlockId(2)));
         // Nothing changed: the page is erased, the marker is still there, no erase cycle counted.
         let (data, _) = e.peek_page(p).unwrap();
         assert!(data.iter().all(|&b| b == 0xFF));
@@ -475,17 +433,11 @@ mod tests {
 
     #[test]
     fn factory_bad_draw_is_seeded_and_spares_block_zero() {
-        let geometry = Geometry {
-            blocks_per_plane: 2000,
-            ..small_geometry()
-        };
+        let geometry = Geometry { blocks_per_plane: 2000, ..small_geometry() };
         let cfg = |seed| EmulatorConfig {
             seed,
             store_data: false,
-            faults: FaultConfig {
-                factory_bad_permille: 20,
-                ..FaultConfig::default()
-            },
+            faults: FaultConfig { factory_bad_permille: 20, ..FaultConfig::default() },
             ..EmulatorConfig::new(geometry)
         };
         let a: Vec<_> = Emulator::new(cfg(1)).unwrap().factory_bad_blocks().collect();
@@ -520,11 +472,7 @@ mod tests {
 
     #[test]
     fn injected_program_failure_tears_the_page_and_counts_nop() {
-        let mut e = Emulator::new(EmulatorConfig {
-            seed: 11,
-            ..small_config()
-        })
-        .unwrap();
+        let mut e = Emulator::new(EmulatorConfig { seed: 11, ..small_config() }).unwrap();
         let g = e.geometry();
         e.inject_program_failure(BlockId(2)).unwrap();
         // Another block is unaffected.
@@ -550,11 +498,7 @@ mod tests {
     #[test]
     fn failed_program_pattern_is_deterministic_with_the_seed() {
         let torn = |seed| {
-            let mut e = Emulator::new(EmulatorConfig {
-                seed,
-                ..small_config()
-            })
-            .unwrap();
+            let mut e = Emulator::new(EmulatorConfig { seed, ..small_config() }).unwrap();
             e.fail_program_after(0);
             let p = e.geometry().page(BlockId(0), 0);
             assert!(e.program_page(p, &[0x00; 32], &[]).is_err());
@@ -573,16 +517,11 @@ mod tests {
         // Refused (out of order): does not count.
         assert!(e.program_page(g.page(BlockId(0), 3), &[0], &[]).is_ok());
         assert_eq!(
-            e.program_page(g.page(BlockId(0), 1), &[0], &[])
-                .unwrap_err()
-                .kind(),
+            e.program_page(g.page(BlockId(0), 1), &[0], &[]).unwrap_err().kind(),
             ErrorKind::ProgramOrder
         );
         let p = g.page(BlockId(0), 4);
-        assert_eq!(
-            e.program_page(p, &[0], &[]).unwrap_err(),
-            EmuError::ProgramFailed(p)
-        );
+        assert_eq!(e.program_page(p, &[0], &[]).unwrap_err(), EmuError::ProgramFailed(p));
         e.program_page(g.page(BlockId(0), 5), &[0], &[]).unwrap();
     }
 
@@ -595,10 +534,7 @@ mod tests {
             e.program_page(g.page(BlockId(3), p), &zeros, &[0; 16]).unwrap();
         }
         e.inject_erase_failure(BlockId(3)).unwrap();
-        assert_eq!(
-            e.erase_block(BlockId(3)).unwrap_err(),
-            EmuError::EraseFailed(BlockId(3))
-        );
+        assert_eq!(e.erase_block(BlockId(3)).unwrap_err(), EmuError::EraseFailed(BlockId(3)));
         let mut ones = 0u64;
         let mut total = 0u64;
         for p in 0..g.pages_per_block {
@@ -612,12 +548,7 @@ mod tests {
         assert_eq!(e.counters().erase_failures, 1);
         e.fail_erase_after(1);
         e.erase_block(BlockId(3)).unwrap();
-        assert!(e
-            .peek_page(g.page(BlockId(3), 0))
-            .unwrap()
-            .0
-            .iter()
-            .all(|&b| b == 0xFF));
+        assert!(e.peek_page(g.page(BlockId(3), 0)).unwrap().0.iter().all(|&b| b == 0xFF));
         assert!(e.erase_block(BlockId(3)).is_err());
         e.erase_block(BlockId(3)).unwrap();
     }
@@ -633,19 +564,9 @@ mod tests {
 
     #[test]
     fn wear_driven_erase_failures_start_past_endurance() {
-        let geometry = Geometry {
-            endurance: 10,
-            ..small_geometry()
-        };
-        let faults = FaultConfig {
-            erase_fail_slope: 1.0,
-            ..FaultConfig::default()
-        };
-        let mut e = Emulator::new(EmulatorConfig {
-            faults,
-            ..EmulatorConfig::new(geometry)
-        })
-        .unwrap();
+        let geometry = Geometry { endurance: 10, ..small_geometry() };
+        let faults = FaultConfig { erase_fail_slope: 1.0, ..FaultConfig::default() };
+        let mut e = Emulator::new(EmulatorConfig { faults, ..EmulatorConfig::new(geometry) }).unwrap();
         // Within the rating: p = 0.
         for _ in 0..10 {
             e.erase_block(BlockId(0)).unwrap();
@@ -665,16 +586,8 @@ mod tests {
 
     #[test]
     fn program_fail_base_applies_at_any_wear() {
-        let faults = FaultConfig {
-            program_fail_base: 0.25,
-            ..FaultConfig::default()
-        };
-        let mut e = Emulator::new(EmulatorConfig {
-            faults,
-            seed: 3,
-            ..small_config()
-        })
-        .unwrap();
+        let faults = FaultConfig { program_fail_base: 0.25, ..FaultConfig::default() };
+        let mut e = Emulator::new(EmulatorConfig { faults, seed: 3, ..small_config() }).unwrap();
         let g = e.geometry();
         let mut failures = 0;
         for b in 0..g.total_blocks() {
@@ -693,48 +606,24 @@ mod tests {
     #[test]
     fn rber_flips_about_the_expected_number_of_bits() {
         let rber = 1e-3;
-        let faults = FaultConfig {
-            rber,
-            ..FaultConfig::default()
-        };
-        let mut e = Emulator::new(EmulatorConfig {
-            faults,
-            seed: 9,
-            ..small_config()
-        })
-        .unwrap();
+        let faults = FaultConfig { rber, ..FaultConfig::default() };
+        let mut e = Emulator::new(EmulatorConfig { faults, seed: 9, ..small_config() }).unwrap();
         let g = e.geometry();
         let p = g.page(BlockId(0), 0);
         let pattern: Vec<u8> = (0..g.data_bytes).map(|i| (i * 7) as u8).collect();
         e.program_page(p, &pattern, &[0x5A; 16]).unwrap();
-        let (mut data, mut spare) = (
-            vec![0u8; g.data_bytes as usize],
-            vec![0u8; g.spare_bytes as usize],
-        );
+        let (mut data, mut spare) = (vec![0u8; g.data_bytes as usize], vec![0u8; g.spare_bytes as usize]);
         let reads = 2000u64;
         let mut differing = 0u64;
         for _ in 0..reads {
             e.read_page(p, &mut data, &mut spare).unwrap();
-            differing += data
-                .iter()
-                .zip(&pattern)
-                .map(|(a, b)| u64::from((a ^ b).count_ones()))
-                .sum::<u64>();
-            differing += spare[..16]
-                .iter()
-                .map(|a| u64::from((a ^ 0x5A).count_ones()))
-                .sum::<u64>();
-            differing += spare[16..]
-                .iter()
-                .map(|a| u64::from((a ^ 0xFF).count_ones()))
-                .sum::<u64>();
+            differing += data.iter().zip(&pattern).map(|(a, b)| u64::from((a ^ b).count_ones())).sum::<u64>();
+            differing += spare[..16].iter().map(|a| u64::from((a ^ 0x5A).count_ones())).sum::<u64>();
+            differing += spare[16..].iter().map(|a| u64::from((a ^ 0xFF).count_ones())).sum::<u64>();
         }
         let bits = reads * u64::from(g.raw_page_bytes()) * 8;
         let expected = bits as f64 * rber; // 8448, sd ~ 92
-        assert!(
-            (differing as f64 - expected).abs() < 0.05 * expected,
-            "{differing} vs {expected}"
-        );
+        assert!((differing as f64 - expected).abs() < 0.05 * expected, "{differing} vs {expected}");
         assert_eq!(e.counters().bit_flips, differing);
         // The stored page is untouched.
         assert_eq!(e.peek_page(p).unwrap().0, &pattern[..]);
@@ -742,20 +631,9 @@ mod tests {
 
     #[test]
     fn rber_grows_with_wear() {
-        let geometry = Geometry {
-            endurance: 4,
-            ..small_geometry()
-        };
-        let faults = FaultConfig {
-            rber: 1e-3,
-            rber_wear_factor: 1.0,
-            ..FaultConfig::default()
-        };
-        let mut e = Emulator::new(EmulatorConfig {
-            faults,
-            ..EmulatorConfig::new(geometry)
-        })
-        .unwrap();
+        let geometry = Geometry { endurance: 4, ..small_geometry() };
+        let faults = FaultConfig { rber: 1e-3, rber_wear_factor: 1.0, ..FaultConfig::default() };
+        let mut e = Emulator::new(EmulatorConfig { faults, ..EmulatorConfig::new(geometry) }).unwrap();
         for _ in 0..4 {
             e.erase_block(BlockId(1)).unwrap();
         }
@@ -780,15 +658,11 @@ mod tests {
         let before = (e.faults.rng.get_word_pos(), e.faults.rber_rng.get_word_pos());
         let mut buf = vec![0u8; g.data_bytes as usize];
         for i in 0..50 {
-            e.program_page(g.page(BlockId(0), i % g.pages_per_block), &[0xAA; 8], &[])
-                .ok();
+            e.program_page(g.page(BlockId(0), i % g.pages_per_block), &[0xAA; 8], &[]).ok();
             e.read_page(g.page(BlockId(0), 0), &mut buf, &mut []).unwrap();
             e.erase_block(BlockId(1)).unwrap();
         }
-        assert_eq!(
-            before,
-            (e.faults.rng.get_word_pos(), e.faults.rber_rng.get_word_pos())
-        );
+        assert_eq!(before, (e.faults.rng.get_word_pos(), e.faults.rber_rng.get_word_pos()));
         assert_eq!(e.counters().bit_flips, 0);
     }
 
@@ -809,46 +683,18 @@ mod tests {
     #[test]
     fn invalid_fault_configs_are_rejected() {
         for faults in [
-            FaultConfig {
-                rber: 1.5,
-                ..FaultConfig::default()
-            },
-            FaultConfig {
-                torn_fraction: -0.1,
-                ..FaultConfig::default()
-            },
-            FaultConfig {
-                program_fail_slope: f64::NAN,
-                ..FaultConfig::default()
-            },
-            FaultConfig {
-                factory_bad: vec![1000],
-                ..FaultConfig::default()
-            },
-            FaultConfig {
-                factory_bad_permille: 1001,
-                ..FaultConfig::default()
-            },
+            FaultConfig { rber: 1.5, ..FaultConfig::default() },
+            FaultConfig { torn_fraction: -0.1, ..FaultConfig::default() },
+            FaultConfig { program_fail_slope: f64::NAN, ..FaultConfig::default() },
+            FaultConfig { factory_bad: vec![1000], ..FaultConfig::default() },
+            FaultConfig { factory_bad_permille: 1001, ..FaultConfig::default() },
         ] {
-            let err = Emulator::new(EmulatorConfig {
-                faults,
-                ..small_config()
-            })
-            .unwrap_err();
+            let err = Emulator::new(EmulatorConfig { faults, ..small_config() }).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::Other);
         }
         let mut e = Emulator::new(small_config()).unwrap();
-        assert!(e
-            .set_fault_config(FaultConfig {
-                rber: 2.0,
-                ..FaultConfig::default()
-            })
-            .is_err());
-        e.set_fault_config(FaultConfig {
-            rber: 0.5,
-            ..FaultConfig::default()
-        })
-        .unwrap();
+        assert!(e.set_fault_config(FaultConfig { rber: 2.0, ..FaultConfig::default() }).is_err());
+        e.set_fault_config(FaultConfig { rber: 0.5, ..FaultConfig::default() }).unwrap();
         let mut buf = [0u8; 64];
         e.read_page(PageId(0), &mut buf, &mut []).unwrap();
         assert!(e.counters().bit_flips > 0);

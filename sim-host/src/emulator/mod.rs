@@ -162,14 +162,7 @@ impl Emulator {
         let (blocks, pages) = (g.total_blocks() as usize, g.total_pages() as usize);
         let mut factory_bad = try_vec(blocks, false)?;
         faults::draw_factory_bad(&config.faults, &mut factory_bad, config.seed);
-        let data = try_vec(
-            if config.store_data {
-                pages * g.data_bytes as usize
-            } else {
-                0
-            },
-            0xFF,
-        )?;
+        let data = try_vec(if config.store_data { pages * g.data_bytes as usize } else { 0 }, 0xFF)?;
         let spare = try_vec(pages * g.spare_bytes as usize, 0xFF)?;
         let prog_count = try_vec(pages, 0)?;
         let erase_count = try_vec(blocks, 0)?;
@@ -196,10 +189,7 @@ impl Emulator {
         let (data_bytes, spare_bytes) = (g.data_bytes as usize, g.spare_bytes as usize);
         let erased_data = try_vec(if config.store_data { 0 } else { data_bytes }, 0xFF)?;
         let mut highest = try_vec(g.total_blocks() as usize, 0u32)?;
-        for (counts, h) in prog_count
-            .chunks_exact(g.pages_per_block as usize)
-            .zip(highest.iter_mut())
-        {
+        for (counts, h) in prog_count.chunks_exact(g.pages_per_block as usize).zip(highest.iter_mut()) {
             *h = counts.iter().rposition(|&c| c > 0).map_or(0, |i| i as u32 + 1);
         }
         Ok(Emulator {
@@ -293,16 +283,10 @@ impl Emulator {
 
     fn check_lengths(&self, data: usize, spare: usize) -> Result<(), EmuError> {
         if data > self.data_bytes {
-            return Err(EmuError::DataTooLong {
-                len: data,
-                max: self.geo.data_bytes,
-            });
+            return Err(EmuError::DataTooLong { len: data, max: self.geo.data_bytes });
         }
         if spare > self.spare_bytes {
-            return Err(EmuError::SpareTooLong {
-                len: spare,
-                max: self.geo.spare_bytes,
-            });
+            return Err(EmuError::SpareTooLong { len: spare, max: self.geo.spare_bytes });
         }
         Ok(())
     }
@@ -403,10 +387,7 @@ impl Emulator {
         if self.geo.sequential_program {
             let highest = self.highest[(page.0 / self.geo.pages_per_block) as usize];
             if page.0 % self.geo.pages_per_block + 1 < highest {
-                return Err(EmuError::ProgramOrder {
-                    page,
-                    highest: highest - 1,
-                });
+                return Err(EmuError::ProgramOrder { page, highest: highest - 1 });
             }
         }
         if self.config.reject_set_bits {
@@ -440,11 +421,7 @@ impl Emulator {
     fn tear_program(&mut self, page: PageId, data: &[u8], spare: &[u8], power_cut: bool) {
         let p = page.0 as usize;
         let fraction = self.config.faults.torn_fraction;
-        let rng = if power_cut {
-            &mut self.power.rng
-        } else {
-            &mut self.faults.rng
-        };
+        let rng = if power_cut { &mut self.power.rng } else { &mut self.faults.rng };
         if self.config.store_data {
             let base = p * self.data_bytes;
             faults::partial_program(&mut self.data[base..base + data.len()], data, rng, fraction);
@@ -482,10 +459,7 @@ impl Emulator {
         self.counters.programs += 1;
         self.counters.bytes_in += (data.len() + spare.len()) as u64;
         let ec = self.erase_count[block as usize];
-        if self
-            .faults
-            .program_fails(&self.config.faults, block, ec, self.geo.endurance)
-        {
+        if self.faults.program_fails(&self.config.faults, block, ec, self.geo.endurance) {
             self.tear_program(page, data, spare, false);
             self.record_program(page);
             self.counters.program_failures += 1;
@@ -527,11 +501,7 @@ impl Emulator {
     fn tear_erase(&mut self, block: u32, power_cut: bool) {
         let (data, spare) = self.block_ranges(block);
         let fraction = self.config.faults.partial_erase_fraction;
-        let rng = if power_cut {
-            &mut self.power.rng
-        } else {
-            &mut self.faults.rng
-        };
+        let rng = if power_cut { &mut self.power.rng } else { &mut self.faults.rng };
         faults::partial_erase(&mut self.data[data], rng, fraction);
         faults::partial_erase(&mut self.spare[spare], rng, fraction);
         self.reset_block_state(block);
@@ -552,10 +522,7 @@ impl Emulator {
             return (Err(EmuError::EraseFailed(block)), true);
         }
         let ec = self.erase_count[b as usize];
-        if self
-            .faults
-            .erase_fails(&self.config.faults, b, ec, self.geo.endurance)
-        {
+        if self.faults.erase_fails(&self.config.faults, b, ec, self.geo.endurance) {
             self.tear_erase(b, false);
             self.counters.erase_failures += 1;
             return (Err(EmuError::EraseFailed(block)), true);
@@ -571,8 +538,7 @@ impl Emulator {
 /// `vec![value; n]`, or an error instead of an abort when memory is short.
 fn try_vec<T: Clone>(n: usize, value: T) -> Result<Vec<T>, EmuError> {
     let mut v = Vec::new();
-    v.try_reserve_exact(n)
-        .map_err(|_| EmuError::InvalidConfig("not enough memory for the array"))?;
+    v.try_reserve_exact(n).map_err(|_| EmuError::InvalidConfig("not enough memory for the array"))?;
     v.resize(n, value);
     Ok(v)
 }
@@ -617,8 +583,7 @@ impl NandFlash for Emulator {
         let interrupted = self.begin_op()?;
         self.read_exec(page, data, spare, interrupted)?;
         let (lun, plane) = self.lun_plane(page.0 / self.geo.pages_per_block);
-        self.timing
-            .read(lun, &[(plane, (data.len() + spare.len()) as u64)]);
+        self.timing.read(lun, &[(plane, (data.len() + spare.len()) as u64)]);
         Ok(())
     }
 
@@ -629,8 +594,7 @@ impl NandFlash for Emulator {
         let (result, reached) = self.program_exec(page, data, spare, interrupted);
         if reached {
             let (lun, plane) = self.lun_plane(page.0 / self.geo.pages_per_block);
-            self.timing
-                .program(lun, &[(plane, (data.len() + spare.len()) as u64)]);
+            self.timing.program(lun, &[(plane, (data.len() + spare.len()) as u64)]);
         }
         result
     }
@@ -692,17 +656,12 @@ impl NandFlash for Emulator {
         let mut n = 0;
         let mut result = Ok(());
         for (i, op) in ops.iter_mut().enumerate() {
-            let step = self
-                .begin_op()
-                .and_then(|cut| self.read_exec(op.page, op.data, op.spare, cut));
+            let step = self.begin_op().and_then(|cut| self.read_exec(op.page, op.data, op.spare, cut));
             if let Err(e) = step {
                 result = Err((i, e));
                 break;
             }
-            charged[n] = (
-                self.lun_plane(op.page.0 / ppb).1,
-                (op.data.len() + op.spare.len()) as u64,
-            );
+            charged[n] = (self.lun_plane(op.page.0 / ppb).1, (op.data.len() + op.spare.len()) as u64);
             n += 1;
         }
         self.finish_multi(ops.len(), n);
@@ -730,10 +689,7 @@ impl NandFlash for Emulator {
                 Err(e) => (Err(e), false),
             };
             if reached {
-                charged[n] = (
-                    self.lun_plane(op.page.0 / ppb).1,
-                    (op.data.len() + op.spare.len()) as u64,
-                );
+                charged[n] = (self.lun_plane(op.page.0 / ppb).1, (op.data.len() + op.spare.len()) as u64);
                 n += 1;
             }
             if let Err(e) = step {
@@ -804,10 +760,7 @@ pub(crate) mod tests {
             luns: 1,
             nop: 4,
             sequential_program: true,
-            ecc: EccRequirement {
-                bits: 4,
-                codeword_bytes: 512,
-            },
+            ecc: EccRequirement { bits: 4, codeword_bytes: 512 },
             endurance: 1000,
         }
     }
@@ -861,14 +814,8 @@ pub(crate) mod tests {
         for i in 0..4u8 {
             e.program_page(p, &[!(1 << i)], &[]).unwrap();
         }
-        assert_eq!(
-            e.program_page(p, &[0x00], &[]).unwrap_err(),
-            EmuError::NopExceeded(p)
-        );
-        assert_eq!(
-            e.program_page(p, &[], &[]).unwrap_err().kind(),
-            ErrorKind::NopExceeded
-        );
+        assert_eq!(e.program_page(p, &[0x00], &[]).unwrap_err(), EmuError::NopExceeded(p));
+        assert_eq!(e.program_page(p, &[], &[]).unwrap_err().kind(), ErrorKind::NopExceeded);
         assert_eq!(read(&mut e, p, 1, 0).0, [0xF0]);
         assert_eq!(e.program_count(p), Some(4));
         assert_eq!(e.counters().rejected, 2);
@@ -882,16 +829,10 @@ pub(crate) mod tests {
 
     #[test]
     fn nop_one_forbids_reprogramming() {
-        let geometry = Geometry {
-            nop: 1,
-            ..small_geometry()
-        };
+        let geometry = Geometry { nop: 1, ..small_geometry() };
         let mut e = Emulator::new(EmulatorConfig::new(geometry)).unwrap();
         e.program_page(PageId(0), &[], &[0xF0]).unwrap();
-        assert_eq!(
-            e.program_page(PageId(0), &[], &[0xFF]).unwrap_err().kind(),
-            ErrorKind::NopExceeded
-        );
+        assert_eq!(e.program_page(PageId(0), &[], &[0xFF]).unwrap_err().kind(), ErrorKind::NopExceeded);
     }
 
     #[test]
@@ -904,25 +845,16 @@ pub(crate) mod tests {
         e.program_page(page(3), &[0], &[]).unwrap(); // the highest again, within NOP
         assert_eq!(
             e.program_page(page(2), &[0], &[]).unwrap_err(),
-            EmuError::ProgramOrder {
-                page: page(2),
-                highest: 3
-            }
+            EmuError::ProgramOrder { page: page(2), highest: 3 }
         );
-        assert_eq!(
-            e.program_page(page(0), &[0], &[]).unwrap_err().kind(),
-            ErrorKind::ProgramOrder
-        );
+        assert_eq!(e.program_page(page(0), &[0], &[]).unwrap_err().kind(), ErrorKind::ProgramOrder);
         assert_eq!(e.program_count(page(2)), Some(0));
         // Other blocks have their own order; an erase resets it.
         e.program_page(g.page(BlockId(5), 1), &[0], &[]).unwrap();
         e.erase_block(BlockId(4)).unwrap();
         e.program_page(page(1), &[0], &[]).unwrap();
         // Without the rule any order is accepted.
-        let geometry = Geometry {
-            sequential_program: false,
-            ..small_geometry()
-        };
+        let geometry = Geometry { sequential_program: false, ..small_geometry() };
         let mut free = Emulator::new(EmulatorConfig::new(geometry)).unwrap();
         free.program_page(PageId(5), &[0], &[]).unwrap();
         free.program_page(PageId(1), &[0], &[]).unwrap();
@@ -935,38 +867,20 @@ pub(crate) mod tests {
         let last = PageId(g.total_pages() - 1);
         e.program_page(last, &[0; 512], &[0; 16]).unwrap();
         let beyond = PageId(g.total_pages());
-        assert_eq!(
-            e.program_page(beyond, &[0], &[]).unwrap_err(),
-            EmuError::PageOutOfRange(beyond)
-        );
-        assert_eq!(
-            e.read_page(beyond, &mut [0], &mut []).unwrap_err().kind(),
-            ErrorKind::OutOfRange
-        );
+        assert_eq!(e.program_page(beyond, &[0], &[]).unwrap_err(), EmuError::PageOutOfRange(beyond));
+        assert_eq!(e.read_page(beyond, &mut [0], &mut []).unwrap_err().kind(), ErrorKind::OutOfRange);
         let nb = BlockId(g.total_blocks());
         assert_eq!(e.erase_block(nb).unwrap_err(), EmuError::BlockOutOfRange(nb));
         assert_eq!(e.is_bad(nb).unwrap_err().kind(), ErrorKind::OutOfRange);
         assert_eq!(e.mark_bad(nb).unwrap_err().kind(), ErrorKind::OutOfRange);
-        assert_eq!(
-            e.inject_erase_failure(nb).unwrap_err().kind(),
-            ErrorKind::OutOfRange
-        );
+        assert_eq!(e.inject_erase_failure(nb).unwrap_err().kind(), ErrorKind::OutOfRange);
         assert_eq!(
             e.program_page(PageId(0), &[0; 513], &[]).unwrap_err(),
             EmuError::DataTooLong { len: 513, max: 512 }
         );
-        assert_eq!(
-            e.program_page(PageId(0), &[], &[0; 17]).unwrap_err().kind(),
-            ErrorKind::BufferSize
-        );
-        assert_eq!(
-            e.read_page(PageId(0), &mut [0; 513], &mut []).unwrap_err().kind(),
-            ErrorKind::BufferSize
-        );
-        assert_eq!(
-            e.read_spare(PageId(0), &mut [0; 17]).unwrap_err().kind(),
-            ErrorKind::BufferSize
-        );
+        assert_eq!(e.program_page(PageId(0), &[], &[0; 17]).unwrap_err().kind(), ErrorKind::BufferSize);
+        assert_eq!(e.read_page(PageId(0), &mut [0; 513], &mut []).unwrap_err().kind(), ErrorKind::BufferSize);
+        assert_eq!(e.read_spare(PageId(0), &mut [0; 17]).unwrap_err().kind(), ErrorKind::BufferSize);
         assert_eq!(e.program_count(PageId(0)), Some(0));
         assert_eq!(e.peek_page(beyond), None);
         assert_eq!(e.erase_count(nb), None);
@@ -975,23 +889,13 @@ pub(crate) mod tests {
 
     #[test]
     fn reject_set_bits_is_strict() {
-        let mut e = Emulator::new(EmulatorConfig {
-            reject_set_bits: true,
-            ..small_config()
-        })
-        .unwrap();
+        let mut e = Emulator::new(EmulatorConfig { reject_set_bits: true, ..small_config() }).unwrap();
         let p = PageId(0);
         e.program_page(p, &[0xF0, 0xFF], &[0x0F]).unwrap();
         // Clearing more bits and repeating 0 bits is fine.
         e.program_page(p, &[0xC0], &[0x0F]).unwrap();
-        assert_eq!(
-            e.program_page(p, &[0xC0, 0x00], &[0x1F]).unwrap_err(),
-            EmuError::SetBits(p)
-        );
-        assert_eq!(
-            e.program_page(p, &[0xE0], &[]).unwrap_err().kind(),
-            ErrorKind::ProgramFailed
-        );
+        assert_eq!(e.program_page(p, &[0xC0, 0x00], &[0x1F]).unwrap_err(), EmuError::SetBits(p));
+        assert_eq!(e.program_page(p, &[0xE0], &[]).unwrap_err().kind(), ErrorKind::ProgramFailed);
         assert_eq!(read(&mut e, p, 2, 1), (vec![0xC0, 0xFF], vec![0x0F]));
         assert_eq!(e.program_count(p), Some(2));
         assert_eq!(e.counters().program_failures, 0);
@@ -1006,11 +910,7 @@ pub(crate) mod tests {
         let mut e = emu();
         let g = e.geometry();
         let d = [0u8; 4];
-        let op = |b, i| ProgramOp {
-            page: g.page(BlockId(b), i),
-            data: &d,
-            spare: &[],
-        };
+        let op = |b, i| ProgramOp { page: g.page(BlockId(b), i), data: &d, spare: &[] };
         let bad_calls: [&[ProgramOp]; 3] = [
             &[op(0, 0), op(1, 0), op(2, 0)], // more than two planes
             &[op(0, 0), op(2, 0)],           // blocks 0 and 2 are both on plane 0
@@ -1020,23 +920,11 @@ pub(crate) mod tests {
             let (i, err) = e.program_multi(ops).unwrap_err();
             assert_eq!((i, err.kind()), (0, ErrorKind::Other), "{err}");
         }
-        assert_eq!(
-            e.erase_multi(&[BlockId(0), BlockId(2)]).unwrap_err().1.kind(),
-            ErrorKind::Other
-        );
-        let beyond = ProgramOp {
-            page: PageId(g.total_pages()),
-            data: &d,
-            spare: &[],
-        };
+        assert_eq!(e.erase_multi(&[BlockId(0), BlockId(2)]).unwrap_err().1.kind(), ErrorKind::Other);
+        let beyond = ProgramOp { page: PageId(g.total_pages()), data: &d, spare: &[] };
         assert_eq!(e.program_multi(&[op(0, 0), beyond]).unwrap_err().0, 1);
         assert_eq!(e.ops_issued(), 0);
-        assert!(e
-            .peek_page(g.page(BlockId(0), 0))
-            .unwrap()
-            .0
-            .iter()
-            .all(|&b| b == 0xFF));
+        assert!(e.peek_page(g.page(BlockId(0), 0)).unwrap().0.iter().all(|&b| b == 0xFF));
         e.program_multi(&[op(0, 2), op(1, 2)]).unwrap();
         assert_eq!(e.program_count(g.page(BlockId(1), 2)), Some(1));
         assert_eq!(e.counters().multi_plane_ops, 1);
@@ -1051,41 +939,23 @@ pub(crate) mod tests {
         e.program_page(g.page(BlockId(1), 6), &[0x11; 4], &[]).unwrap();
         let (mut a, mut b) = ([0u8; 4], [1u8; 4]);
         let mut reads = [
-            ReadOp {
-                page: g.page(BlockId(1), 6),
-                data: &mut a,
-                spare: &mut [],
-            },
-            ReadOp {
-                page: g.page(BlockId(0), 6),
-                data: &mut b,
-                spare: &mut [],
-            },
+            ReadOp { page: g.page(BlockId(1), 6), data: &mut a, spare: &mut [] },
+            ReadOp { page: g.page(BlockId(0), 6), data: &mut b, spare: &mut [] },
         ];
         e.read_multi(&mut reads).unwrap();
         assert_eq!((a, b), ([0x11; 4], [0xFF; 4]));
         // Two LUNs cannot share one call.
-        let two = Geometry {
-            luns: 2,
-            ..small_geometry()
-        };
+        let two = Geometry { luns: 2, ..small_geometry() };
         let mut e2 = Emulator::new(EmulatorConfig::new(two)).unwrap();
         let other = BlockId(two.blocks_per_lun() + 1);
-        assert_eq!(
-            e2.erase_multi(&[BlockId(0), other]).unwrap_err().1.kind(),
-            ErrorKind::Other
-        );
+        assert_eq!(e2.erase_multi(&[BlockId(0), other]).unwrap_err().1.kind(), ErrorKind::Other);
         e2.erase_multi(&[BlockId(0), BlockId(1)]).unwrap();
         assert_eq!(e2.erase_counts()[..2], [1, 1]);
     }
 
     #[test]
     fn metadata_only_mode() {
-        let mut e = Emulator::new(EmulatorConfig {
-            store_data: false,
-            ..small_config()
-        })
-        .unwrap();
+        let mut e = Emulator::new(EmulatorConfig { store_data: false, ..small_config() }).unwrap();
         let p = PageId(9);
         e.program_page(p, &[0x00; 512], &[0x12, 0x34]).unwrap();
         let (d, s) = read(&mut e, p, 512, 4);
@@ -1096,18 +966,9 @@ pub(crate) mod tests {
         for _ in 0..3 {
             e.program_page(p, &[0x00; 512], &[]).unwrap();
         }
-        assert_eq!(
-            e.program_page(p, &[0x00], &[]).unwrap_err().kind(),
-            ErrorKind::NopExceeded
-        );
-        assert_eq!(
-            e.program_page(PageId(8), &[0], &[]).unwrap_err().kind(),
-            ErrorKind::ProgramOrder
-        );
-        assert_eq!(
-            e.program_page(p, &[0; 600], &[]).unwrap_err().kind(),
-            ErrorKind::BufferSize
-        );
+        assert_eq!(e.program_page(p, &[0x00], &[]).unwrap_err().kind(), ErrorKind::NopExceeded);
+        assert_eq!(e.program_page(PageId(8), &[0], &[]).unwrap_err().kind(), ErrorKind::ProgramOrder);
+        assert_eq!(e.program_page(p, &[0; 600], &[]).unwrap_err().kind(), ErrorKind::BufferSize);
         e.erase_block(BlockId(1)).unwrap();
         assert_eq!(read(&mut e, p, 0, 2).1, [0xFF, 0xFF]);
         assert_eq!(e.counters().bytes_in, 512 * 4 + 2);
@@ -1128,27 +989,15 @@ pub(crate) mod tests {
     #[test]
     fn invalid_geometry_is_rejected() {
         for geometry in [
-            Geometry {
-                pages_per_block: 0,
-                ..small_geometry()
-            },
-            Geometry {
-                spare_bytes: 0,
-                ..small_geometry()
-            },
+            Geometry { pages_per_block: 0, ..small_geometry() },
+            Geometry { spare_bytes: 0, ..small_geometry() },
         ] {
             let err = Emulator::new(EmulatorConfig::new(geometry)).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::Other);
         }
-        let one_page = Geometry {
-            pages_per_block: 1,
-            ..small_geometry()
-        };
+        let one_page = Geometry { pages_per_block: 1, ..small_geometry() };
         let mut e = Emulator::new(EmulatorConfig {
-            faults: FaultConfig {
-                factory_bad: vec![1],
-                ..FaultConfig::default()
-            },
+            faults: FaultConfig { factory_bad: vec![1], ..FaultConfig::default() },
             ..EmulatorConfig::new(one_page)
         })
         .unwrap();

@@ -78,10 +78,7 @@ struct Dec<'a>(&'a [u8]);
 
 impl Dec<'_> {
     fn take<const N: usize>(&mut self) -> io::Result<[u8; N]> {
-        let (head, rest) = self
-            .0
-            .split_first_chunk::<N>()
-            .ok_or_else(|| invalid("header too short"))?;
+        let (head, rest) = self.0.split_first_chunk::<N>().ok_or_else(|| invalid("header too short"))?;
         self.0 = rest;
         Ok(*head)
     }
@@ -126,14 +123,7 @@ fn encode_header(e: &Emulator) -> Vec<u8> {
     let f = &c.faults;
     let t = &c.timing;
     let mut h = Enc(Vec::with_capacity(256 + 4 * f.factory_bad.len()));
-    for v in [
-        g.data_bytes,
-        g.spare_bytes,
-        g.pages_per_block,
-        g.blocks_per_plane,
-        g.planes_per_lun,
-        g.luns,
-    ] {
+    for v in [g.data_bytes, g.spare_bytes, g.pages_per_block, g.blocks_per_plane, g.planes_per_lun, g.luns] {
         h.u32(v);
     }
     h.u8(g.nop);
@@ -182,10 +172,7 @@ fn decode_header(bytes: &[u8]) -> io::Result<(EmulatorConfig, HeaderState)> {
         luns: d.u32()?,
         nop: d.u8()?,
         sequential_program: d.bool()?,
-        ecc: EccRequirement {
-            bits: d.u8()?,
-            codeword_bytes: d.u16()?,
-        },
+        ecc: EccRequirement { bits: d.u8()?, codeword_bytes: d.u16()? },
         endurance: d.u32()?,
     };
     let seed = d.u64()?;
@@ -224,14 +211,7 @@ fn decode_header(bytes: &[u8]) -> io::Result<(EmulatorConfig, HeaderState)> {
     if !d.0.is_empty() {
         return Err(invalid("header longer than its fields"));
     }
-    let config = EmulatorConfig {
-        geometry,
-        faults,
-        timing,
-        seed,
-        store_data,
-        reject_set_bits,
-    };
+    let config = EmulatorConfig { geometry, faults, timing, seed, store_data, reject_set_bits };
     config.validate().map_err(|e| invalid(&e.to_string()))?;
     Ok((config, state))
 }
@@ -243,8 +223,7 @@ fn read_vec<R: Read>(r: &mut R, n: usize) -> io::Result<Vec<u8>> {
     while v.len() < n {
         let len = v.len();
         let step = CHUNK.min(n - len);
-        v.try_reserve(step)
-            .map_err(|_| io::Error::new(io::ErrorKind::OutOfMemory, "emulator image"))?;
+        v.try_reserve(step).map_err(|_| io::Error::new(io::ErrorKind::OutOfMemory, "emulator image"))?;
         v.resize(len + step, 0);
         r.read_exact(&mut v[len..])?;
     }
@@ -270,13 +249,7 @@ impl Emulator {
         let factory: Vec<u8> = self.factory_bad.iter().map(|&b| u8::from(b)).collect();
         let erase_counts: Vec<u8> = self.erase_count.iter().flat_map(|c| c.to_le_bytes()).collect();
         let mut digest = CRC32C.digest();
-        for section in [
-            &factory[..],
-            &erase_counts,
-            &self.prog_count,
-            &self.spare,
-            &self.data,
-        ] {
+        for section in [&factory[..], &erase_counts, &self.prog_count, &self.spare, &self.data] {
             digest.update(section);
             w.write_all(section)?;
         }
@@ -317,11 +290,8 @@ impl Emulator {
         let erase_counts = section(&mut r, blocks * 4)?;
         let prog_count = section(&mut r, pages)?;
         let spare = section(&mut r, pages * g.spare_bytes as usize)?;
-        let data = if config.store_data {
-            section(&mut r, pages * g.data_bytes as usize)?
-        } else {
-            Vec::new()
-        };
+        let data =
+            if config.store_data { section(&mut r, pages * g.data_bytes as usize)? } else { Vec::new() };
         if read_u32(&mut r)? != digest.finalize() {
             return Err(invalid("checksum mismatch"));
         }
@@ -333,10 +303,8 @@ impl Emulator {
         }
 
         let factory_bad = factory.iter().map(|&b| b == 1).collect();
-        let erase_count = erase_counts
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
+        let erase_count =
+            erase_counts.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
         let mut e = Emulator::from_parts(config, factory_bad, data, spare, prog_count, erase_count)
             .map_err(|err| io::Error::new(io::ErrorKind::OutOfMemory, err.to_string()))?;
         e.power.ops_issued = state.ops_issued;
@@ -379,11 +347,9 @@ mod tests {
         }
         e.erase_block(BlockId(5)).unwrap();
         let pattern: Vec<u8> = (0..g.data_bytes).map(|i| (i * 31 + 7) as u8).collect();
-        e.program_page(g.page(BlockId(1), 0), &pattern, &[0x01, 0x02])
-            .unwrap();
+        e.program_page(g.page(BlockId(1), 0), &pattern, &[0x01, 0x02]).unwrap();
         e.program_page(g.page(BlockId(1), 0), &[0x00], &[]).unwrap();
-        e.program_page(g.page(BlockId(1), 3), &pattern[..100], &[])
-            .unwrap();
+        e.program_page(g.page(BlockId(1), 3), &pattern[..100], &[]).unwrap();
         e.mark_bad(BlockId(6)).unwrap();
         e
     }
@@ -394,10 +360,7 @@ mod tests {
         assert_eq!(a.config(), b.config());
         assert_eq!(a.erase_counts(), b.erase_counts());
         assert_eq!(a.ops_issued(), b.ops_issued());
-        assert_eq!(
-            a.factory_bad_blocks().collect::<Vec<_>>(),
-            b.factory_bad_blocks().collect::<Vec<_>>()
-        );
+        assert_eq!(a.factory_bad_blocks().collect::<Vec<_>>(), b.factory_bad_blocks().collect::<Vec<_>>());
         for p in 0..g.total_pages() {
             assert_eq!(a.peek_page(PageId(p)), b.peek_page(PageId(p)), "page {p}");
             assert_eq!(a.program_count(PageId(p)), b.program_count(PageId(p)));
@@ -434,8 +397,7 @@ mod tests {
         let g = e.geometry();
         // Move every random stream before saving.
         for _ in 0..10 {
-            e.read_page(g.page(BlockId(1), 0), &mut [0u8; 512], &mut [])
-                .unwrap();
+            e.read_page(g.page(BlockId(1), 0), &mut [0u8; 512], &mut []).unwrap();
         }
         e.schedule_power_cut(0);
         assert!(e.program_page(g.page(BlockId(2), 0), &[0; 64], &[]).is_err());
@@ -449,10 +411,7 @@ mod tests {
         for emu in [&mut e, &mut loaded] {
             assert!(emu.is_bad(BlockId(9)).unwrap());
             assert!(emu.is_bad(BlockId(6)).unwrap());
-            assert!(
-                emu.program_page(g.page(BlockId(9), 2), &[0], &[]).is_err(),
-                "still factory bad"
-            );
+            assert!(emu.program_page(g.page(BlockId(9), 2), &[0], &[]).is_err(), "still factory bad");
         }
         // Order and NOP state continue.
         assert_eq!(
@@ -480,19 +439,13 @@ mod tests {
 
     #[test]
     fn metadata_only_images_hold_no_data() {
-        let meta = busy_emulator(EmulatorConfig {
-            store_data: false,
-            ..small_config()
-        });
+        let meta = busy_emulator(EmulatorConfig { store_data: false, ..small_config() });
         let full = busy_emulator(small_config());
         let (meta_image, loaded) = round_trip(&meta);
         let (full_image, _) = round_trip(&full);
         assert_same_array(&meta, &loaded);
         let g = small_geometry();
-        assert_eq!(
-            full_image.len() - meta_image.len(),
-            (g.total_pages() * g.data_bytes) as usize
-        );
+        assert_eq!(full_image.len() - meta_image.len(), (g.total_pages() * g.data_bytes) as usize);
         assert!(!loaded.config().store_data);
     }
 
@@ -509,10 +462,7 @@ mod tests {
         let mut bytes = std::fs::read(&path).unwrap();
         bytes.push(0);
         std::fs::write(&path, &bytes).unwrap();
-        assert_eq!(
-            Emulator::load(&path).unwrap_err().kind(),
-            io::ErrorKind::InvalidData
-        );
+        assert_eq!(Emulator::load(&path).unwrap_err().kind(), io::ErrorKind::InvalidData);
         assert!(Emulator::load(dir.join("missing.img")).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -544,10 +494,7 @@ mod tests {
             ..small_geometry()
         };
         let config = EmulatorConfig {
-            faults: FaultConfig {
-                factory_bad: vec![3],
-                ..FaultConfig::default()
-            },
+            faults: FaultConfig { factory_bad: vec![3], ..FaultConfig::default() },
             ..EmulatorConfig::new(geometry)
         };
         let mut e = Emulator::new(config).unwrap();
@@ -562,10 +509,7 @@ mod tests {
         for len in 0..image.len() {
             let err = Emulator::load_from_reader(&image[..len]).unwrap_err();
             assert!(
-                matches!(
-                    err.kind(),
-                    io::ErrorKind::UnexpectedEof | io::ErrorKind::InvalidData
-                ),
+                matches!(err.kind(), io::ErrorKind::UnexpectedEof | io::ErrorKind::InvalidData),
                 "length {len}: {err}"
             );
         }
@@ -578,10 +522,7 @@ mod tests {
             for flip in [0x01, 0x80, 0xFF] {
                 let mut bad = image.clone();
                 bad[at] ^= flip;
-                assert!(
-                    Emulator::load_from_reader(&bad[..]).is_err(),
-                    "byte {at} ^ {flip:#x} accepted"
-                );
+                assert!(Emulator::load_from_reader(&bad[..]).is_err(), "byte {at} ^ {flip:#x} accepted");
             }
         }
     }

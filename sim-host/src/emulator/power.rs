@@ -43,12 +43,7 @@ pub(crate) struct PowerState {
 
 impl PowerState {
     pub(crate) fn new(seed: u64) -> Self {
-        PowerState {
-            powered: true,
-            cut_at: NO_CUT,
-            ops_issued: 0,
-            rng: stream_rng(seed, STREAM_POWER),
-        }
+        PowerState { powered: true, cut_at: NO_CUT, ops_issued: 0, rng: stream_rng(seed, STREAM_POWER) }
     }
 }
 
@@ -136,22 +131,11 @@ mod tests {
 
     /// Programs 0x00 over 256 erased data bytes with a cut on that program; returns the page.
     fn torn(seed: u64, torn_fraction: f64) -> Vec<u8> {
-        let faults = FaultConfig {
-            torn_fraction,
-            ..FaultConfig::default()
-        };
-        let mut e = Emulator::new(EmulatorConfig {
-            seed,
-            faults,
-            ..small_config()
-        })
-        .unwrap();
+        let faults = FaultConfig { torn_fraction, ..FaultConfig::default() };
+        let mut e = Emulator::new(EmulatorConfig { seed, faults, ..small_config() }).unwrap();
         let p = e.geometry().page(BlockId(1), 0);
         e.schedule_power_cut(0);
-        assert_eq!(
-            e.program_page(p, &[0x00; 256], &[]).unwrap_err(),
-            EmuError::PowerLoss
-        );
+        assert_eq!(e.program_page(p, &[0x00; 256], &[]).unwrap_err(), EmuError::PowerLoss);
         assert!(!e.is_powered());
         assert_eq!(e.program_count(p), Some(1));
         e.peek_page(p).unwrap().0.to_vec()
@@ -163,10 +147,7 @@ mod tests {
         let set = ones(&page[..256]);
         // 2048 bits each cleared with p = 1/2: about 1024 remain set, sd ~ 23.
         assert!((900..1150).contains(&set), "{set}");
-        assert!(
-            page[256..].iter().all(|&b| b == 0xFF),
-            "bytes not supplied are untouched"
-        );
+        assert!(page[256..].iter().all(|&b| b == 0xFF), "bytes not supplied are untouched");
         assert_eq!(torn(1, 0.5), page);
         assert_ne!(torn(2, 0.5), page);
         assert_eq!(ones(&torn(1, 1.0)[..256]), 0);
@@ -193,21 +174,14 @@ mod tests {
 
     #[test]
     fn cut_erase_leaves_the_block_partly_erased() {
-        let mut e = Emulator::new(EmulatorConfig {
-            seed: 4,
-            ..small_config()
-        })
-        .unwrap();
+        let mut e = Emulator::new(EmulatorConfig { seed: 4, ..small_config() }).unwrap();
         let g = e.geometry();
         let zeros = vec![0u8; g.data_bytes as usize];
         for p in 0..g.pages_per_block {
             e.program_page(g.page(BlockId(2), p), &zeros, &[0; 4]).unwrap();
         }
         e.schedule_power_cut(0);
-        assert_eq!(
-            e.erase_block(BlockId(2)).unwrap_err().kind(),
-            ErrorKind::PowerLoss
-        );
+        assert_eq!(e.erase_block(BlockId(2)).unwrap_err().kind(), ErrorKind::PowerLoss);
         let mut set = 0u64;
         for p in 0..g.pages_per_block {
             let (data, spare) = e.peek_page(g.page(BlockId(2), p)).unwrap();
@@ -233,35 +207,20 @@ mod tests {
         assert_eq!(buf, [0x11]);
         // The cut read changes nothing and returns PowerLoss.
         buf = [0xAB];
-        assert_eq!(
-            e.read_page(p, &mut buf, &mut []).unwrap_err(),
-            EmuError::PowerLoss
-        );
+        assert_eq!(e.read_page(p, &mut buf, &mut []).unwrap_err(), EmuError::PowerLoss);
         let counters = *e.counters();
         let loss = Some(ErrorKind::PowerLoss);
         assert_eq!(e.read_page(p, &mut buf, &mut []).err().map(|e| e.kind()), loss);
-        assert_eq!(
-            e.program_page(g.page(BlockId(0), 1), &[0], &[])
-                .err()
-                .map(|e| e.kind()),
-            loss
-        );
+        assert_eq!(e.program_page(g.page(BlockId(0), 1), &[0], &[]).err().map(|e| e.kind()), loss);
         assert_eq!(e.erase_block(BlockId(0)).err().map(|e| e.kind()), loss);
         assert_eq!(e.is_bad(BlockId(0)).err().map(|e| e.kind()), loss);
         assert_eq!(e.mark_bad(BlockId(0)).err().map(|e| e.kind()), loss);
-        assert_eq!(
-            e.erase_multi(&[BlockId(0), BlockId(1)]).unwrap_err(),
-            (0, EmuError::PowerLoss)
-        );
+        assert_eq!(e.erase_multi(&[BlockId(0), BlockId(1)]).unwrap_err(), (0, EmuError::PowerLoss));
         assert_eq!(e.counters().reads, counters.reads);
         assert_eq!(e.peek_page(p).unwrap().0[..2], [0x11, 0xFF]);
         assert_eq!(e.program_count(g.page(BlockId(0), 1)), Some(0));
         assert_eq!(e.counters().power_cuts, 1);
-        assert_eq!(
-            e.ops_issued(),
-            9,
-            "the refused multi-plane call stopped at its first op"
-        );
+        assert_eq!(e.ops_issued(), 9, "the refused multi-plane call stopped at its first op");
         e.restore_power();
         assert!(e.is_powered());
         e.read_page(p, &mut buf, &mut []).unwrap();
@@ -275,16 +234,8 @@ mod tests {
         let g = e.geometry();
         let (a, b) = (g.page(BlockId(0), 0), g.page(BlockId(1), 0));
         let ops = [
-            ProgramOp {
-                page: a,
-                data: &[0x00; 8],
-                spare: &[],
-            },
-            ProgramOp {
-                page: b,
-                data: &[0x00; 8],
-                spare: &[],
-            },
+            ProgramOp { page: a, data: &[0x00; 8], spare: &[] },
+            ProgramOp { page: b, data: &[0x00; 8], spare: &[] },
         ];
         e.schedule_power_cut(1);
         assert_eq!(e.program_multi(&ops).unwrap_err(), (1, EmuError::PowerLoss));
@@ -294,16 +245,8 @@ mod tests {
         e.restore_power();
         let (mut da, mut db) = ([0u8; 8], [0u8; 8]);
         let mut reads = [
-            ReadOp {
-                page: a,
-                data: &mut da,
-                spare: &mut [],
-            },
-            ReadOp {
-                page: b,
-                data: &mut db,
-                spare: &mut [],
-            },
+            ReadOp { page: a, data: &mut da, spare: &mut [] },
+            ReadOp { page: b, data: &mut db, spare: &mut [] },
         ];
         e.read_multi(&mut reads).unwrap();
         assert_eq!(e.ops_issued(), 4);
@@ -319,11 +262,7 @@ mod tests {
             let g = e.geometry();
             let mut out = Vec::new();
             for i in 0..3 {
-                out.push(
-                    e.program_page(g.page(BlockId(0), i), &[0; 4], &[])
-                        .err()
-                        .map(|e| e.kind()),
-                );
+                out.push(e.program_page(g.page(BlockId(0), i), &[0; 4], &[]).err().map(|e| e.kind()));
             }
             out.push(e.erase_block(BlockId(1)).err().map(|e| e.kind()));
             out.push(e.is_bad(BlockId(1)).err().map(|e| e.kind()));
@@ -338,11 +277,7 @@ mod tests {
             e.schedule_power_cut(cut);
             let res = workload(&mut e);
             for (i, r) in res.iter().enumerate() {
-                let expect = if (i as u64) < cut {
-                    None
-                } else {
-                    Some(ErrorKind::PowerLoss)
-                };
+                let expect = if (i as u64) < cut { None } else { Some(ErrorKind::PowerLoss) };
                 assert_eq!(*r, expect, "cut {cut} op {i}");
             }
         }
@@ -400,10 +335,7 @@ mod tests {
         e.program_page(g.page(BlockId(0), 3), &[0], &[]).unwrap();
         e.schedule_power_cut(0);
         let early = g.page(BlockId(0), 1);
-        assert_eq!(
-            e.program_page(early, &[0; 16], &[]).unwrap_err(),
-            EmuError::PowerLoss
-        );
+        assert_eq!(e.program_page(early, &[0; 16], &[]).unwrap_err(), EmuError::PowerLoss);
         assert_eq!(e.program_count(early), Some(0));
         assert!(e.peek_page(early).unwrap().0.iter().all(|&b| b == 0xFF));
     }

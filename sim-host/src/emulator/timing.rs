@@ -43,31 +43,19 @@ pub struct TimingParams {
 impl TimingParams {
     /// Micron MT29F4G08ABADA datasheet: tR 25 us (max), tPROG 200 us (typical), tBERS 700 us
     /// (typical), ONFI asynchronous timing mode 5 (tRC/tWC 20 ns): 20 ns per byte.
-    pub const MT29F4G08: TimingParams = TimingParams {
-        t_r_ns: 25_000,
-        t_prog_ns: 200_000,
-        t_bers_ns: 700_000,
-        t_xfer_ps_per_byte: 20_000,
-    };
+    pub const MT29F4G08: TimingParams =
+        TimingParams { t_r_ns: 25_000, t_prog_ns: 200_000, t_bers_ns: 700_000, t_xfer_ps_per_byte: 20_000 };
 
     /// The flash parameters of the CAFTL paper's SSD simulation (Chen, Luo, Zhang: "CAFTL: A
     /// Content-Aware Flash Translation Layer Enhancing the Lifespan of Flash Memory based Solid
     /// State Drives", FAST 2011), used to compare with its results: tR 25 us, tPROG 200 us,
     /// tBERS 1.5 ms, 20 ns per byte of bus transfer.
-    pub const CAFTL_PAPER: TimingParams = TimingParams {
-        t_r_ns: 25_000,
-        t_prog_ns: 200_000,
-        t_bers_ns: 1_500_000,
-        t_xfer_ps_per_byte: 20_000,
-    };
+    pub const CAFTL_PAPER: TimingParams =
+        TimingParams { t_r_ns: 25_000, t_prog_ns: 200_000, t_bers_ns: 1_500_000, t_xfer_ps_per_byte: 20_000 };
 
     /// Every operation takes no time.
-    pub const ZERO: TimingParams = TimingParams {
-        t_r_ns: 0,
-        t_prog_ns: 0,
-        t_bers_ns: 0,
-        t_xfer_ps_per_byte: 0,
-    };
+    pub const ZERO: TimingParams =
+        TimingParams { t_r_ns: 0, t_prog_ns: 0, t_bers_ns: 0, t_xfer_ps_per_byte: 0 };
 
     /// Bus time for `bytes` bytes, nanoseconds (rounded up).
     pub const fn xfer_ns(&self, bytes: u64) -> u64 {
@@ -186,10 +174,7 @@ impl TimingState {
     }
 
     fn planes_free(&self, planes: &[(usize, u64)]) -> u64 {
-        planes
-            .iter()
-            .map(|&(p, _)| self.plane_busy[p])
-            .fold(self.now, u64::max)
+        planes.iter().map(|&(p, _)| self.plane_busy[p]).fold(self.now, u64::max)
     }
 
     /// Reads of `ops` = (device-wide plane, bytes out) on LUN `lun`, their tR in parallel.
@@ -232,9 +217,7 @@ impl TimingState {
     }
 
     fn charge_array(&mut self, t: u64, planes: usize) {
-        self.total_array_busy = self
-            .total_array_busy
-            .saturating_add(t.saturating_mul(planes as u64));
+        self.total_array_busy = self.total_array_busy.saturating_add(t.saturating_mul(planes as u64));
     }
 }
 
@@ -313,17 +296,10 @@ mod tests {
             luns,
             nop: 4,
             sequential_program: true,
-            ecc: EccRequirement {
-                bits: 4,
-                codeword_bytes: 512,
-            },
+            ecc: EccRequirement { bits: 4, codeword_bytes: 512 },
             endurance: 1000,
         };
-        Emulator::new(EmulatorConfig {
-            timing: P,
-            ..EmulatorConfig::new(geometry)
-        })
-        .unwrap()
+        Emulator::new(EmulatorConfig { timing: P, ..EmulatorConfig::new(geometry) }).unwrap()
     }
 
     #[test]
@@ -352,14 +328,7 @@ mod tests {
         assert_eq!(P.xfer_ns(2112), 42_240);
         assert_eq!(TimingParams::CAFTL_PAPER.t_bers_ns, 1_500_000);
         assert_eq!(TimingParams::default(), P);
-        assert_eq!(
-            TimingParams {
-                t_xfer_ps_per_byte: 1,
-                ..P
-            }
-            .xfer_ns(1),
-            1
-        ); // rounds up
+        assert_eq!(TimingParams { t_xfer_ps_per_byte: 1, ..P }.xfer_ns(1), 1); // rounds up
     }
 
     #[test]
@@ -370,13 +339,11 @@ mod tests {
         assert_eq!(e.last_op_completion_ns(), XFER_PAGE + 200_000);
         let t0 = e.last_op_completion_ns();
         let (mut rd, mut rs) = (vec![0u8; 2048], vec![0u8; 64]);
-        e.read_page(e.geometry().page(BlockId(0), 0), &mut rd, &mut rs)
-            .unwrap();
+        e.read_page(e.geometry().page(BlockId(0), 0), &mut rd, &mut rs).unwrap();
         assert_eq!(e.last_op_completion_ns(), t0 + 25_000 + XFER_PAGE);
         // A spare-only read transfers only the spare bytes.
         let t1 = e.last_op_completion_ns();
-        e.read_spare(e.geometry().page(BlockId(0), 0), &mut rs[..4])
-            .unwrap();
+        e.read_spare(e.geometry().page(BlockId(0), 0), &mut rs[..4]).unwrap();
         assert_eq!(e.last_op_completion_ns(), t1 + 25_000 + 80);
         let t2 = e.last_op_completion_ns();
         e.erase_block(BlockId(0)).unwrap();
@@ -405,33 +372,21 @@ mod tests {
         let (d, s) = (vec![0u8; 2048], vec![0u8; 64]);
         // Two programs on the same plane (blocks 0 and 2) serialize completely.
         let mut same = emu(1);
-        same.program_page(same.geometry().page(BlockId(0), 0), &d, &s)
-            .unwrap();
-        same.program_page(same.geometry().page(BlockId(2), 0), &d, &s)
-            .unwrap();
+        same.program_page(same.geometry().page(BlockId(0), 0), &d, &s).unwrap();
+        same.program_page(same.geometry().page(BlockId(2), 0), &d, &s).unwrap();
         assert_eq!(same.last_op_completion_ns(), 2 * (XFER_PAGE + 200_000));
         // On two planes (blocks 0 and 1) the second transfer waits only for the bus.
         let mut two = emu(1);
-        two.program_page(two.geometry().page(BlockId(0), 0), &d, &s)
-            .unwrap();
-        two.program_page(two.geometry().page(BlockId(1), 0), &d, &s)
-            .unwrap();
+        two.program_page(two.geometry().page(BlockId(0), 0), &d, &s).unwrap();
+        two.program_page(two.geometry().page(BlockId(1), 0), &d, &s).unwrap();
         assert_eq!(two.last_op_completion_ns(), 2 * XFER_PAGE + 200_000);
         assert_eq!(two.idle_at_ns(), 2 * XFER_PAGE + 200_000);
         // A multi-plane program: both transfers, then one tPROG on both planes.
         let mut multi = emu(1);
         let g = multi.geometry();
         let ops = [
-            ProgramOp {
-                page: g.page(BlockId(0), 0),
-                data: &d,
-                spare: &s,
-            },
-            ProgramOp {
-                page: g.page(BlockId(1), 0),
-                data: &d,
-                spare: &s,
-            },
+            ProgramOp { page: g.page(BlockId(0), 0), data: &d, spare: &s },
+            ProgramOp { page: g.page(BlockId(1), 0), data: &d, spare: &s },
         ];
         multi.program_multi(&ops).unwrap();
         assert_eq!(multi.last_op_completion_ns(), 2 * XFER_PAGE + 200_000);
@@ -448,16 +403,8 @@ mod tests {
         let (mut a, mut b) = (vec![0u8; 2048], vec![0u8; 2048]);
         let (mut sa, mut sb) = (vec![0u8; 64], vec![0u8; 64]);
         let mut ops = [
-            ReadOp {
-                page: g.page(BlockId(0), 0),
-                data: &mut a,
-                spare: &mut sa,
-            },
-            ReadOp {
-                page: g.page(BlockId(1), 0),
-                data: &mut b,
-                spare: &mut sb,
-            },
+            ReadOp { page: g.page(BlockId(0), 0), data: &mut a, spare: &mut sa },
+            ReadOp { page: g.page(BlockId(1), 0), data: &mut b, spare: &mut sb },
         ];
         e.read_multi(&mut ops).unwrap();
         assert_eq!(e.last_op_completion_ns(), 700_000 + 25_000 + 2 * XFER_PAGE);
@@ -484,9 +431,7 @@ mod tests {
         e.program_page(p, &[0], &[]).unwrap();
         let t = e.last_op_completion_ns();
         // Out of order: refused, no time.
-        assert!(e
-            .program_page(e.geometry().page(BlockId(0), 1), &[0], &[])
-            .is_err());
+        assert!(e.program_page(e.geometry().page(BlockId(0), 1), &[0], &[]).is_err());
         assert_eq!(e.last_op_completion_ns(), t);
         assert_eq!(e.total_array_busy_ns(), 200_000);
         assert_eq!(e.counters().rejected, 1);

@@ -42,9 +42,9 @@ impl FromStr for Preset {
             "small" => Ok(Preset::Small),
             "caftl" => Ok(Preset::Caftl),
             "cdm" => Ok(Preset::Cdm),
-            _ => Err(format!(
-                "unknown device preset '{s}' (expected mt29f4g08, anchor, small, caftl or cdm)"
-            )),
+            _ => {
+                Err(format!("unknown device preset '{s}' (expected mt29f4g08, anchor, small, caftl or cdm)"))
+            }
         }
     }
 }
@@ -69,54 +69,35 @@ const SLC_4K: Geometry = Geometry {
     luns: 1,
     nop: 4,
     sequential_program: true,
-    ecc: EccRequirement {
-        bits: 8,
-        codeword_bytes: 512,
-    },
+    ecc: EccRequirement { bits: 8, codeword_bytes: 512 },
     endurance: 100_000,
 };
 
 impl Preset {
     /// The device of this preset.
     pub fn device(self) -> Device {
-        let g2k = Geometry {
-            blocks_per_plane: 512,
-            ..Geometry::MT29F4G08
-        };
+        let g2k = Geometry { blocks_per_plane: 512, ..Geometry::MT29F4G08 };
         match self {
             Preset::Mt29f4g08 => Device {
                 geometry: Geometry::MT29F4G08,
                 timing: TimingParams::MT29F4G08,
                 default_op_percent: 7.0,
             },
-            Preset::Anchor => Device {
-                geometry: g2k,
-                timing: TimingParams::MT29F4G08,
-                default_op_percent: 7.0,
-            },
+            Preset::Anchor => {
+                Device { geometry: g2k, timing: TimingParams::MT29F4G08, default_op_percent: 7.0 }
+            }
             Preset::Small => Device {
-                geometry: Geometry {
-                    blocks_per_plane: 128,
-                    ..g2k
-                },
+                geometry: Geometry { blocks_per_plane: 128, ..g2k },
                 timing: TimingParams::MT29F4G08,
                 default_op_percent: 7.0,
             },
-            Preset::Caftl => Device {
-                geometry: SLC_4K,
-                timing: TimingParams::CAFTL_PAPER,
-                default_op_percent: 7.0,
-            },
+            Preset::Caftl => {
+                Device { geometry: SLC_4K, timing: TimingParams::CAFTL_PAPER, default_op_percent: 7.0 }
+            }
             Preset::Cdm => Device {
-                geometry: Geometry {
-                    blocks_per_plane: 8192,
-                    ..SLC_4K
-                },
+                geometry: Geometry { blocks_per_plane: 8192, ..SLC_4K },
                 // 100 us to move a 4 KiB page: 24.4 ns per byte.
-                timing: TimingParams {
-                    t_xfer_ps_per_byte: 100_000_000 / 4096,
-                    ..TimingParams::CAFTL_PAPER
-                },
+                timing: TimingParams { t_xfer_ps_per_byte: 100_000_000 / 4096, ..TimingParams::CAFTL_PAPER },
                 default_op_percent: 15.0,
             },
         }
@@ -166,8 +147,7 @@ impl GeometryFlags {
             ));
         }
         g.blocks_per_plane = blocks / per_plane_units;
-        g.validate()
-            .map_err(|e| format!("geometry is not usable: {e:?}"))?;
+        g.validate().map_err(|e| format!("geometry is not usable: {e:?}"))?;
         if !g.data_bytes.is_multiple_of(512) {
             return Err(format!("--page-bytes {} is not a multiple of 512", g.data_bytes));
         }
@@ -185,10 +165,7 @@ mod tests {
             let d = name.parse::<Preset>().unwrap().device();
             assert_eq!(d.geometry.validate(), Ok(()), "{name}");
         }
-        assert!("foo"
-            .parse::<Preset>()
-            .unwrap_err()
-            .contains("unknown device preset"));
+        assert!("foo".parse::<Preset>().unwrap_err().contains("unknown device preset"));
         let cdm = Preset::Cdm.device();
         assert_eq!(cdm.geometry.data_bytes, 4096);
         assert_eq!(cdm.timing.xfer_ns(4096), 100_000);
@@ -198,30 +175,11 @@ mod tests {
     #[test]
     fn flags_override_and_reject_bad_shapes() {
         let g = Preset::Small.device().geometry;
-        let f = GeometryFlags {
-            blocks: Some(64),
-            pages_per_block: Some(32),
-            ..Default::default()
-        };
+        let f = GeometryFlags { blocks: Some(64), pages_per_block: Some(32), ..Default::default() };
         let o = f.apply(g).unwrap();
         assert_eq!((o.total_blocks(), o.pages_per_block), (64, 32));
-        assert!(GeometryFlags {
-            blocks: Some(63),
-            ..Default::default()
-        }
-        .apply(g)
-        .is_err());
-        assert!(GeometryFlags {
-            page_bytes: Some(1000),
-            ..Default::default()
-        }
-        .apply(g)
-        .is_err());
-        assert!(GeometryFlags {
-            pages_per_block: Some(0),
-            ..Default::default()
-        }
-        .apply(g)
-        .is_err());
+        assert!(GeometryFlags { blocks: Some(63), ..Default::default() }.apply(g).is_err());
+        assert!(GeometryFlags { page_bytes: Some(1000), ..Default::default() }.apply(g).is_err());
+        assert!(GeometryFlags { pages_per_block: Some(0), ..Default::default() }.apply(g).is_err());
     }
 }

@@ -79,12 +79,7 @@ impl Latencies {
         }
         let n = self.samples.len() as f64;
         let mean = self.samples.iter().map(|&x| x as f64).sum::<f64>() / n;
-        let var = self
-            .samples
-            .iter()
-            .map(|&x| (x as f64 - mean).powi(2))
-            .sum::<f64>()
-            / n;
+        let var = self.samples.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
         let us = |ns: u64| ns as f64 / 1000.0;
         LatencySummary {
             count: self.samples.len() as u64,

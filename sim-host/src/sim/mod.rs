@@ -21,6 +21,7 @@ use ftl_core::policy::{
     Greedy, NullCodec, Policies, PolicySet, RequestSizeClassifier, SeparateByTemperature, SingleHostStream,
 };
 use ftl_core::{Config, Ftl};
+use ftl_policies::eti::{Eti, EtiConfig, Mbf, Mhf};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -31,6 +32,56 @@ use device::Device;
 use metrics::Latencies;
 use report::{DeviceReport, Report};
 
+/// What the simulator reads from a classifier: a value sampled over time (ETI's extents in use) and
+/// its counters for the report's `features` object.
+pub trait Observed {
+    /// The value plotted over time, if the classifier has one.
+    fn series_value(&self) -> Option<u64> {
+        None
+    }
+    /// The classifier's entry in the report's `features` object.
+    fn feature_report(&self) -> Option<(String, serde_json::Value)> {
+        None
+    }
+}
+
+impl Observed for RequestSizeClassifier {}
+
+impl<const N: usize> Observed for Eti<N> {
+    fn series_value(&self) -> Option<u64> {
+        Some(self.extent_count() as u64)
+    }
+    fn feature_report(&self) -> Option<(String, serde_json::Value)> {
+        let s = self.stats();
+        Some((
+            "eti".into(),
+            serde_json::json!({
+                "extents_in_use": self.extent_count(),
+                "extents_max": N,
+                "requests": s.requests,
+                "exact_matches": s.exact_matches,
+                "splits": s.splits,
+                "table_full": s.table_full,
+                "decays": s.decays,
+                "merges": s.merges,
+                "memory_bytes": Self::MEMORY_BYTES,
+            }),
+        ))
+    }
+}
+
+impl<const W: usize> Observed for Mhf<W> {
+    fn feature_report(&self) -> Option<(String, serde_json::Value)> {
+        Some(("mhf".into(), serde_json::json!({ "memory_bytes": core::mem::size_of::<Self>() })))
+    }
+}
+
+impl<const V: usize, const W: usize> Observed for Mbf<V, W> {
+    fn feature_report(&self) -> Option<(String, serde_json::Value)> {
+        Some(("mbf".into(), serde_json::json!({ "memory_bytes": core::mem::size_of::<Self>() })))
+    }
+}
+
 /// Hot/cold classifier choice.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum ClassifierKind {
@@ -38,6 +89,12 @@ pub enum ClassifierKind {
     None,
     /// The request-size rule (< 64 KiB hot) with hot and cold streams.
     Size,
+    /// Extent-based temperature identification (2048 extents), hot and cold streams.
+    Eti,
+    /// Multiple hash functions (counting Bloom filter), hot and cold streams.
+    Mhf,
+    /// Multiple Bloom filters, hot and cold streams.
+    Mbf,
 }
 
 impl std::str::FromStr for ClassifierKind {
@@ -46,12 +103,10 @@ impl std::str::FromStr for ClassifierKind {
         match s {
             "none" => Ok(ClassifierKind::None),
             "size" => Ok(ClassifierKind::Size),
-            "mhf" | "mbf" | "eti" => Err(format!(
-                "classifier '{s}' comes with the `eti` feature, which this build does not implement yet"
-            )),
-            _ => Err(format!(
-                "unknown classifier '{s}' (expected none, size, mhf, mbf or eti)"
-            )),
+            "eti" => Ok(ClassifierKind::Eti),
+            "mhf" => Ok(ClassifierKind::Mhf),
+            "mbf" => Ok(ClassifierKind::Mbf),
+            _ => Err(format!("unknown classifier '{s}' (expected none, size, mhf, mbf or eti)")),
         }
     }
 }
@@ -75,22 +130,14 @@ pub enum Feature {
 /// landed are refused with a clear message.
 pub fn parse_features(s: &str) -> Result<Vec<Feature>, String> {
     let mut out = Vec::new();
-    for name in s
-        .split(['+', ','])
-        .map(str::trim)
-        .filter(|n| !n.is_empty() && *n != "baseline")
-    {
+    for name in s.split(['+', ',']).map(str::trim).filter(|n| !n.is_empty() && *n != "baseline") {
         let f = match name {
             "wom" => Feature::Wom,
             "dedup" => Feature::Dedup,
             "flex-ecc" => Feature::FlexEcc,
             "eti" => Feature::Eti,
             "cdm" => Feature::Cdm,
-            _ => {
-                return Err(format!(
-                    "unknown feature '{name}' (expected wom, dedup, flex-ecc, eti or cdm)"
-                ))
-            }
+            _ => return Err(format!("unknown feature '{name}' (expected wom, dedup, flex-ecc, eti or cdm)")),
         };
         out.push(f);
     }
@@ -127,10 +174,7 @@ impl std::str::FromStr for Precondition {
             _ => {
                 let passes = s
                     .strip_prefix("seq+random:")
-                    .or_else(|| {
-                        s.strip_prefix("seq+random")
-                            .map(|r| if r.is_empty() { "1" } else { r })
-                    })
+                    .or_else(|| s.strip_prefix("seq+random").map(|r| if r.is_empty() { "1" } else { r }))
                     .and_then(|p| p.parse::<f64>().ok())
                     .filter(|p| p.is_finite() && *p >= 0.0)
                     .ok_or_else(|| {
@@ -187,6 +231,8 @@ pub struct SimOutput {
     pub erase_counts: Vec<u32>,
     /// (host writes so far in device capacities, WAF of the last interval, cumulative WAF).
     pub waf_series: Vec<(f64, f64, f64)>,
+    /// (host writes in device capacities, the classifier's state size), e.g. ETI's extents in use.
+    pub classifier_series: Vec<(f64, u64)>,
     /// Read response times.
     pub read_latency: Latencies,
     /// Write response times.
@@ -222,6 +268,11 @@ fn waf_series(samples: &[(u64, u64)], logical_pages: u32, points: usize) -> Vec<
     out
 }
 
+/// The simulator's policy bundle: no data codec (metadata-only), greedy GC.
+fn policies<K, L>(classifier: K, placement: L) -> Policies<NullCodec, K, Greedy, L> {
+    Policies { codec: NullCodec, classifier, victim: Greedy, placement }
+}
+
 /// Runs `requests` through a fresh device. `progress` is called every 4096 requests with the
 /// number done.
 pub fn simulate(
@@ -229,21 +280,38 @@ pub fn simulate(
     requests: impl Iterator<Item = Request>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<SimOutput, String> {
-    match cfg.classifier {
-        ClassifierKind::None => simulate_with::<
-            Policies<NullCodec, RequestSizeClassifier, Greedy, SingleHostStream>,
-        >(cfg, requests, progress),
-        ClassifierKind::Size => simulate_with::<
-            Policies<NullCodec, RequestSizeClassifier, Greedy, SeparateByTemperature>,
-        >(cfg, requests, progress),
+    let classifier = if cfg.classifier == ClassifierKind::None && cfg.features.contains(&Feature::Eti) {
+        ClassifierKind::Eti
+    } else {
+        cfg.classifier
+    };
+    let size = RequestSizeClassifier::default();
+    match classifier {
+        ClassifierKind::None => simulate_with(cfg, policies(size, SingleHostStream), requests, progress),
+        ClassifierKind::Size => simulate_with(cfg, policies(size, SeparateByTemperature), requests, progress),
+        ClassifierKind::Eti => {
+            let eti = Eti::<2048>::new(EtiConfig::with_address_pages(cfg.logical_pages() as u64))
+                .map_err(|e| format!("ETI configuration: {e:?}"))?;
+            simulate_with(cfg, policies(eti, SeparateByTemperature), requests, progress)
+        }
+        ClassifierKind::Mhf => {
+            simulate_with(cfg, policies(Mhf::<128>::default(), SeparateByTemperature), requests, progress)
+        }
+        ClassifierKind::Mbf => {
+            simulate_with(cfg, policies(Mbf::<4, 32>::default(), SeparateByTemperature), requests, progress)
+        }
     }
 }
 
-fn simulate_with<P: PolicySet + Default>(
+fn simulate_with<P: PolicySet>(
     cfg: &SimConfig,
+    policies: P,
     requests: impl Iterator<Item = Request>,
     progress: &mut dyn FnMut(u64),
-) -> Result<SimOutput, String> {
+) -> Result<SimOutput, String>
+where
+    P::Classifier: Observed,
+{
     let geo = cfg.device.geometry;
     let page_bytes = geo.data_bytes as u64;
     let mut ec = EmulatorConfig::new(geo);
@@ -253,12 +321,8 @@ fn simulate_with<P: PolicySet + Default>(
     let fcfg = Config::with_logical_pages(&geo, cfg.logical_pages());
     let mut mem = FtlMemory::new(&geo, &fcfg);
     let (map, m) = mem.parts();
-    let mut ftl = Ftl::format(&mut emu, P::default(), map, m, fcfg).map_err(|e| {
-        format!(
-            "cannot format the device at {}% over-provisioning: {e}",
-            cfg.op_percent
-        )
-    })?;
+    let mut ftl = Ftl::format(&mut emu, policies, map, m, fcfg)
+        .map_err(|e| format!("cannot format the device at {}% over-provisioning: {e}", cfg.op_percent))?;
     let n = fcfg.logical_pages;
     let mut buf = vec![0u8; page_bytes as usize * 64];
 
@@ -296,6 +360,7 @@ fn simulate_with<P: PolicySet + Default>(
     let sample_every = (n as u64 / 50).max(1);
     let mut next_sample = sample_every;
     let mut samples: Vec<(u64, u64)> = Vec::new();
+    let mut classifier_series: Vec<(f64, u64)> = Vec::new();
     let mut last_time = t0;
     let wall = Instant::now();
 
@@ -353,9 +418,7 @@ fn simulate_with<P: PolicySet + Default>(
             let data = &mut buf[..k * page_bytes as usize];
             let first = lpns[run_start];
             match req.op {
-                Op::Read => ftl
-                    .read(first, data)
-                    .map_err(|e| format!("read of page {first}: {e}"))?,
+                Op::Read => ftl.read(first, data).map_err(|e| format!("read of page {first}: {e}"))?,
                 Op::Write => {
                     let head = span.partial_head && run_start == 0;
                     let tail = span.partial_tail && run_end == lpns.len();
@@ -366,8 +429,7 @@ fn simulate_with<P: PolicySet + Default>(
                                 .map_err(|e| format!("read-modify-write of page {l}: {e}"))?;
                         }
                     }
-                    ftl.write(first, data)
-                        .map_err(|e| format!("write of page {first}: {e}"))?;
+                    ftl.write(first, data).map_err(|e| format!("write of page {first}: {e}"))?;
                 }
             }
             run_start = run_end;
@@ -386,8 +448,12 @@ fn simulate_with<P: PolicySet + Default>(
         }
         let c = ftl.counters();
         if c.host_write_pages >= next_sample {
-            samples.push((c.host_write_pages, c.nand_programs));
+            let hw = c.host_write_pages;
+            samples.push((hw, c.nand_programs));
             next_sample += sample_every;
+            if let Some(v) = ftl.policies_mut().classifier().series_value() {
+                classifier_series.push((hw as f64 / n as f64, v));
+            }
         }
     }
     let wall_s = wall.elapsed().as_secs_f64();
@@ -399,10 +465,8 @@ fn simulate_with<P: PolicySet + Default>(
         .filter(|(_, _, bad)| !bad)
         .map(|(b, _, _)| ftl.nand().erase_counts()[b.0 as usize] - erase_base[b.0 as usize])
         .collect();
-    let (emin, emax) = (
-        erase_counts.iter().copied().min().unwrap_or(0),
-        erase_counts.iter().copied().max().unwrap_or(0),
-    );
+    let (emin, emax) =
+        (erase_counts.iter().copied().min().unwrap_or(0), erase_counts.iter().copied().max().unwrap_or(0));
     let emean = erase_counts.iter().map(|&e| e as f64).sum::<f64>() / erase_counts.len().max(1) as f64;
     let report = Report {
         label: cfg.label.clone(),
@@ -428,11 +492,7 @@ fn simulate_with<P: PolicySet + Default>(
         gc_page_copies: c.gc_page_copies,
         checkpoint_pages: c.checkpoint_pages,
         journal_pages: c.journal_pages,
-        waf: if c.host_write_pages == 0 {
-            0.0
-        } else {
-            c.nand_programs as f64 / c.host_write_pages as f64
-        },
+        waf: if c.host_write_pages == 0 { 0.0 } else { c.nand_programs as f64 / c.host_write_pages as f64 },
         erase_count_min: emin,
         erase_count_max: emax,
         erase_count_mean: emean,
@@ -440,20 +500,12 @@ fn simulate_with<P: PolicySet + Default>(
         write_latency_us: write_latency.summary(),
         simulated_seconds: end_time.saturating_sub(t0) as f64 / 1e9,
         sim_wall_seconds: wall_s,
-        sim_requests_per_second: if wall_s > 0.0 {
-            requests_done as f64 / wall_s
-        } else {
-            0.0
-        },
-        features: Default::default(),
+        sim_requests_per_second: if wall_s > 0.0 { requests_done as f64 / wall_s } else { 0.0 },
+        features: ftl.policies_mut().classifier().feature_report().into_iter().collect(),
     };
-    Ok(SimOutput {
-        report,
-        erase_counts,
-        waf_series,
-        read_latency,
-        write_latency,
-    })
+    let step = classifier_series.len().div_ceil(200).max(1);
+    let classifier_series: Vec<(f64, u64)> = classifier_series.into_iter().step_by(step).collect();
+    Ok(SimOutput { report, erase_counts, waf_series, classifier_series, read_latency, write_latency })
 }
 
 #[cfg(test)]
@@ -462,9 +514,8 @@ mod tests {
 
     #[test]
     fn waf_series_thins_and_keeps_intervals_exact() {
-        let samples: Vec<(u64, u64)> = (1..=1000)
-            .map(|i| (i * 10, i * 10 * if i <= 500 { 2 } else { 4 }))
-            .collect();
+        let samples: Vec<(u64, u64)> =
+            (1..=1000).map(|i| (i * 10, i * 10 * if i <= 500 { 2 } else { 4 })).collect();
         let s = waf_series(&samples, 100, 100);
         assert_eq!(s.len(), 100);
         assert_eq!(s.last().map(|p| p.0), Some(100.0));
@@ -476,20 +527,15 @@ mod tests {
 
     #[test]
     fn preconditions_and_classifiers_parse() {
-        assert_eq!(
-            "eti".parse::<Precondition>(),
-            Ok(Precondition::SequentialRandom { passes: 2.0 })
-        );
+        assert_eq!("eti".parse::<Precondition>(), Ok(Precondition::SequentialRandom { passes: 2.0 }));
         assert_eq!(
             "seq+random:1.5".parse::<Precondition>(),
             Ok(Precondition::SequentialRandom { passes: 1.5 })
         );
         assert!("seq+random:-1".parse::<Precondition>().is_err());
         assert_eq!("size".parse::<ClassifierKind>(), Ok(ClassifierKind::Size));
-        assert!("eti"
-            .parse::<ClassifierKind>()
-            .unwrap_err()
-            .contains("not implement"));
+        assert_eq!("eti".parse::<ClassifierKind>(), Ok(ClassifierKind::Eti));
+        assert_eq!(parse_features("eti"), Ok(vec![Feature::Eti]));
         assert_eq!(parse_features("baseline"), Ok(vec![]));
         assert!(parse_features("wom").unwrap_err().contains("not implemented"));
         assert!(parse_features("bogus").unwrap_err().contains("unknown feature"));

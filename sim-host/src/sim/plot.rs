@@ -86,10 +86,7 @@ fn histogram(counts: &[u32], bins: u32) -> Vec<(u32, u32)> {
     for &c in counts {
         h[(c / width) as usize] += 1;
     }
-    h.into_iter()
-        .enumerate()
-        .map(|(i, n)| (i as u32 * width, n))
-        .collect()
+    h.into_iter().enumerate().map(|(i, n)| (i as u32 * width, n)).collect()
 }
 
 /// About `points` points of the empirical CDF of sorted samples (ns), as (us, fraction).
@@ -118,12 +115,7 @@ drawer!(EraseHist, |root, label: &'a str, hist: &'a [(u32, u32)]| {
         .y_label_area_size(60)
         .build_cartesian_2d(xmin..xmax, 0u32..ymax)
         .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("erases during the run")
-        .y_desc("blocks")
-        .draw()
-        .map_err(err)?;
+    chart.configure_mesh().x_desc("erases during the run").y_desc("blocks").draw().map_err(err)?;
     let w = hist.get(1).map(|h| h.0).unwrap_or(1).max(1);
     chart
         .draw_series(
@@ -135,16 +127,11 @@ drawer!(EraseHist, |root, label: &'a str, hist: &'a [(u32, u32)]| {
     Ok(())
 });
 
-drawer!(WafOverTime, |root,
-                      label: &'a str,
-                      series: &'a [(f64, f64, f64)]| {
+drawer!(WafOverTime, |root, label: &'a str, series: &'a [(f64, f64, f64)]| {
     let xmax = series.last().map(|s| s.0).unwrap_or(1.0).max(1e-9);
     let ymax = series.iter().map(|s| s.1.max(s.2)).fold(1.0f64, f64::max) * 1.1;
     let mut chart = ChartBuilder::on(root)
-        .caption(
-            format!("Write amplification over time: {label}"),
-            ("sans-serif", 22),
-        )
+        .caption(format!("Write amplification over time: {label}"), ("sans-serif", 22))
         .margin(12)
         .x_label_area_size(45)
         .y_label_area_size(60)
@@ -157,18 +144,12 @@ drawer!(WafOverTime, |root,
         .draw()
         .map_err(err)?;
     chart
-        .draw_series(LineSeries::new(
-            series.iter().map(|s| (s.0, s.1)),
-            PALETTE[1].stroke_width(2),
-        ))
+        .draw_series(LineSeries::new(series.iter().map(|s| (s.0, s.1)), PALETTE[1].stroke_width(2)))
         .map_err(err)?
         .label("interval")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], PALETTE[1]));
     chart
-        .draw_series(LineSeries::new(
-            series.iter().map(|s| (s.0, s.2)),
-            PALETTE[0].stroke_width(2),
-        ))
+        .draw_series(LineSeries::new(series.iter().map(|s| (s.0, s.2)), PALETTE[0].stroke_width(2)))
         .map_err(err)?
         .label("cumulative")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], PALETTE[0]));
@@ -181,14 +162,8 @@ drawer!(WafOverTime, |root,
     Ok(())
 });
 
-drawer!(Cdfs, |root,
-               title: &'a str,
-               lines: &'a [(String, Vec<(f64, f64)>)]| {
-    let xmax = lines
-        .iter()
-        .flat_map(|l| l.1.iter().map(|p| p.0))
-        .fold(1.0f64, f64::max)
-        * 1.2;
+drawer!(Cdfs, |root, title: &'a str, lines: &'a [(String, Vec<(f64, f64)>)]| {
+    let xmax = lines.iter().flat_map(|l| l.1.iter().map(|p| p.0)).fold(1.0f64, f64::max) * 1.2;
     let mut chart = ChartBuilder::on(root)
         .caption(*title, ("sans-serif", 22))
         .margin(12)
@@ -227,10 +202,7 @@ drawer!(Relative, |root, reports: &'a [Report]| {
         .iter()
         .map(|(_, f)| {
             let base = reports.first().map(f).unwrap_or(0.0);
-            reports
-                .iter()
-                .map(|r| if base != 0.0 { f(r) / base } else { 0.0 })
-                .collect()
+            reports.iter().map(|r| if base != 0.0 { f(r) / base } else { 0.0 }).collect()
         })
         .collect();
     let ymax = rel.iter().flatten().copied().fold(1.0f64, f64::max) * 1.15;
@@ -277,23 +249,32 @@ drawer!(Relative, |root, reports: &'a [Report]| {
     Ok(())
 });
 
+drawer!(SeriesOverTime, |root, title: &'a str, ylabel: &'a str, series: &'a [(f64, u64)]| {
+    let xmax = series.last().map(|s| s.0).unwrap_or(1.0).max(1e-9);
+    let ymax = series.iter().map(|s| s.1).max().unwrap_or(1) as f64 * 1.1 + 1.0;
+    let mut chart = ChartBuilder::on(root)
+        .caption(*title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..xmax, 0f64..ymax)
+        .map_err(err)?;
+    chart.configure_mesh().x_desc("host writes (device capacities)").y_desc(*ylabel).draw().map_err(err)?;
+    chart
+        .draw_series(LineSeries::new(series.iter().map(|s| (s.0, s.1 as f64)), PALETTE[2].stroke_width(2)))
+        .map_err(err)?;
+    Ok(())
+});
+
 /// Draws the plots of one run into `dir` (created if needed); returns the files written.
 pub fn run_plots(out: &mut SimOutput, dir: &Path) -> Result<Vec<PathBuf>, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let label = out.report.label.clone();
     let hist = histogram(&out.erase_counts, 40);
     let mut files = Vec::new();
-    let d = EraseHist {
-        label: &label,
-        hist: &hist,
-        _p: Default::default(),
-    };
+    let d = EraseHist { label: &label, hist: &hist, _p: Default::default() };
     files.extend(both(dir, "erase_histogram", &d)?);
-    let d = WafOverTime {
-        label: &label,
-        series: &out.waf_series,
-        _p: Default::default(),
-    };
+    let d = WafOverTime { label: &label, series: &out.waf_series, _p: Default::default() };
     files.extend(both(dir, "waf_over_time", &d)?);
     let lines = vec![
         ("read".to_string(), cdf(out.read_latency.sorted(), 400)),
@@ -301,12 +282,18 @@ pub fn run_plots(out: &mut SimOutput, dir: &Path) -> Result<Vec<PathBuf>, String
     ];
     let lines: Vec<_> = lines.into_iter().filter(|l| !l.1.is_empty()).collect();
     let title = format!("Response-time CDF: {label}");
-    let d = Cdfs {
-        title: &title,
-        lines: &lines,
-        _p: Default::default(),
-    };
+    let d = Cdfs { title: &title, lines: &lines, _p: Default::default() };
     files.extend(both(dir, "latency_cdf", &d)?);
+    if !out.classifier_series.is_empty() {
+        let title = format!("Classifier state over time: {label}");
+        let d = SeriesOverTime {
+            title: &title,
+            ylabel: "extents in use",
+            series: &out.classifier_series,
+            _p: Default::default(),
+        };
+        files.extend(both(dir, "classifier_over_time", &d)?);
+    }
     Ok(files)
 }
 
@@ -315,32 +302,17 @@ pub fn compare_plots(outs: &mut [SimOutput], dir: &Path) -> Result<Vec<PathBuf>,
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let reports: Vec<Report> = outs.iter().map(|o| o.report.clone()).collect();
     let mut files = Vec::new();
-    let d = Relative {
-        reports: &reports,
-        _p: Default::default(),
-    };
+    let d = Relative { reports: &reports, _p: Default::default() };
     files.extend(both(dir, "compare_relative", &d)?);
-    let lines: Vec<(String, Vec<(f64, f64)>)> = outs
-        .iter_mut()
-        .map(|o| (o.report.label.clone(), cdf(o.write_latency.sorted(), 400)))
-        .collect();
-    let d = Cdfs {
-        title: "Write response-time CDF",
-        lines: &lines,
-        _p: Default::default(),
-    };
+    let lines: Vec<(String, Vec<(f64, f64)>)> =
+        outs.iter_mut().map(|o| (o.report.label.clone(), cdf(o.write_latency.sorted(), 400))).collect();
+    let d = Cdfs { title: "Write response-time CDF", lines: &lines, _p: Default::default() };
     files.extend(both(dir, "compare_write_cdf", &d)?);
-    let lines: Vec<(String, Vec<(f64, f64)>)> = outs
-        .iter_mut()
-        .map(|o| (o.report.label.clone(), cdf(o.read_latency.sorted(), 400)))
-        .collect();
+    let lines: Vec<(String, Vec<(f64, f64)>)> =
+        outs.iter_mut().map(|o| (o.report.label.clone(), cdf(o.read_latency.sorted(), 400))).collect();
     let lines: Vec<_> = lines.into_iter().filter(|l| !l.1.is_empty()).collect();
     if !lines.is_empty() {
-        let d = Cdfs {
-            title: "Read response-time CDF",
-            lines: &lines,
-            _p: Default::default(),
-        };
+        let d = Cdfs { title: "Read response-time CDF", lines: &lines, _p: Default::default() };
         files.extend(both(dir, "compare_read_cdf", &d)?);
     }
     Ok(files)

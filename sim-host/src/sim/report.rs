@@ -115,11 +115,7 @@ pub fn compare_table(reports: &[Report]) -> String {
         let base = reports.first().map(f).unwrap_or(0.0);
         for r in reports {
             let v = f(r);
-            let rel = if base != 0.0 {
-                format!("{:.3}x", v / base)
-            } else {
-                "-".into()
-            };
+            let rel = if base != 0.0 { format!("{:.3}x", v / base) } else { "-".into() };
             s.push_str(&format!(" {:>12.2} ({rel:>7})", v));
         }
         s.push('\n');

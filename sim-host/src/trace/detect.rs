@@ -51,11 +51,7 @@ pub(crate) fn detect_lines<'a>(lines: impl Iterator<Item = &'a str>) -> Option<F
     } else if fiu == best {
         Some(Format::Fiu)
     } else if heimdall == best && disksim == best {
-        Some(if sizes_look_like_bytes {
-            Format::Heimdall
-        } else {
-            Format::Disksim
-        })
+        Some(if sizes_look_like_bytes { Format::Heimdall } else { Format::Disksim })
     } else if heimdall == best {
         Some(Format::Heimdall)
     } else {

@@ -33,11 +33,7 @@ const LAYOUT: &str = "ts_ns pid process lba_sectors size_sectors R/W major minor
 pub(crate) fn parse_fields(line: &str) -> Result<Parsed, String> {
     let f: Vec<&str> = line.split_whitespace().collect();
     if f.len() < 9 {
-        return Err(field_count_error(
-            "at least 9 whitespace-separated",
-            LAYOUT,
-            f.len(),
-        ));
+        return Err(field_count_error("at least 9 whitespace-separated", LAYOUT, f.len()));
     }
     let time_ns = int_field("ts_ns", f[0])?;
     int_field("pid", f[1])?;
@@ -49,13 +45,7 @@ pub(crate) fn parse_fields(line: &str) -> Result<Parsed, String> {
     int_field("minor", tail[4])?;
     let len = scaled("size_sectors", sectors, SECTOR_BYTES)?;
     let content = parse_hashes(tail[5], len)?;
-    Ok(Parsed {
-        time_ns,
-        op,
-        offset: scaled("lba_sectors", lba, SECTOR_BYTES)?,
-        len,
-        content: Some(content),
-    })
+    Ok(Parsed { time_ns, op, offset: scaled("lba_sectors", lba, SECTOR_BYTES)?, len, content: Some(content) })
 }
 
 /// Parses the op field.

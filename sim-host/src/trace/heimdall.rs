@@ -43,11 +43,5 @@ pub(crate) fn parse_fields(line: &str) -> Result<Parsed, String> {
         "0" => Op::Write,
         other => return Err(format!("op: \"{other}\" is not 1 (read) or 0 (write)")),
     };
-    Ok(Parsed {
-        time_ns,
-        op,
-        offset,
-        len,
-        content: None,
-    })
+    Ok(Parsed { time_ns, op, offset, len, content: None })
 }

@@ -186,28 +186,16 @@ pub struct TraceError {
 impl TraceError {
     /// A malformed line (1-based `line`).
     pub fn malformed(file: impl Into<String>, line: u64, message: impl Into<String>) -> Self {
-        TraceError {
-            file: file.into(),
-            kind: ErrorKind::Malformed {
-                line,
-                message: message.into(),
-            },
-        }
+        TraceError { file: file.into(), kind: ErrorKind::Malformed { line, message: message.into() } }
     }
 
     /// An I/O error on `file`.
     pub fn io(file: impl Into<String>, error: io::Error) -> Self {
-        TraceError {
-            file: file.into(),
-            kind: ErrorKind::Io(error),
-        }
+        TraceError { file: file.into(), kind: ErrorKind::Io(error) }
     }
 
     fn no_format(file: impl Into<String>, message: impl Into<String>) -> Self {
-        TraceError {
-            file: file.into(),
-            kind: ErrorKind::NoFormat(message.into()),
-        }
+        TraceError { file: file.into(), kind: ErrorKind::NoFormat(message.into()) }
     }
 
     /// The file (or the name given to [`parse_trace`]).
@@ -360,12 +348,7 @@ pub fn parse_trace<R: Read>(
             content: p.content,
         })
         .collect();
-    Ok(Trace {
-        requests,
-        format,
-        skipped_lines: skipped,
-        has_times: true,
-    })
+    Ok(Trace { requests, format, skipped_lines: skipped, has_times: true })
 }
 
 /// A line that is not UTF-8 is malformed, not an I/O error.
@@ -402,13 +385,7 @@ struct Lines<R> {
 
 impl<R: BufRead> Lines<R> {
     fn new(reader: R, name: &str) -> Self {
-        Lines {
-            reader,
-            name: name.to_string(),
-            number: 0,
-            buf: Vec::new(),
-            pending: Vec::new(),
-        }
+        Lines { reader, name: name.to_string(), number: 0, buf: Vec::new(), pending: Vec::new() }
     }
 
     fn next_line(&mut self) -> Result<Option<(u64, Line)>, TraceError> {
@@ -416,10 +393,7 @@ impl<R: BufRead> Lines<R> {
             return Ok(Some(l));
         }
         self.buf.clear();
-        let n = self
-            .reader
-            .read_until(b'\n', &mut self.buf)
-            .map_err(|e| TraceError::io(&*self.name, e))?;
+        let n = self.reader.read_until(b'\n', &mut self.buf).map_err(|e| TraceError::io(&*self.name, e))?;
         if n == 0 {
             return Ok(None);
         }
@@ -470,27 +444,18 @@ pub(crate) fn decimal_field(what: &str, s: &str, scale_digits: u32) -> Result<u6
     }
     let too_large = || format!("{what}: {s} is too large");
     let scale = 10u64.pow(scale_digits);
-    let int_value = if int.is_empty() {
-        0
-    } else {
-        int.parse::<u64>().map_err(|_| too_large())?
-    };
+    let int_value = if int.is_empty() { 0 } else { int.parse::<u64>().map_err(|_| too_large())? };
     let mut frac_value = 0u64;
     for i in 0..scale_digits as usize {
         let digit = frac.as_bytes().get(i).map_or(0, |b| u64::from(b - b'0'));
         frac_value = frac_value * 10 + digit;
     }
-    int_value
-        .checked_mul(scale)
-        .and_then(|v| v.checked_add(frac_value))
-        .ok_or_else(too_large)
+    int_value.checked_mul(scale).and_then(|v| v.checked_add(frac_value)).ok_or_else(too_large)
 }
 
 /// Multiplies a count of `unit`-byte units into bytes.
 pub(crate) fn scaled(what: &str, value: u64, unit: u64) -> Result<u64, String> {
-    value
-        .checked_mul(unit)
-        .ok_or_else(|| format!("{what}: {value} × {unit} bytes overflows"))
+    value.checked_mul(unit).ok_or_else(|| format!("{what}: {value} × {unit} bytes overflows"))
 }
 
 /// Formats a field-count error.

@@ -27,9 +27,7 @@ const LAYOUT: &str = "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTim
 
 /// A header line (`Timestamp,...`), ignored.
 pub(crate) fn is_header(line: &str) -> bool {
-    line.split(',')
-        .next()
-        .is_some_and(|f| f.trim().eq_ignore_ascii_case("timestamp"))
+    line.split(',').next().is_some_and(|f| f.trim().eq_ignore_ascii_case("timestamp"))
 }
 
 /// Parses the op field.
@@ -69,13 +67,7 @@ pub(crate) fn parse_fields(line: &str) -> Result<Parsed, String> {
     let time_ns = ticks
         .checked_mul(100)
         .ok_or_else(|| format!("Timestamp: {ticks} ticks of 100 ns overflow 64-bit nanoseconds"))?;
-    Ok(Parsed {
-        time_ns,
-        op,
-        offset,
-        len,
-        content: None,
-    })
+    Ok(Parsed { time_ns, op, offset, len, content: None })
 }
 
 /// Writes `trace` as MSR CSV: timestamps are `time_ns / 100` ticks (0 when a request has no

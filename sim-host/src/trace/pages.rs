@@ -140,9 +140,7 @@ pub struct Compactor {
 impl Compactor {
     /// An empty map.
     pub fn new() -> Self {
-        Compactor {
-            map: PageMap::default(),
-        }
+        Compactor { map: PageMap::default() }
     }
 
     /// The dense number of `page`, giving it the next one on first touch.
@@ -199,11 +197,7 @@ pub struct AddressMapper {
 impl AddressMapper {
     /// A mapper onto `capacity` logical pages.
     pub fn new(mode: AddressMode, capacity: u64) -> Self {
-        AddressMapper {
-            mode,
-            capacity,
-            compactor: Compactor::new(),
-        }
+        AddressMapper { mode, capacity, compactor: Compactor::new() }
     }
 
     /// The device page of trace page `page`, or `None` when it is beyond the capacity (the

@@ -7,9 +7,7 @@ use std::path::PathBuf;
 use super::*;
 
 fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../testdata/traces")
-        .join(rel)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/traces").join(rel)
 }
 
 const MSR: &str = "msr_raw_samples/msr-cambridge1-sample.csv";
@@ -37,11 +35,7 @@ fn err(text: &str, format: Format) -> String {
 
 /// Non-blank lines of a shared file, counted independently of the parser.
 fn count_lines(rel: &str) -> usize {
-    std::fs::read_to_string(data(rel))
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .count()
+    std::fs::read_to_string(data(rel)).unwrap().lines().filter(|l| !l.trim().is_empty()).count()
 }
 
 // ---- real files ---------------------------------------------------------------------------------
@@ -56,35 +50,17 @@ fn msr_sample_parses_and_decodes() {
     assert_eq!(t.op_counts(), (508, 492));
     // Line 1: 128166385295514663,hm,0,Write,9056014336,2048,2833
     let r = &t.requests[0];
-    assert_eq!(
-        r,
-        &Request {
-            time_ns: Some(0),
-            op: Op::Write,
-            offset: 9056014336,
-            len: 2048,
-            content: None
-        }
-    );
+    assert_eq!(r, &Request { time_ns: Some(0), op: Op::Write, offset: 9056014336, len: 2048, content: None });
     // Line 4: 128166385301451520,hm,0,Write,3163095040,40960,3438 (100 ns ticks)
     let r = &t.requests[3];
-    assert_eq!(
-        r.time_ns,
-        Some((128166385301451520u64 - 128166385295514663) * 100)
-    );
+    assert_eq!(r.time_ns, Some((128166385301451520u64 - 128166385295514663) * 100));
     assert_eq!((r.op, r.offset, r.len), (Op::Write, 3163095040, 40960));
     // Last line: 128166386567849604,hm,0,Read,11946549248,4096,3499
     let r = t.requests.last().unwrap();
-    assert_eq!(
-        r.time_ns,
-        Some((128166386567849604u64 - 128166385295514663) * 100)
-    );
+    assert_eq!(r.time_ns, Some((128166386567849604u64 - 128166385295514663) * 100));
     assert_eq!((r.op, r.offset, r.len), (Op::Read, 11946549248, 4096));
     // Not all 4 KiB aligned.
-    assert!(t
-        .requests
-        .iter()
-        .any(|r| r.offset % 4096 != 0 || r.len % 4096 != 0));
+    assert!(t.requests.iter().any(|r| r.offset % 4096 != 0 || r.len % 4096 != 0));
 }
 
 #[test]
@@ -94,26 +70,10 @@ fn heimdall_cuts_parse_and_match_their_stats() {
     assert_eq!(t.requests.len(), 10_000);
     assert_eq!(t.op_counts(), (8316, 1684));
     let r = &t.requests[0]; // 0.000 0 11562803200 4096 1
-    assert_eq!(
-        r,
-        &Request {
-            time_ns: Some(0),
-            op: Op::Read,
-            offset: 11562803200,
-            len: 4096,
-            content: None
-        }
-    );
+    assert_eq!(r, &Request { time_ns: Some(0), op: Op::Read, offset: 11562803200, len: 4096, content: None });
     assert_eq!(t.requests.last().unwrap().time_ns, Some(1_017_077_000)); // 1017.077 ms
                                                                          // .stats: "Size (read IO) = 33 MB", "Size (write IO) = 90 MB" (MiB, rounded down).
-    let bytes = |op| {
-        t.requests
-            .iter()
-            .filter(|r| r.op == op)
-            .map(|r| r.len)
-            .sum::<u64>()
-            >> 20
-    };
+    let bytes = |op| t.requests.iter().filter(|r| r.op == op).map(|r| r.len).sum::<u64>() >> 20;
     assert_eq!((bytes(Op::Read), bytes(Op::Write)), (33, 90));
 
     // .stats: "#read io = 4054", "#write io = 5946", "Duration = 85.0 s".
@@ -121,20 +81,11 @@ fn heimdall_cuts_parse_and_match_their_stats() {
     assert_eq!(t.requests.len(), 10_000);
     assert_eq!(t.op_counts(), (4054, 5946));
     let r = &t.requests[2]; // 22.810 0 2205343744 4096 1
-    assert_eq!(
-        (r.time_ns, r.op, r.offset, r.len),
-        (Some(22_810_000), Op::Read, 2205343744, 4096)
-    );
+    assert_eq!((r.time_ns, r.op, r.offset, r.len), (Some(22_810_000), Op::Read, 2205343744, 4096));
     let r = &t.requests[3]; // 45.304 0 11403917312 512 0
-    assert_eq!(
-        (r.time_ns, r.op, r.offset, r.len),
-        (Some(45_304_000), Op::Write, 11403917312, 512)
-    );
+    assert_eq!((r.time_ns, r.op, r.offset, r.len), (Some(45_304_000), Op::Write, 11403917312, 512));
     let last = t.requests.last().unwrap(); // 85915.075 0 1385840640 4096 0
-    assert_eq!(
-        (last.time_ns, last.op, last.offset),
-        (Some(85_915_075_000), Op::Write, 1385840640)
-    );
+    assert_eq!((last.time_ns, last.op, last.offset), (Some(85_915_075_000), Op::Write, 1385840640));
 }
 
 #[test]
@@ -146,19 +97,10 @@ fn disksim_tpcc_and_websearch_parse() {
     let r = &t.requests[0]; // 938513000 4 264719034 16 0
     assert_eq!(
         r,
-        &Request {
-            time_ns: Some(0),
-            op: Op::Write,
-            offset: 264719034 * 512,
-            len: 16 * 512,
-            content: None
-        }
+        &Request { time_ns: Some(0), op: Op::Write, offset: 264719034 * 512, len: 16 * 512, content: None }
     );
     let r = &t.requests[2]; // 938944000 13 93230992 32 0
-    assert_eq!(
-        (r.time_ns, r.offset, r.len),
-        (Some(938944000 - 938513000), 93230992 * 512, 32 * 512)
-    );
+    assert_eq!((r.time_ns, r.offset, r.len), (Some(938944000 - 938513000), 93230992 * 512, 32 * 512));
     let r = t.requests.last().unwrap(); // 1075002000 7 160057354 16 0
     assert_eq!((r.time_ns, r.op), (Some(1075002000 - 938513000), Op::Write));
     let r = &t.requests[t.requests.len() - 2]; // 1075001000 3 340107914 16 1
@@ -171,19 +113,10 @@ fn disksim_tpcc_and_websearch_parse() {
     let r = &t.requests[0]; // 11413000 0 657728 16 1
     assert_eq!(
         r,
-        &Request {
-            time_ns: Some(0),
-            op: Op::Read,
-            offset: 657728 * 512,
-            len: 8192,
-            content: None
-        }
+        &Request { time_ns: Some(0), op: Op::Read, offset: 657728 * 512, len: 8192, content: None }
     );
     let r = t.requests.last().unwrap(); // 60066625000 1 34371424 64 1
-    assert_eq!(
-        (r.time_ns, r.offset, r.len),
-        (Some(60066625000 - 11413000), 34371424 * 512, 64 * 512)
-    );
+    assert_eq!((r.time_ns, r.offset, r.len), (Some(60066625000 - 11413000), 34371424 * 512, 64 * 512));
 }
 
 #[test]
@@ -211,10 +144,7 @@ fn fiu_mail_parses_with_content() {
     let r = t.requests.last().unwrap();
     assert_eq!((r.op, r.offset, r.len), (Op::Read, 283476816 * 512, 4096));
     assert_eq!(r.content, Some(vec![0xd6bd5b6a24cdf140]));
-    assert!(t
-        .requests
-        .iter()
-        .all(|r| r.content.as_ref().map(Vec::len) == Some(1)));
+    assert!(t.requests.iter().all(|r| r.content.as_ref().map(Vec::len) == Some(1)));
 }
 
 #[test]
@@ -239,11 +169,7 @@ fn auto_detects_every_shared_file() {
 fn explicit_wrong_format_fails_on_line_1() {
     let e = read_trace(&data(TPCC), Format::Msr, &ParseOptions::default()).unwrap_err();
     assert_eq!(e.line(), Some(1));
-    assert!(
-        e.to_string()
-            .starts_with(&format!("{}:1: expected 7", data(TPCC).display())),
-        "{e}"
-    );
+    assert!(e.to_string().starts_with(&format!("{}:1: expected 7", data(TPCC).display())), "{e}");
     // Heimdall's decimal milliseconds are not DiskSim nanoseconds.
     let e = read_trace(&data(HEIMDALL_1370), Format::Disksim, &ParseOptions::default()).unwrap_err();
     assert!(
@@ -287,10 +213,7 @@ const MSR_OK: &str = "128166385295514663,hm,0,Write,9056014336,2048,2833";
 #[test]
 fn msr_malformed_lines() {
     assert_eq!(
-        err(
-            &format!("{MSR_OK}\n128166385295514878,hm,0,Write,11855351808,512\n"),
-            Format::Msr
-        ),
+        err(&format!("{MSR_OK}\n128166385295514878,hm,0,Write,11855351808,512\n"), Format::Msr),
         "t:2: expected 7 comma-separated fields \
          (Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime), found 6"
     );
@@ -306,10 +229,7 @@ fn msr_malformed_lines() {
         err("x,hm,0,Write,0,512,1", Format::Msr),
         "t:1: Timestamp: \"x\" is not a non-negative integer"
     );
-    assert_eq!(
-        err("1,hm,0,Erase,0,512,1", Format::Msr),
-        "t:1: Type: \"Erase\" is not Read or Write"
-    );
+    assert_eq!(err("1,hm,0,Erase,0,512,1", Format::Msr), "t:1: Type: \"Erase\" is not Read or Write");
     assert_eq!(
         err("1,hm,0,Read,0,,1", Format::Msr),
         "t:1: Size: empty field, expected a non-negative integer"
@@ -337,24 +257,9 @@ fn msr_malformed_lines() {
     // Times are relative to the earliest timestamp even when it is not the first.
     assert_eq!(
         t.requests[0],
-        Request {
-            time_ns: Some(10_000),
-            op: Op::Read,
-            offset: 4096,
-            len: 512,
-            content: None
-        }
+        Request { time_ns: Some(10_000), op: Op::Read, offset: 4096, len: 512, content: None }
     );
-    assert_eq!(
-        t.requests[1],
-        Request {
-            time_ns: Some(0),
-            op: Op::Write,
-            offset: 0,
-            len: 0,
-            content: None
-        }
-    );
+    assert_eq!(t.requests[1], Request { time_ns: Some(0), op: Op::Write, offset: 0, len: 0, content: None });
     assert_eq!(t.requests[1].page_span(4096), None);
 }
 
@@ -362,10 +267,7 @@ fn msr_malformed_lines() {
 fn heimdall_malformed_lines() {
     let ok = "45.304 0 11403917312 512 0";
     assert_eq!(
-        err(
-            &format!("{ok}\n{ok}\n45.308 0 11403917824 512\n"),
-            Format::Heimdall
-        ),
+        err(&format!("{ok}\n{ok}\n45.308 0 11403917824 512\n"), Format::Heimdall),
         "t:3: expected 5 whitespace-separated fields (ts_ms dev offset_bytes size_bytes op), found 4"
     );
     assert_eq!(
@@ -380,20 +282,10 @@ fn heimdall_malformed_lines() {
         err("1.0 0 0x10 512 0", Format::Heimdall),
         "t:1: offset_bytes: \"0x10\" is not a non-negative integer"
     );
-    assert_eq!(
-        err("1.0 0 0 512 2", Format::Heimdall),
-        "t:1: op: \"2\" is not 1 (read) or 0 (write)"
-    );
-    assert_eq!(
-        err("1.0 0 0 512 R", Format::Heimdall),
-        "t:1: op: \"R\" is not 1 (read) or 0 (write)"
-    );
+    assert_eq!(err("1.0 0 0 512 2", Format::Heimdall), "t:1: op: \"2\" is not 1 (read) or 0 (write)");
+    assert_eq!(err("1.0 0 0 512 R", Format::Heimdall), "t:1: op: \"R\" is not 1 (read) or 0 (write)");
     // Sub-nanosecond digits are dropped, integer and tab-separated times are fine.
-    let t = parse(
-        "7\t0 0 512 1\n7.0000019 0 0 512 1\n.5 0 0 512 1\n",
-        Format::Heimdall,
-    )
-    .unwrap();
+    let t = parse("7\t0 0 512 1\n7.0000019 0 0 512 1\n.5 0 0 512 1\n", Format::Heimdall).unwrap();
     let times: Vec<_> = t.requests.iter().map(|r| r.time_ns.unwrap()).collect();
     assert_eq!(times, [6_500_000, 6_500_001, 0]);
 }
@@ -409,10 +301,7 @@ fn disksim_malformed_lines() {
         err("938513000 4 26471x034 16 0", Format::Disksim),
         "t:1: lba_sector: \"26471x034\" is not a non-negative integer"
     );
-    assert_eq!(
-        err("938513000 4 1 16 3", Format::Disksim),
-        "t:1: type: \"3\" is not 0 (write) or 1 (read)"
-    );
+    assert_eq!(err("938513000 4 1 16 3", Format::Disksim), "t:1: type: \"3\" is not 0 (write) or 1 (read)");
     assert_eq!(
         err("938513000 4 1 36028797018963968 1", Format::Disksim),
         "t:1: size_sectors: 36028797018963968 × 512 bytes overflows"
@@ -429,10 +318,7 @@ fn fiu_malformed_lines_and_multi_hash_requests() {
         "t:1: expected at least 9 whitespace-separated fields \
          (ts_ns pid process lba_sectors size_sectors R/W major minor md5...), found 8"
     );
-    assert_eq!(
-        err(&format!("1 2 nfsd 8 8 X 6 0 {h1}"), Format::Fiu),
-        "t:1: R/W: \"X\" is not R or W"
-    );
+    assert_eq!(err(&format!("1 2 nfsd 8 8 X 6 0 {h1}"), Format::Fiu), "t:1: R/W: \"X\" is not R or W");
     assert_eq!(
         err(&format!("1 2 nfsd 8 eight W 6 0 {h1}"), Format::Fiu),
         "t:1: size_sectors: \"eight\" is not a non-negative integer"
@@ -481,19 +367,9 @@ fn skip_bad_counts_and_skips() {
     assert_eq!(t.requests.len(), 2);
     assert_eq!(t.skipped_lines, 3);
     for (text, format, good, bad) in [
-        (
-            "1.0 0 0 512 0\n1.0 0 0 512\nx 0 0 512 1\n2.0 0 512 512 1\n",
-            Format::Heimdall,
-            2,
-            2,
-        ),
+        ("1.0 0 0 512 0\n1.0 0 0 512\nx 0 0 512 1\n2.0 0 512 512 1\n", Format::Heimdall, 2, 2),
         ("1 0 0 8 0\n1 0 0 8 7\n1 0 0 8 1\n", Format::Disksim, 2, 1),
-        (
-            "1 2 p 0 8 W 6 0 d6c75ba46e82326fefa545b57a12e221\n1 2 p 0 8 W 6 0 zz\n",
-            Format::Fiu,
-            1,
-            1,
-        ),
+        ("1 2 p 0 8 W 6 0 d6c75ba46e82326fefa545b57a12e221\n1 2 p 0 8 W 6 0 zz\n", Format::Fiu, 1, 1),
     ] {
         assert!(parse(text, format).is_err());
         let t = parse_skip(text, format).unwrap();
@@ -513,24 +389,12 @@ fn non_utf8_line_is_malformed_not_io() {
 
 #[test]
 fn auto_detection_edge_cases() {
-    assert_eq!(
-        detect::detect("0.000 0 11562803200 4096 1\n"),
-        Some(Format::Heimdall)
-    );
-    assert_eq!(
-        detect::detect("938513000 4 264719034 16 0\n"),
-        Some(Format::Disksim)
-    );
+    assert_eq!(detect::detect("0.000 0 11562803200 4096 1\n"), Some(Format::Heimdall));
+    assert_eq!(detect::detect("938513000 4 264719034 16 0\n"), Some(Format::Disksim));
     // Integer-only five-field lines whose sizes are all byte-like: Heimdall.
-    assert_eq!(
-        detect::detect("0 0 11562803200 4096 1\n12 0 512 512 0\n"),
-        Some(Format::Heimdall)
-    );
+    assert_eq!(detect::detect("0 0 11562803200 4096 1\n12 0 512 512 0\n"), Some(Format::Heimdall));
     assert_eq!(detect::detect("1,hm,0,Read,0,512,1\n"), Some(Format::Msr));
-    assert_eq!(
-        detect::detect("1 2 nfsd 8 8 W 6 0 d6c75ba46e82326fefa545b57a12e221\n"),
-        Some(Format::Fiu)
-    );
+    assert_eq!(detect::detect("1 2 nfsd 8 8 W 6 0 d6c75ba46e82326fefa545b57a12e221\n"), Some(Format::Fiu));
     // The majority wins over a few bad lines; line numbers stay those of the file.
     let text = "garbage\n1,hm,0,Read,0,512,1\n1,hm,0,Read,0,512,1\n";
     assert_eq!(err(text, Format::Auto), "t:1: expected 7 comma-separated fields (Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime), found 1");
@@ -542,10 +406,7 @@ fn auto_detection_edge_cases() {
         "t: cannot detect the trace format: none of the first 100 lines is a valid msr, disksim, heimdall or \
          fiu request; give --format to see what is wrong with them"
     );
-    assert_eq!(
-        err("", Format::Auto),
-        "t: cannot detect the trace format: the file is empty; give --format"
-    );
+    assert_eq!(err("", Format::Auto), "t: cannot detect the trace format: the file is empty; give --format");
     // An empty file in an explicit format is an empty trace.
     let t = parse("", Format::Disksim).unwrap();
     assert!(t.requests.is_empty());
@@ -554,31 +415,19 @@ fn auto_detection_edge_cases() {
     let t = parse(&text, Format::Auto).unwrap();
     assert_eq!(t.format, Format::Disksim);
     assert_eq!(t.requests.len(), 250);
-    assert!(t
-        .requests
-        .iter()
-        .enumerate()
-        .all(|(i, r)| r.offset == i as u64 * 512));
+    assert!(t.requests.iter().enumerate().all(|(i, r)| r.offset == i as u64 * 512));
 }
 
 #[test]
 fn format_from_str() {
-    for f in [
-        Format::Msr,
-        Format::Disksim,
-        Format::Heimdall,
-        Format::Fiu,
-        Format::Auto,
-    ] {
+    for f in [Format::Msr, Format::Disksim, Format::Heimdall, Format::Fiu, Format::Auto] {
         assert_eq!(f.to_string().parse::<Format>(), Ok(f));
     }
     assert_eq!("MSR".parse::<Format>(), Ok(Format::Msr));
     assert_eq!(
         "blktrace".parse::<Format>(),
-        Err(
-            "unknown trace format \"blktrace\": expected one of msr, disksim, heimdall, fiu, auto"
-                .to_string()
-        )
+        Err("unknown trace format \"blktrace\": expected one of msr, disksim, heimdall, fiu, auto"
+            .to_string())
     );
 }
 
@@ -608,85 +457,29 @@ fn page_span_edge_cases() {
     assert_eq!(page_span(0, 4096, 0), None);
     assert_eq!(span(u64::MAX, 2), None);
     let s = span(0, 4096).unwrap();
-    assert_eq!(
-        s,
-        PageSpan {
-            first_page: 0,
-            pages: 1,
-            partial_head: false,
-            partial_tail: false
-        }
-    );
+    assert_eq!(s, PageSpan { first_page: 0, pages: 1, partial_head: false, partial_tail: false });
     assert_eq!((s.partial_pages(), s.full_pages()), (0, 1));
     let s = span(3 * p, 2 * p).unwrap();
-    assert_eq!(
-        s,
-        PageSpan {
-            first_page: 3,
-            pages: 2,
-            partial_head: false,
-            partial_tail: false
-        }
-    );
+    assert_eq!(s, PageSpan { first_page: 3, pages: 2, partial_head: false, partial_tail: false });
     assert_eq!((s.last_page(), s.range().count()), (4, 2));
     // Short write at the start of a page: one partial page.
     let s = span(0, 100).unwrap();
-    assert_eq!(
-        s,
-        PageSpan {
-            first_page: 0,
-            pages: 1,
-            partial_head: false,
-            partial_tail: true
-        }
-    );
+    assert_eq!(s, PageSpan { first_page: 0, pages: 1, partial_head: false, partial_tail: true });
     assert_eq!(s.partial_pages(), 1);
     // Inside one page, unaligned at both ends: still one partial page.
     let s = span(100, 200).unwrap();
-    assert_eq!(
-        s,
-        PageSpan {
-            first_page: 0,
-            pages: 1,
-            partial_head: true,
-            partial_tail: true
-        }
-    );
+    assert_eq!(s, PageSpan { first_page: 0, pages: 1, partial_head: true, partial_tail: true });
     assert_eq!((s.partial_pages(), s.full_pages()), (1, 0));
     // One page long but unaligned: straddles two pages, both partial.
     let s = span(100, 4096).unwrap();
-    assert_eq!(
-        s,
-        PageSpan {
-            first_page: 0,
-            pages: 2,
-            partial_head: true,
-            partial_tail: true
-        }
-    );
+    assert_eq!(s, PageSpan { first_page: 0, pages: 2, partial_head: true, partial_tail: true });
     assert_eq!((s.partial_pages(), s.full_pages()), (2, 0));
     // Crossing a boundary with few bytes.
     let s = span(4000, 200).unwrap();
-    assert_eq!(
-        s,
-        PageSpan {
-            first_page: 0,
-            pages: 2,
-            partial_head: true,
-            partial_tail: true
-        }
-    );
+    assert_eq!(s, PageSpan { first_page: 0, pages: 2, partial_head: true, partial_tail: true });
     // Unaligned head, aligned tail, full pages in between.
     let s = span(512, 3 * p - 512).unwrap();
-    assert_eq!(
-        s,
-        PageSpan {
-            first_page: 0,
-            pages: 3,
-            partial_head: true,
-            partial_tail: false
-        }
-    );
+    assert_eq!(s, PageSpan { first_page: 0, pages: 3, partial_head: true, partial_tail: false });
     assert_eq!((s.partial_pages(), s.full_pages()), (1, 2));
     // The very end of the address space.
     let s = span(u64::MAX - 9, 9).unwrap();
@@ -695,12 +488,7 @@ fn page_span_edge_cases() {
     assert_eq!(page_span(1536, 1024, 512).unwrap().pages, 2);
     assert_eq!(
         page_span(2048, 2048, 2048).unwrap(),
-        PageSpan {
-            first_page: 1,
-            pages: 1,
-            partial_head: false,
-            partial_tail: false
-        }
+        PageSpan { first_page: 1, pages: 1, partial_head: false, partial_tail: false }
     );
 }
 
@@ -720,10 +508,7 @@ fn compactor_and_address_mapper() {
     let mut m = AddressMapper::new(AddressMode::from_flags(false, true), 10);
     assert_eq!((m.map(9), m.map(10), m.map(123)), (Some(9), Some(0), Some(3)));
     let mut m = AddressMapper::new(AddressMode::from_flags(true, false), 2);
-    assert_eq!(
-        (m.map(1000), m.map(7), m.map(1000), m.map(8)),
-        (Some(0), Some(1), Some(0), None)
-    );
+    assert_eq!((m.map(1000), m.map(7), m.map(1000), m.map(8)), (Some(0), Some(1), Some(0), None));
     assert_eq!(m.distinct(), 3);
     let mut m = AddressMapper::new(AddressMode::from_flags(true, true), 2);
     assert_eq!((m.map(1000), m.map(7), m.map(8)), (Some(0), Some(1), Some(0)));
@@ -732,21 +517,9 @@ fn compactor_and_address_mapper() {
 
 #[test]
 fn footprint_merges_overlaps() {
-    let req = |offset, len| Request {
-        time_ns: None,
-        op: Op::Write,
-        offset,
-        len,
-        content: None,
-    };
+    let req = |offset, len| Request { time_ns: None, op: Op::Write, offset, len, content: None };
     let t = Trace {
-        requests: vec![
-            req(0, 4096),
-            req(100, 8192),
-            req(40960, 1),
-            req(0, 0),
-            req(4096 * 1000, 4096 * 5),
-        ],
+        requests: vec![req(0, 4096), req(100, 8192), req(40960, 1), req(0, 0), req(4096 * 1000, 4096 * 5)],
         format: Format::Msr,
         skipped_lines: 0,
         has_times: false,
@@ -755,9 +528,6 @@ fn footprint_merges_overlaps() {
     assert_eq!(footprint_pages(&t, 4096), 3 + 1 + 5);
     assert_eq!(footprint_pages(&t, 0), 0);
     // A huge request costs nothing.
-    let t = Trace {
-        requests: vec![req(0, u64::MAX)],
-        ..t
-    };
+    let t = Trace { requests: vec![req(0, u64::MAX)], ..t };
     assert_eq!(footprint_pages(&t, 4096), u64::MAX / 4096 + 1);
 }
