@@ -145,6 +145,10 @@ struct InputArgs {
     /// Replay the trace this many times.
     #[arg(long = "loop", default_value_t = 1)]
     loops: u32,
+    /// Stop once the host has written this many times the logical capacity, replaying the trace
+    /// as often as needed (the ETI paper's "until 2x the volume is written"); overrides --loop.
+    #[arg(long)]
+    until_written: Option<f64>,
     /// Remap the distinct pages a trace touches onto a dense range, in first-touch order.
     #[arg(long, conflicts_with = "wrap")]
     compact: bool,
@@ -254,7 +258,11 @@ impl Input {
                 let requests = &trace.requests;
                 let span = requests.iter().filter_map(|r| r.time_ns).max().unwrap_or(0)
                     - requests.iter().filter_map(|r| r.time_ns).min().unwrap_or(0);
-                let iter = (0..loops as u64).flat_map(|i| {
+                let loops = if cfg.write_limit_pages.is_some() { u64::MAX } else { loops as u64 };
+                if cfg.write_limit_pages.is_some() && !trace.requests.iter().any(|r| r.is_write()) {
+                    return Err("--until-written needs a trace with writes".into());
+                }
+                let iter = (0..loops).flat_map(|i| {
                     requests.iter().map(move |r| {
                         let mut r = r.clone();
                         r.time_ns = r.time_ns.map(|t| t + i * (span + 1_000_000));
@@ -302,7 +310,7 @@ fn base_config(
         dev.geometry =
             fit_geometry(dev.geometry, footprint_pages(trace, dev.geometry.data_bytes as u64), op)?;
     }
-    Ok(SimConfig {
+    let mut cfg = SimConfig {
         label: "baseline".into(),
         device: dev,
         op_percent: op,
@@ -319,7 +327,15 @@ fn base_config(
         queue_depth: opts.queue_depth.max(1),
         open_loop: has_times && !opts.closed_loop,
         seed: input.seed,
-    })
+        write_limit_pages: None,
+    };
+    if let Some(f) = input.until_written {
+        if !(f.is_finite() && f > 0.0) {
+            return Err(format!("--until-written {f} is not a positive number"));
+        }
+        cfg.write_limit_pages = Some((f * cfg.logical_pages() as f64).ceil() as u64);
+    }
+    Ok(cfg)
 }
 
 /// The geometry with the fewest blocks (a multiple of the planes) whose logical capacity at `op`
@@ -409,9 +425,9 @@ fn cmd_run(
     let mut cfg = base_config(device, input, opts, &inp)?;
     cfg.features = parse_features(features)?;
     cfg.classifier = classifier.parse()?;
-    if cfg.classifier != ClassifierKind::None {
-        cfg.label = format!("baseline@{classifier}");
-    }
+    let names: Vec<&str> = features.split([',', '+']).map(str::trim).filter(|f| !f.is_empty()).collect();
+    let base = if names.is_empty() { "baseline".to_string() } else { names.join("+") };
+    cfg.label = if cfg.classifier != ClassifierKind::None { format!("{base}@{classifier}") } else { base };
     let bar = progress_bar(inp.len_hint(input.loops), opts.quiet, &cfg.label);
     let mut out = inp.run(&cfg, input.loops, &bar)?;
     bar.finish_and_clear();
@@ -554,6 +570,7 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         format: "disksim".into(),
         skip_bad: false,
         loops: if quick { 4 } else { 16 },
+        until_written: None,
         compact: true,
         wrap: false,
         workload: None,
