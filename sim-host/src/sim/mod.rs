@@ -220,6 +220,8 @@ pub struct SimConfig {
     pub open_loop: bool,
     /// Seed of the preconditioning's random writes.
     pub seed: u64,
+    /// Stop the measured part once the host has written this many pages.
+    pub write_limit_pages: Option<u64>,
 }
 
 /// What one simulation produced.
@@ -365,6 +367,9 @@ where
     let wall = Instant::now();
 
     for req in requests {
+        if cfg.write_limit_pages.is_some_and(|l| ftl.counters().host_write_pages >= l) {
+            break;
+        }
         let Some(span) = page_span(req.offset, req.len, page_bytes) else {
             continue;
         };
