@@ -116,14 +116,29 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     self.void_page(page);
                     self.start_retiring(block);
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => {
+                    self.void_page(page);
+                    self.close_block(block);
+                    return Err(e.into());
+                }
             }
         }
         Err(Error::Device(ErrorKind::ProgramFailed))
     }
 
+    fn close_block(&mut self, block: BlockId) {
+        for f in self.frontiers.iter_mut() {
+            if f.block == block.0 {
+                *f = Frontier::NONE;
+            }
+        }
+        if self.blocks.state(block) == BlockState::Open {
+            self.blocks.set_state(block, BlockState::Used);
+        }
+    }
+
     /// Best effort: clears the void byte of a page whose program failed, so mount never takes it.
-    fn void_page(&mut self, page: PageId) {
+    pub(crate) fn void_page(&mut self, page: PageId) {
         let mut mark = [0xFFu8; VOID_OFFSET + 1];
         mark[VOID_OFFSET] = 0;
         self.counters.nand_programs += 1;
@@ -157,6 +172,19 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             self.blocks.set_state(block, BlockState::Used);
         }
         Ok(page)
+    }
+
+    pub(crate) fn gc_plane(&self, plane: u32) -> u32 {
+        let open = |p: u32| self.frontiers[Self::frontier_index(p, Stream::Gc)].block != NIL;
+        if open(plane) || self.blocks.free_count(plane) > 0 {
+            return plane;
+        }
+        let planes = 0..self.geo.total_planes();
+        planes
+            .clone()
+            .find(|&p| open(p))
+            .or_else(|| planes.max_by_key(|&p| self.blocks.free_count(p)))
+            .unwrap_or(plane)
     }
 
     /// Makes sure the frontier of (`plane`, `stream`) has an open block. This is the only place

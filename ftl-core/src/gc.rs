@@ -1,5 +1,6 @@
-//! Garbage collection: moving a block's valid pages to the GC stream of its plane and erasing
-//! (or, for a failing block, retiring) it.
+//! Garbage collection: moving a block's valid pages to the GC stream of its plane (of another
+//! plane when its own has neither an open GC block nor a free block) and erasing (or, for a
+//! failing block, retiring) it.
 //!
 //! Victims come from the [`crate::policy::VictimPolicy`] (greedy by default). A victim is taken
 //! out of the lists while it is collected and put back if an error stops the collection, so a
@@ -96,6 +97,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     pub(crate) fn relocate(&mut self, page: PageId, plane: u32) -> Result<(), Error> {
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
+        let plane = self.gc_plane(plane);
         self.ensure_frontier(plane, Stream::Gc)?;
         self.counters.nand_reads += 1;
         {

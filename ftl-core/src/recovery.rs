@@ -7,17 +7,20 @@
 //! 3. Replay, in global sequence order, every page written after the checkpoint: the blocks opened
 //!    since (first-page sequence above the checkpoint's) and the frontier blocks the checkpoint
 //!    recorded, from their recorded next page. A k-way merge over the blocks (each written in
-//!    sequence order) gives the global order; a block's replay stops at its first erased or invalid
-//!    page. Data pages set the map; journal pages apply trims.
+//!    sequence order) gives the global order; a block's replay skips invalid (torn, voided) pages
+//!    and stops at its first erased page. Data pages set the map; journal pages that check out
+//!    apply trims.
 //! 4. The newest replayed data page is read whole and checked by the codec: a cut in the middle of
-//!    its program may have left metadata intact but data torn; if so the previous mapping stands.
+//!    its program may have left metadata intact but data torn; if so the previous mapping stands
+//!    and the page is voided, so later mounts skip it.
 //! 5. Valid counts, the bitmap and the lists are rebuilt from the map. Blocks without live data
-//!    become dirty (erased before use, since a cut may have left them half-erased); the frontiers
-//!    start on fresh blocks.
+//!    (and no live journal page) become dirty (erased before use, since a cut may have left them
+//!    half-erased); in each plane the GC and host frontiers resume on the replayed blocks with the
+//!    most erased pages left, so a cut does not strand the free reserve GC needs.
 //!
 //! Cost: `total_blocks` spare reads + the checkpoint's pages + the replayed pages (at most
-//! `checkpoint_interval_blocks` + open frontiers blocks) + 1. A mount after a clean `unmount`
-//! replays nothing.
+//! `checkpoint_interval_blocks` + open frontiers blocks, invalid pages included) + 1 + one read per
+//! resumed frontier. A mount after a clean `unmount` replays nothing.
 
 use nand_hal::{BlockId, NandFlash, PageId};
 
@@ -28,7 +31,7 @@ use crate::frontier::Frontier;
 use crate::journal::{journal_capacity, journal_entries};
 use crate::map::{MappingTable, UNMAPPED};
 use crate::meta::{PageKind, PageMeta, SpareState, META_LEN};
-use crate::policy::{PageCodec, PolicySet};
+use crate::policy::{PageCodec, PolicySet, Stream};
 use crate::{Error, Ftl};
 
 /// Most blocks one mount replays (bounds `checkpoint_interval_blocks`; the merge's cursors live
@@ -81,12 +84,23 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let replayed = self.replay(ckpt_seq)?;
         self.rebuild()?;
 
-        self.seq = max_seen.max(next_seq).max(replayed.max_seq) + 1;
+        let newest = max_seen.max(next_seq).max(replayed.max_seq);
+        if newest >= u64::MAX / 2 {
+            return Err(Error::Corrupt);
+        }
+        self.seq = newest + 1;
         self.ckpt = CheckpointState {
             seq: ckpt_seq,
             blocks_since: replayed.blocks,
         };
         self.frontiers = [Frontier::NONE; crate::config::MAX_TOTAL_PLANES * crate::frontier::STREAMS];
+        for plane in 0..self.geo.total_planes() {
+            for (slot, stream) in [Stream::Gc, Stream::Host].into_iter().enumerate() {
+                if let Some((b, p)) = replayed.resume[plane as usize][slot] {
+                    self.resume_frontier(plane, stream, BlockId(b), p)?;
+                }
+            }
+        }
         self.dirty = replayed.pages > 0;
         self.counters.mount_replayed_pages = replayed.pages;
         self.counters.mount_reads = self.counters.nand_reads - reads_before;
@@ -333,6 +347,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             blocks: n as u32,
             pages: 0,
             max_seq: 0,
+            resume: [[None; 2]; crate::config::MAX_TOTAL_PLANES],
         };
         for c in cursors[..n].iter_mut() {
             self.load_head(c, ckpt_seq)?;
@@ -355,8 +370,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 }
                 PageKind::Journal => {
                     if !self.apply_journal(page, c.tag)? {
-                        // Torn: it was the last operation; nothing after it in this block.
-                        cursors[k].seq = u64::MAX;
+                        cursors[k].page += 1;
+                        self.load_head(&mut cursors[k], ckpt_seq)?;
                         continue;
                     }
                     self.blocks.set_flags(BlockId(c.block), FLAG_LIVE_JOURNAL, true);
@@ -373,28 +388,70 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         if let Some((lpn, prev, page)) = newest {
             if !self.page_is_whole(page)? {
                 self.map.set(lpn, prev);
+                self.void_page(page);
+            }
+        }
+        for c in &cursors[..n] {
+            if c.page < ppb {
+                let slots = &mut out.resume[self.geo.plane_index(BlockId(c.block)) as usize];
+                let i = match *slots {
+                    [None, _] => 0,
+                    [_, None] => 1,
+                    [Some((_, a)), Some((_, b))] => usize::from(a < b),
+                };
+                if slots[i].is_none_or(|(_, p)| c.page < p) {
+                    slots[i] = Some((c.block, c.page));
+                }
             }
         }
         Ok(out)
+    }
+
+    fn resume_frontier(&mut self, plane: u32, stream: Stream, b: BlockId, first: u32) -> Result<(), Error> {
+        if self.blocks.state(b) != BlockState::Used {
+            return Ok(());
+        }
+        let d = self.geo.data_bytes as usize;
+        let page = self.geo.page(b, first);
+        self.counters.nand_reads += 1;
+        {
+            let (data, spare) = self.buf.split_at_mut(d);
+            self.nand.read_page(page, data, spare)?;
+        }
+        let mut next = first;
+        if self.buf.iter().any(|&x| x != 0xFF) {
+            self.void_page(page);
+            next += 1;
+        }
+        if next < self.geo.pages_per_block {
+            self.blocks.set_state(b, BlockState::Open);
+            self.frontiers[Self::frontier_index(plane, stream)] = Frontier {
+                block: b.0,
+                next_page: next,
+            };
+        }
+        Ok(())
     }
 
     /// Reads the metadata of a cursor's page; marks the cursor done at the end of what was written.
     fn load_head(&mut self, c: &mut Cursor, ckpt_seq: u64) -> Result<(), Error> {
         let d = self.geo.data_bytes as usize;
         c.seq = u64::MAX;
-        if c.page >= self.geo.pages_per_block {
-            return Ok(());
-        }
-        self.counters.nand_reads += 1;
-        self.nand.read_spare(
-            self.geo.page(BlockId(c.block), c.page),
-            &mut self.buf[d..d + META_LEN],
-        )?;
-        if let SpareState::Valid(m) = PageMeta::decode(&self.buf[d..d + META_LEN]) {
-            if m.seq > ckpt_seq && m.kind != PageKind::Checkpoint {
-                c.seq = m.seq;
-                c.kind = m.kind;
-                c.tag = m.tag;
+        while c.page < self.geo.pages_per_block {
+            self.counters.nand_reads += 1;
+            self.nand.read_spare(
+                self.geo.page(BlockId(c.block), c.page),
+                &mut self.buf[d..d + META_LEN],
+            )?;
+            match PageMeta::decode(&self.buf[d..d + META_LEN]) {
+                SpareState::Erased => return Ok(()),
+                SpareState::Valid(m) if m.seq > ckpt_seq && m.kind != PageKind::Checkpoint => {
+                    c.seq = m.seq;
+                    c.kind = m.kind;
+                    c.tag = m.tag;
+                    return Ok(());
+                }
+                _ => c.page += 1,
             }
         }
         Ok(())
@@ -466,7 +523,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let b = BlockId(b);
             let info = *self.blocks.get(b);
             match info.state() {
-                BlockState::Used if info.valid > 0 => {}
+                BlockState::Used if info.valid > 0 || info.flags & FLAG_LIVE_JOURNAL != 0 => {}
                 BlockState::Used | BlockState::Free => {
                     self.blocks.raw_set(b, BlockState::Dirty, info.erase_count, 0)
                 }
@@ -482,4 +539,5 @@ struct Replayed {
     blocks: u32,
     pages: u64,
     max_seq: u64,
+    resume: [[Option<(u32, u32)>; 2]; crate::config::MAX_TOTAL_PLANES],
 }

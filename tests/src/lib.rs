@@ -1,1 +1,962 @@
-//! Integration, property and torture tests live in `tests/`.
+//! Shared harness of the FTL's integration tests (`tests/tests/*.rs`).
+//!
+//! - [`Model`]: the independent expectation. For every logical page it keeps the content reads
+//!   must return now and the set of contents acceptable after a power cut: the content at the last
+//!   flush plus every content written or trimmed since (guarantees 1 and 2 of `ftl_core::Ftl`).
+//! - Page contents are derived from a unique id per written page ([`fill_page`]), so a read
+//!   identifies exactly which write (if any) it returns ([`identify`]).
+//! - [`Env`] runs a list of [`Op`]s against an FTL over an [`Emulator`], with power cuts,
+//!   recovery (optionally cut during mount as well), clean remounts and checks after every step.
+//! - [`session`] runs ops against an FTL over any device implementing [`CutControl`] (the
+//!   fault-injecting wrappers of the other tests use it directly).
+//!
+//! Debugging aid: with `FTL_TESTS_SAVE_BEFORE_RECOVERY=<path>`, [`Env`] saves the emulator image
+//! (`Emulator::save`) before every recovery mount, so the image a failing mount saw can be loaded
+//! and mounted again by hand; failure messages end with the FTL's block table per plane.
+
+use std::fmt::Write as _;
+
+use ftl_core::policy::DefaultPolicies;
+use ftl_core::{Config, Counters, Error, FlatMap, Ftl};
+use nand_hal::{EccRequirement, ErrorKind, Geometry, NandFlash};
+use sim_host::emulator::{Emulator, EmulatorConfig};
+use sim_host::memory::FtlMemory;
+
+/// The FTL type every test uses.
+pub type TestFtl<'a, N> = Ftl<'a, N, DefaultPolicies, FlatMap<'a>>;
+
+/// 512 + 32 byte pages (room for the 28 metadata bytes and the 4-byte CRC codec), NOP 4, in-order
+/// programming, with the given shape.
+pub fn geometry(pages_per_block: u32, blocks_per_plane: u32, planes: u32) -> Geometry {
+    Geometry {
+        data_bytes: 512,
+        spare_bytes: 32,
+        pages_per_block,
+        blocks_per_plane,
+        planes_per_lun: planes,
+        luns: 1,
+        nop: 4,
+        sequential_program: true,
+        ecc: EccRequirement { bits: 4, codeword_bytes: 512 },
+        endurance: 100_000,
+    }
+}
+
+/// Formats `nand` with memory from `mem`.
+pub fn format<N: NandFlash>(nand: N, mem: &mut FtlMemory, cfg: Config) -> Result<TestFtl<'_, N>, Error> {
+    let (map, m) = mem.parts();
+    Ftl::format(nand, DefaultPolicies::default(), map, m, cfg)
+}
+
+/// Mounts `nand` with memory from `mem`.
+pub fn mount<N: NandFlash>(nand: N, mem: &mut FtlMemory, cfg: Config) -> Result<TestFtl<'_, N>, Error> {
+    let (map, m) = mem.parts();
+    Ftl::mount(nand, DefaultPolicies::default(), map, m, cfg)
+}
+
+/// Whether an error is the emulator reporting a power cut.
+pub fn is_power_loss(e: &Error) -> bool {
+    *e == Error::Device(ErrorKind::PowerLoss)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Page contents
+
+/// What a logical page holds: `None` reads as zeros (never written or trimmed), `Some(id)` is
+/// the page written with id `id`.
+pub type Content = Option<u64>;
+
+fn splitmix(x: &mut u64) -> u64 {
+    *x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The content of the write with id `id` (>= 1) to `lpn`: the id, the lpn, then pseudo-random
+/// bytes derived from both.
+pub fn fill_page(lpn: u32, id: u64, out: &mut [u8]) {
+    out[..8].copy_from_slice(&id.to_le_bytes());
+    out[8..12].copy_from_slice(&lpn.to_le_bytes());
+    let mut x = id ^ ((lpn as u64) << 40) ^ 0xA5A5_5A5A;
+    for chunk in out[12..].chunks_mut(8) {
+        let v = splitmix(&mut x).to_le_bytes();
+        chunk.copy_from_slice(&v[..chunk.len()]);
+    }
+}
+
+/// What a page read back turned out to be.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Found {
+    /// One of the test's writes, or zeros (`None`).
+    Content(Content),
+    /// Anything else.
+    Garbage,
+}
+
+/// Identifies the content of a page read from `lpn`.
+pub fn identify(lpn: u32, page: &[u8]) -> Found {
+    if page.iter().all(|&b| b == 0) {
+        return Found::Content(None);
+    }
+    let id = u64::from_le_bytes(page[..8].try_into().unwrap());
+    if id == 0 {
+        return Found::Garbage;
+    }
+    let mut want = vec![0u8; page.len()];
+    fill_page(lpn, id, &mut want);
+    if want == page {
+        Found::Content(Some(id))
+    } else {
+        Found::Garbage
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The model
+
+/// The expected state of the logical device.
+#[derive(Clone, Debug)]
+pub struct Model {
+    /// What every logical page reads as now.
+    pub cur: Vec<Content>,
+    /// Per logical page, what it may read as after a power cut: the content at the last flush
+    /// (or the last recovery) and every content written or trimmed since. Always holds `cur`.
+    pub acceptable: Vec<Vec<Content>>,
+    /// The next write id.
+    pub next_id: u64,
+    /// Per id (index `id - 1`): the lpn and the step that wrote it, for messages.
+    pub origin: Vec<(u32, usize)>,
+    /// The current step, stamped on new ids.
+    pub step: usize,
+}
+
+impl Model {
+    /// An empty device of `logical_pages` pages.
+    pub fn new(logical_pages: u32) -> Self {
+        Model {
+            cur: vec![None; logical_pages as usize],
+            acceptable: vec![vec![None]; logical_pages as usize],
+            next_id: 1,
+            origin: Vec::new(),
+            step: 0,
+        }
+    }
+
+    /// Logical pages.
+    pub fn len(&self) -> u32 {
+        self.cur.len() as u32
+    }
+
+    /// Whether the device has no pages.
+    pub fn is_empty(&self) -> bool {
+        self.cur.is_empty()
+    }
+
+    /// Records a write of `pages` pages at `lpn` and returns their ids.
+    pub fn write(&mut self, lpn: u32, pages: u32) -> Vec<u64> {
+        (lpn..lpn + pages)
+            .map(|l| {
+                let id = self.next_id;
+                self.next_id += 1;
+                self.origin.push((l, self.step));
+                self.set(l, Some(id));
+                id
+            })
+            .collect()
+    }
+
+    /// Records a trim.
+    pub fn trim(&mut self, lpn: u32, pages: u32) {
+        for l in lpn..lpn + pages {
+            self.set(l, None);
+        }
+    }
+
+    fn set(&mut self, lpn: u32, c: Content) {
+        self.cur[lpn as usize] = c;
+        let acc = &mut self.acceptable[lpn as usize];
+        if !acc.contains(&c) {
+            acc.push(c);
+        }
+    }
+
+    /// Records a successful flush: everything current is durable.
+    pub fn flush(&mut self) {
+        for (acc, c) in self.acceptable.iter_mut().zip(&self.cur) {
+            acc.clear();
+            acc.push(*c);
+        }
+    }
+
+    /// Records what `lpn` turned out to hold after an uncertain event; with `durable` (after a
+    /// recovery) it also becomes the only acceptable content until the next write.
+    pub fn settle(&mut self, lpn: u32, c: Content, durable: bool) {
+        self.cur[lpn as usize] = c;
+        let acc = &mut self.acceptable[lpn as usize];
+        if durable {
+            acc.clear();
+            acc.push(c);
+        } else if !acc.contains(&c) {
+            acc.push(c);
+        }
+    }
+
+    /// Describes a content for messages.
+    pub fn describe(&self, c: Content) -> String {
+        match c {
+            None => "zeros".into(),
+            Some(id) => match self.origin.get(id as usize - 1) {
+                Some((l, s)) => format!("id {id} (lpn {l}, step {s})"),
+                None => format!("id {id} (unknown)"),
+            },
+        }
+    }
+
+    fn describe_set(&self, set: &[Content]) -> String {
+        let v: Vec<String> = set.iter().map(|&c| self.describe(c)).collect();
+        format!("{{{}}}", v.join(", "))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operations and sessions
+
+/// One step of a workload.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Writes `pages` pages (clamped to the capacity) from `lpn`.
+    Write { lpn: u32, pages: u32 },
+    /// Reads `pages` pages (clamped) from `lpn` and compares them with the model.
+    Read { lpn: u32, pages: u32 },
+    /// Trims `pages` pages (clamped) from `lpn`.
+    Trim { lpn: u32, pages: u32 },
+    /// Flushes.
+    Flush,
+    /// Schedules a power cut `after` device operations from now (replacing a pending one); when
+    /// it fires, the recovery mount is cut too after `mount_after` operations, if given.
+    Cut { after: u32, mount_after: Option<u32> },
+    /// Unmounts cleanly and mounts again.
+    Remount,
+}
+
+/// Parses ops written compactly, separated by whitespace: `W<lpn>+<pages>` (write),
+/// `R<lpn>+<pages>` (read), `T<lpn>+<pages>` (trim), `F` (flush), `C<after>` or
+/// `C<after>/<mount_after>` (cut), `M` (clean remount). For regression tests.
+pub fn parse_ops(s: &str) -> Vec<Op> {
+    let range = |t: &str| -> (u32, u32) {
+        let (a, b) = t.split_once('+').unwrap_or_else(|| panic!("bad op range {t:?}"));
+        (a.parse().unwrap(), b.parse().unwrap())
+    };
+    s.split_whitespace()
+        .map(|t| {
+            let (k, rest) = t.split_at(1);
+            match k {
+                "W" => {
+                    let (lpn, pages) = range(rest);
+                    Op::Write { lpn, pages }
+                }
+                "R" => {
+                    let (lpn, pages) = range(rest);
+                    Op::Read { lpn, pages }
+                }
+                "T" => {
+                    let (lpn, pages) = range(rest);
+                    Op::Trim { lpn, pages }
+                }
+                "F" => Op::Flush,
+                "M" => Op::Remount,
+                "C" => match rest.split_once('/') {
+                    Some((a, m)) => {
+                        Op::Cut { after: a.parse().unwrap(), mount_after: Some(m.parse().unwrap()) }
+                    }
+                    None => Op::Cut { after: rest.parse().unwrap(), mount_after: None },
+                },
+                _ => panic!("bad op {t:?}"),
+            }
+        })
+        .collect()
+}
+
+/// A device whose power can be cut.
+pub trait CutControl: NandFlash {
+    /// Schedules a cut `after` operations from now.
+    fn schedule_cut(&mut self, after: u64);
+}
+
+impl CutControl for &mut Emulator {
+    fn schedule_cut(&mut self, after: u64) {
+        self.schedule_power_cut(after);
+    }
+}
+
+/// How a [`session`] ended.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every op ran.
+    End,
+    /// An op asked for a clean remount.
+    Remount,
+    /// A power cut fired.
+    Cut,
+    /// A device error other than a power cut (only with [`Ctx::stop_on_device_error`]).
+    DeviceError(Error),
+}
+
+/// How much a session reads back after each op.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Verify {
+    /// Every logical page after every op.
+    All,
+    /// The pages the op touched.
+    Touched,
+}
+
+/// The mutable context of a session.
+pub struct Ctx<'a> {
+    /// The expectation.
+    pub model: &'a mut Model,
+    /// Recent events, for failure messages.
+    pub log: &'a mut Log,
+    /// Read-back policy.
+    pub verify: Verify,
+    /// The recovery-mount cut of the last `Op::Cut`.
+    pub mount_cut: &'a mut Option<u32>,
+    /// Whether a device error other than a power cut stops the session (instead of failing it).
+    pub stop_on_device_error: bool,
+}
+
+/// A bounded log of recent events.
+#[derive(Default, Debug)]
+pub struct Log {
+    lines: std::collections::VecDeque<String>,
+}
+
+impl Log {
+    /// Adds a line (keeps the last 60).
+    pub fn push(&mut self, s: String) {
+        if self.lines.len() == 60 {
+            self.lines.pop_front();
+        }
+        self.lines.push_back(s);
+    }
+
+    /// The recent lines, one per line.
+    pub fn dump(&self) -> String {
+        let mut out = String::new();
+        for l in &self.lines {
+            let _ = writeln!(out, "  {l}");
+        }
+        out
+    }
+}
+
+fn clamp(model: &Model, lpn: u32, pages: u32) -> (u32, u32) {
+    let lpn = lpn % model.len();
+    (lpn, pages.clamp(1, model.len() - lpn))
+}
+
+/// An FTL error in a session: a power cut stops the session, anything else fails the test.
+fn check<T>(r: Result<T, Error>, what: &str) -> Result<Result<T, Outcome>, String> {
+    match r {
+        Ok(v) => Ok(Ok(v)),
+        Err(e) if is_power_loss(&e) => Ok(Err(Outcome::Cut)),
+        Err(e) => Err(format!("{what} failed: {e:?}")),
+    }
+}
+
+/// As [`check`], and device errors stop the session when `stop` is set.
+fn check_dev<T>(r: Result<T, Error>, what: &str, stop: bool) -> Result<Result<T, Outcome>, String> {
+    match r {
+        Err(Error::Device(k)) if stop && k != ErrorKind::PowerLoss => {
+            Ok(Err(Outcome::DeviceError(Error::Device(k))))
+        }
+        r => check(r, what),
+    }
+}
+
+/// Reads `pages` pages from `lpn` and compares them with the model's current contents.
+pub fn verify_range<N: NandFlash>(
+    ftl: &mut TestFtl<'_, N>,
+    model: &Model,
+    lpn: u32,
+    pages: u32,
+) -> Result<Result<(), Outcome>, String> {
+    verify_range_stop(ftl, model, lpn, pages, false)
+}
+
+fn verify_range_stop<N: NandFlash>(
+    ftl: &mut TestFtl<'_, N>,
+    model: &Model,
+    lpn: u32,
+    pages: u32,
+    stop: bool,
+) -> Result<Result<(), Outcome>, String> {
+    let pb = ftl.page_bytes() as usize;
+    let mut buf = vec![0u8; pages as usize * pb];
+    if let Err(o) = check_dev(ftl.read(lpn, &mut buf), &format!("read of lpn {lpn}+{pages}"), stop)? {
+        return Ok(Err(o));
+    }
+    for (i, page) in buf.chunks_exact(pb).enumerate() {
+        let l = lpn + i as u32;
+        let want = model.cur[l as usize];
+        let got = identify(l, page);
+        if got != Found::Content(want) {
+            return Err(format!(
+                "lpn {l} reads {} but the model says {}",
+                match got {
+                    Found::Content(c) => model.describe(c),
+                    Found::Garbage => "garbage".into(),
+                },
+                model.describe(want)
+            ));
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// Reads every logical page and compares it with the model.
+pub fn verify_all<N: NandFlash>(
+    ftl: &mut TestFtl<'_, N>,
+    model: &Model,
+) -> Result<Result<(), Outcome>, String> {
+    verify_all_stop(ftl, model, false)
+}
+
+fn verify_all_stop<N: NandFlash>(
+    ftl: &mut TestFtl<'_, N>,
+    model: &Model,
+    stop: bool,
+) -> Result<Result<(), Outcome>, String> {
+    let n = model.len();
+    let chunk = 8;
+    let mut l = 0;
+    while l < n {
+        let k = chunk.min(n - l);
+        if let Err(o) = verify_range_stop(ftl, model, l, k, stop)? {
+            return Ok(Err(o));
+        }
+        l += k;
+    }
+    Ok(Ok(()))
+}
+
+/// After an uncertain event (a power cut and recovery, a device error): every logical page must
+/// read as one of its acceptable contents; the model then takes what was read. `durable` after a
+/// recovery (see [`Model::settle`]). Returns how many pages did not read as their current content.
+pub fn settle_all<N: NandFlash>(
+    ftl: &mut TestFtl<'_, N>,
+    model: &mut Model,
+    durable: bool,
+) -> Result<Result<u32, Outcome>, String> {
+    let pb = ftl.page_bytes() as usize;
+    let mut buf = vec![0u8; pb];
+    let mut seen = Vec::with_capacity(model.len() as usize);
+    for l in 0..model.len() {
+        if let Err(o) = check(ftl.read(l, &mut buf), &format!("read of lpn {l} after recovery"))? {
+            return Ok(Err(o));
+        }
+        let acc = &model.acceptable[l as usize];
+        match identify(l, &buf) {
+            Found::Content(c) if acc.contains(&c) => seen.push(c),
+            got => {
+                return Err(format!(
+                    "lpn {l} reads {} but only {} are acceptable (current {})",
+                    match got {
+                        Found::Content(c) => model.describe(c),
+                        Found::Garbage => "garbage".into(),
+                    },
+                    model.describe_set(acc),
+                    model.describe(model.cur[l as usize]),
+                ))
+            }
+        }
+    }
+    let mut changed = 0;
+    for (l, c) in seen.into_iter().enumerate() {
+        if model.cur[l] != c {
+            changed += 1;
+        }
+        model.settle(l as u32, c, durable);
+    }
+    Ok(Ok(changed))
+}
+
+/// Runs `ops[*next..]` on `ftl` until the end, a `Remount` op or a power cut. `*next` is left at
+/// the op after the last one run. Model updates happen before the FTL call, so a call cut short
+/// leaves its contents among the acceptable ones.
+pub fn session<N: CutControl>(
+    ftl: &mut TestFtl<'_, N>,
+    ctx: &mut Ctx<'_>,
+    ops: &[Op],
+    next: &mut usize,
+) -> Result<Outcome, String> {
+    let pb = ftl.page_bytes() as usize;
+    let mut buf = Vec::new();
+    while *next < ops.len() {
+        let op = ops[*next];
+        let step = *next;
+        *next += 1;
+        ctx.model.step = step;
+        ctx.log.push(format!("step {step}: {op:?}"));
+        let touched = match op {
+            Op::Write { lpn, pages } => {
+                let (lpn, pages) = clamp(ctx.model, lpn, pages);
+                let ids = ctx.model.write(lpn, pages);
+                buf.resize(pages as usize * pb, 0);
+                for (i, id) in ids.iter().enumerate() {
+                    fill_page(lpn + i as u32, *id, &mut buf[i * pb..(i + 1) * pb]);
+                }
+                if let Err(o) =
+                    check_dev(ftl.write(lpn, &buf), &format!("step {step}: write"), ctx.stop_on_device_error)?
+                {
+                    return Ok(o);
+                }
+                Some((lpn, pages))
+            }
+            Op::Read { lpn, pages } => {
+                let (lpn, pages) = clamp(ctx.model, lpn, pages);
+                let r = verify_range_stop(ftl, ctx.model, lpn, pages, ctx.stop_on_device_error);
+                if let Err(o) = r.map_err(|e| format!("step {step}: {e}"))? {
+                    return Ok(o);
+                }
+                None
+            }
+            Op::Trim { lpn, pages } => {
+                let (lpn, pages) = clamp(ctx.model, lpn, pages);
+                ctx.model.trim(lpn, pages);
+                if let Err(o) =
+                    check_dev(ftl.trim(lpn, pages), &format!("step {step}: trim"), ctx.stop_on_device_error)?
+                {
+                    return Ok(o);
+                }
+                Some((lpn, pages))
+            }
+            Op::Flush => {
+                if let Err(o) =
+                    check_dev(ftl.flush(), &format!("step {step}: flush"), ctx.stop_on_device_error)?
+                {
+                    return Ok(o);
+                }
+                ctx.model.flush();
+                None
+            }
+            Op::Cut { after, mount_after } => {
+                ftl.nand_mut().schedule_cut(after as u64);
+                *ctx.mount_cut = mount_after;
+                None
+            }
+            Op::Remount => return Ok(Outcome::Remount),
+        };
+        let r = match (ctx.verify, touched) {
+            (Verify::All, _) => verify_all_stop(ftl, ctx.model, ctx.stop_on_device_error),
+            (Verify::Touched, Some((lpn, pages))) => {
+                verify_range_stop(ftl, ctx.model, lpn, pages, ctx.stop_on_device_error)
+            }
+            (Verify::Touched, None) => Ok(Ok(())),
+        };
+        if let Err(o) = r.map_err(|e| format!("after step {step}: {e}"))? {
+            return Ok(o);
+        }
+    }
+    Ok(Outcome::End)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The environment: emulator, memory, model, and the driver of cuts and remounts
+
+/// Sums of the counters of every FTL instance of a run.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct Totals {
+    /// GC blocks.
+    pub gc_blocks: u64,
+    /// Checkpoints.
+    pub checkpoints: u64,
+    /// Journal pages.
+    pub journal_pages: u64,
+    /// Blocks retired.
+    pub blocks_retired: u64,
+    /// Program failures.
+    pub program_failures: u64,
+    /// Erase failures.
+    pub erase_failures: u64,
+    /// Host pages written.
+    pub host_write_pages: u64,
+    /// Wear-leveling moves.
+    pub wear_level_moves: u64,
+}
+
+impl Totals {
+    /// Adds one instance's counters.
+    pub fn add(&mut self, c: &Counters) {
+        self.gc_blocks += c.gc_blocks;
+        self.checkpoints += c.checkpoints;
+        self.journal_pages += c.journal_pages;
+        self.blocks_retired += c.blocks_retired;
+        self.program_failures += c.program_failures;
+        self.erase_failures += c.erase_failures;
+        self.host_write_pages += c.host_write_pages;
+        self.wear_level_moves += c.wear_level_moves;
+    }
+}
+
+/// How a run ended.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunStats {
+    /// Power cuts that fired during the workload.
+    pub cuts: u32,
+    /// Cuts that fired during a recovery mount.
+    pub mount_cuts: u32,
+    /// Clean remounts.
+    pub remounts: u32,
+    /// Whether the cut hit the format (the run stopped there).
+    pub format_cut: bool,
+    /// Device operations issued when the workload ended (before the final checks).
+    pub ops_at_end: u64,
+    /// Pages that recovered to something other than their current content.
+    pub rolled_back: u32,
+}
+
+/// Where a run starts.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// Formats the device first (a cut there ends the run after checking the aftermath).
+    Format,
+    /// Mounts a cleanly unmounted device.
+    Mount,
+}
+
+/// An emulator, the FTL's memory and the model, and the driver that runs workloads on them.
+pub struct Env {
+    /// The device.
+    pub emu: Emulator,
+    /// The FTL's memory (reused by every mount).
+    pub mem: FtlMemory,
+    /// The FTL configuration.
+    pub cfg: Config,
+    /// The expectation.
+    pub model: Model,
+    /// Recent events.
+    pub log: Log,
+    /// Read-back policy.
+    pub verify: Verify,
+    /// After a cut, run at most this many more ops before ending (None: all of them).
+    pub ops_after_cut: Option<usize>,
+    /// Counter sums.
+    pub totals: Totals,
+    /// Run statistics.
+    pub stats: RunStats,
+    /// Cut the next recovery mount after this many device operations (set by `Op::Cut`).
+    pub mount_cut: Option<u32>,
+    /// Keep a power cut scheduled at all times, at random offsets.
+    pub random_cuts: Option<RandomCuts>,
+}
+
+/// Power cuts at random offsets, rescheduled whenever none is pending.
+#[derive(Clone, Debug)]
+pub struct RandomCuts {
+    /// The generator of offsets.
+    pub rng: Rng,
+    /// Offsets are below this many device operations.
+    pub max_after: u64,
+    /// Chance (in 1/100) that the recovery mount after a cut is cut too.
+    pub mount_cut_percent: u64,
+    /// Mount cuts are below this many device operations.
+    pub max_mount_after: u64,
+}
+
+impl Env {
+    /// A new environment over `emu` (nothing done to it yet).
+    pub fn new(emu: Emulator, cfg: Config) -> Self {
+        let geo = emu.geometry();
+        Env {
+            mem: FtlMemory::new(&geo, &cfg),
+            emu,
+            cfg,
+            model: Model::new(cfg.logical_pages),
+            log: Log::default(),
+            verify: Verify::All,
+            ops_after_cut: None,
+            totals: Totals::default(),
+            stats: RunStats::default(),
+            mount_cut: None,
+            random_cuts: None,
+        }
+    }
+
+    /// A new environment over a fault-free emulator of `geo`.
+    pub fn with_geometry(geo: Geometry, cfg: Config) -> Self {
+        Self::new(Emulator::new(EmulatorConfig::new(geo)).expect("emulator"), cfg)
+    }
+
+    /// A failure message with the recent log and the block table the FTL left.
+    pub fn fail(&mut self, msg: String) -> String {
+        let geo = self.emu.geometry();
+        format!("{msg}\nrecent events:\n{}{}", self.log.dump(), block_summary(&mut self.mem, &geo))
+    }
+
+    /// Runs `ops` from `start`, recovering from every power cut, and ends with a full check, a
+    /// clean unmount, a mount and another full check.
+    pub fn run(&mut self, ops: &[Op], start: Start) -> Result<RunStats, String> {
+        self.run_inner(ops, start).map_err(|e| self.fail(e))
+    }
+
+    fn run_inner(&mut self, ops: &[Op], start: Start) -> Result<RunStats, String> {
+        #[derive(PartialEq)]
+        enum Next {
+            Format,
+            Mount,
+            Recover,
+        }
+        let mut next_op = 0usize;
+        let mut limit = ops.len();
+        let mut next = match start {
+            Start::Format => Next::Format,
+            Start::Mount => Next::Mount,
+        };
+        loop {
+            let mut ftl = match next {
+                Next::Format => match format(&mut self.emu, &mut self.mem, self.cfg) {
+                    Ok(f) => f,
+                    Err(e) if is_power_loss(&e) => {
+                        self.log.push("cut during format".into());
+                        self.stats.format_cut = true;
+                        after_format_cut(&mut self.emu, &mut self.mem, self.cfg, &self.model)?;
+                        return Ok(self.stats);
+                    }
+                    Err(e) => return Err(format!("format failed: {e:?}")),
+                },
+                Next::Mount => match mount(&mut self.emu, &mut self.mem, self.cfg) {
+                    Ok(mut f) => {
+                        self.log.push("mounted".into());
+                        match verify_all(&mut f, &self.model)
+                            .map_err(|e| format!("after clean remount: {e}"))?
+                        {
+                            Ok(()) => f,
+                            Err(_) => {
+                                self.totals.add(f.counters());
+                                next = Next::Recover;
+                                continue;
+                            }
+                        }
+                    }
+                    Err(e) if is_power_loss(&e) => {
+                        next = Next::Recover;
+                        continue;
+                    }
+                    Err(e) => return Err(format!("clean mount failed: {e:?}")),
+                },
+                Next::Recover => {
+                    self.stats.cuts += 1;
+                    if let Ok(path) = std::env::var("FTL_TESTS_SAVE_BEFORE_RECOVERY") {
+                        let mut copy = self.emu.clone();
+                        copy.restore_power();
+                        copy.save(&path).map_err(|e| format!("saving {path}: {e}"))?;
+                    }
+                    if let Some(m) = self.mount_cut.take() {
+                        self.emu.restore_power();
+                        self.emu.schedule_power_cut(m as u64);
+                        let r = mount(&mut self.emu, &mut self.mem, self.cfg).map(drop);
+                        self.emu.cancel_power_cut();
+                        match r {
+                            Ok(()) => self.log.push(format!("mount cut at {m} did not fire")),
+                            Err(e) if is_power_loss(&e) => {
+                                self.stats.mount_cuts += 1;
+                                self.log.push(format!("cut during recovery mount at op {m}"));
+                            }
+                            Err(e) => {
+                                return Err(format!("mount after a cut (cut again at {m}) failed: {e:?}"))
+                            }
+                        }
+                    }
+                    self.emu.restore_power();
+                    let mut f = mount(&mut self.emu, &mut self.mem, self.cfg)
+                        .map_err(|e| format!("mount after a power cut failed: {e:?}"))?;
+                    let replayed = f.counters().mount_replayed_pages;
+                    match settle_all(&mut f, &mut self.model, true)? {
+                        Ok(changed) => {
+                            self.stats.rolled_back += changed;
+                            self.log
+                                .push(format!("recovered: {replayed} pages replayed, {changed} rolled back"));
+                        }
+                        Err(_) => return Err("power cut during post-recovery check (none scheduled)".into()),
+                    }
+                    if let Some(n) = self.ops_after_cut {
+                        limit = limit.min(next_op + n);
+                    }
+                    f
+                }
+            };
+            if let Some(rc) = &mut self.random_cuts {
+                if ftl.nand().pending_power_cut().is_none() {
+                    let after = rc.rng.below(rc.max_after);
+                    ftl.nand_mut().schedule_power_cut(after);
+                    self.mount_cut = rc
+                        .rng
+                        .chance(rc.mount_cut_percent, 100)
+                        .then(|| rc.rng.below(rc.max_mount_after) as u32);
+                    self.log.push(format!("cut scheduled in {after} ops, mount cut {:?}", self.mount_cut));
+                }
+            }
+            let mut ctx = Ctx {
+                model: &mut self.model,
+                log: &mut self.log,
+                verify: self.verify,
+                mount_cut: &mut self.mount_cut,
+                stop_on_device_error: false,
+            };
+            let outcome = session(&mut ftl, &mut ctx, &ops[..limit], &mut next_op)?;
+            self.totals.add(ftl.counters());
+            match outcome {
+                Outcome::Cut => {
+                    self.log.push("power cut".into());
+                    next = Next::Recover;
+                }
+                Outcome::Remount => match ftl.unmount() {
+                    Ok(_) => {
+                        self.model.flush();
+                        self.stats.remounts += 1;
+                        next = Next::Mount;
+                    }
+                    Err(e) if is_power_loss(&e) => {
+                        self.log.push("power cut during unmount".into());
+                        next = Next::Recover;
+                    }
+                    Err(e) => return Err(format!("unmount failed: {e:?}")),
+                },
+                Outcome::DeviceError(e) => return Err(format!("device error {e:?}")),
+                Outcome::End => {
+                    self.stats.ops_at_end = ftl.nand().ops_issued();
+                    ftl.nand_mut().cancel_power_cut();
+                    verify_all(&mut ftl, &self.model)?.map_err(|_| "cut in final check".to_string())?;
+                    ftl.unmount().map_err(|e| format!("final unmount failed: {e:?}"))?;
+                    self.model.flush();
+                    let mut f = mount(&mut self.emu, &mut self.mem, self.cfg)
+                        .map_err(|e| format!("mount after the final unmount failed: {e:?}"))?;
+                    verify_all(&mut f, &self.model)
+                        .map_err(|e| format!("after the final remount: {e}"))?
+                        .map_err(|_| "cut in final check".to_string())?;
+                    if f.counters().mount_replayed_pages != 0 {
+                        return Err(format!(
+                            "mount after a clean unmount replayed {} pages",
+                            f.counters().mount_replayed_pages
+                        ));
+                    }
+                    return Ok(self.stats);
+                }
+            }
+        }
+    }
+}
+
+/// Per plane, how many blocks the FTL's block table (as the last FTL instance left it in `mem`)
+/// has in each state, for failure messages.
+pub fn block_summary(mem: &mut FtlMemory, geo: &Geometry) -> String {
+    let (_, m) = mem.parts();
+    let mut out = String::from("block table by plane (state: count):\n");
+    for plane in 0..geo.total_planes() {
+        let mut counts = std::collections::BTreeMap::new();
+        let mut valid = 0u32;
+        for (b, info) in m.blocks.iter().enumerate() {
+            if geo.plane_index(nand_hal::BlockId(b as u32)) == plane {
+                *counts.entry(format!("{:?}", info.state())).or_insert(0u32) += 1;
+                valid += info.valid as u32;
+            }
+        }
+        let _ = writeln!(out, "  plane {plane}: {counts:?}, {valid} valid pages");
+    }
+    out
+}
+
+/// After a cut during format: mount may fail with NotFormatted or Corrupt (format was never
+/// acknowledged) or succeed with an empty device; a new format must then work.
+fn after_format_cut(
+    emu: &mut Emulator,
+    mem: &mut FtlMemory,
+    cfg: Config,
+    model: &Model,
+) -> Result<(), String> {
+    emu.restore_power();
+    match mount(&mut *emu, &mut *mem, cfg) {
+        Ok(mut f) => {
+            let empty = Model::new(model.len());
+            verify_all(&mut f, &empty)
+                .map_err(|e| format!("mount after a cut during format: {e}"))?
+                .map_err(|_| "unexpected cut".to_string())?;
+        }
+        Err(Error::NotFormatted | Error::Corrupt) => {}
+        Err(e) => return Err(format!("mount after a cut during format returned {e:?}")),
+    }
+    let mut f =
+        format(&mut *emu, &mut *mem, cfg).map_err(|e| format!("format after a cut during format: {e:?}"))?;
+    f.write(0, &{
+        let mut p = vec![0u8; f.page_bytes() as usize];
+        fill_page(0, 1, &mut p);
+        p
+    })
+    .map_err(|e| format!("write after reformat: {e:?}"))?;
+    f.unmount().map_err(|e| format!("unmount after reformat: {e:?}"))?;
+    let mut f = mount(emu, mem, cfg).map_err(|e| format!("mount after reformat: {e:?}"))?;
+    let mut p = vec![0u8; f.page_bytes() as usize];
+    f.read(0, &mut p).map_err(|e| format!("read after reformat: {e:?}"))?;
+    if identify(0, &p) != Found::Content(Some(1)) {
+        return Err("reformatted device lost its write".into());
+    }
+    Ok(())
+}
+
+/// The case count of a property test: `PROPTEST_CASES` if set, else `default`.
+pub fn proptest_cases(default: u32) -> u32 {
+    match std::env::var("PROPTEST_CASES") {
+        Ok(v) => v.parse().unwrap_or_else(|_| panic!("PROPTEST_CASES={v} is not a number")),
+        Err(_) => default,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deterministic pseudo-random numbers for workload generators
+
+/// A small seeded generator (splitmix64) for building workloads.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Self {
+        Rng(seed ^ 0x5DEE_CE66_D1CE_4E5B)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        splitmix(&mut self.0)
+    }
+
+    /// A number in `0..n` (`n` > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+
+    /// True with probability `num / den`.
+    pub fn chance(&mut self, num: u64, den: u64) -> bool {
+        self.below(den) < num
+    }
+}
+
+/// A random workload of `len` ops over `logical_pages` pages: mostly writes (a hot tenth of the
+/// space takes half of them), some reads, trims and flushes; no cuts or remounts.
+pub fn random_workload(rng: &mut Rng, logical_pages: u32, len: usize) -> Vec<Op> {
+    let l = logical_pages as u64;
+    let mut ops = Vec::with_capacity(len);
+    for _ in 0..len {
+        let lpn = if rng.chance(1, 2) { rng.below((l / 10).max(1)) } else { rng.below(l) } as u32;
+        let r = rng.below(100);
+        ops.push(match r {
+            0..=69 => Op::Write { lpn, pages: 1 + rng.below(4) as u32 },
+            70..=79 => Op::Read { lpn, pages: 1 + rng.below(4) as u32 },
+            80..=91 => Op::Trim { lpn, pages: 1 + rng.below(6) as u32 },
+            _ => Op::Flush,
+        });
+    }
+    ops
+}
