@@ -14,11 +14,8 @@ fn ops(c: &mut Criterion) {
     let (mut rd, mut rs) = (vec![0u8; 2048], vec![0u8; 64]);
     for store_data in [false, true] {
         let mode = if store_data { "with_data" } else { "metadata_only" };
-        let mut e = Emulator::new(EmulatorConfig {
-            store_data,
-            ..EmulatorConfig::new(geometry)
-        })
-        .expect("emulator");
+        let mut e =
+            Emulator::new(EmulatorConfig { store_data, ..EmulatorConfig::new(geometry) }).expect("emulator");
         let mut g = c.benchmark_group(format!("emulator_{mode}"));
         g.throughput(Throughput::Elements(ppb as u64));
         let mut block = 0u32;
@@ -35,8 +32,7 @@ fn ops(c: &mut Criterion) {
         g.bench_function("read_block_2048+64", |b| {
             b.iter(|| {
                 for p in 0..ppb {
-                    e.read_page(PageId(block * ppb + p), &mut rd, &mut rs)
-                        .expect("read");
+                    e.read_page(PageId(block * ppb + p), &mut rd, &mut rs).expect("read");
                 }
                 black_box(&rd);
             })
@@ -44,8 +40,7 @@ fn ops(c: &mut Criterion) {
         g.bench_function("read_spare_block_16", |b| {
             b.iter(|| {
                 for p in 0..ppb {
-                    e.read_spare(PageId(block * ppb + p), &mut rs[..16])
-                        .expect("read");
+                    e.read_spare(PageId(block * ppb + p), &mut rs[..16]).expect("read");
                 }
                 black_box(&rs);
             })

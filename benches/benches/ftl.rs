@@ -65,8 +65,7 @@ fn write_at_90<P: ftl_core::policy::PolicySet + Default, N: NandFlash>(
     g.throughput(Throughput::Elements(1));
     g.bench_function(name, |b| {
         b.iter(|| {
-            ftl.write(rng.random_range(0..n), black_box(&page))
-                .expect("write");
+            ftl.write(rng.random_range(0..n), black_box(&page)).expect("write");
         })
     });
     g.finish();

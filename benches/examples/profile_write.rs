@@ -11,14 +11,8 @@ fn main() {
     let cfg = Config::for_utilization(&geo, 900);
     let mut mem = FtlMemory::new(&geo, &cfg);
     let (m, memory) = mem.parts();
-    let mut ftl = Ftl::format(
-        SpareStore::new(geo),
-        MetadataOnlyPolicies::default(),
-        m,
-        memory,
-        cfg,
-    )
-    .expect("format");
+    let mut ftl =
+        Ftl::format(SpareStore::new(geo), MetadataOnlyPolicies::default(), m, memory, cfg).expect("format");
     let page = vec![0u8; geo.data_bytes as usize];
     let n = cfg.logical_pages;
     let mut rng = ChaCha8Rng::seed_from_u64(1);

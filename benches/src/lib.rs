@@ -15,10 +15,7 @@ pub struct SpareStore {
 impl SpareStore {
     /// An erased device.
     pub fn new(geo: Geometry) -> Self {
-        SpareStore {
-            geo,
-            spare: vec![0xFF; geo.total_pages() as usize * geo.spare_bytes as usize],
-        }
+        SpareStore { geo, spare: vec![0xFF; geo.total_pages() as usize * geo.spare_bytes as usize] }
     }
     fn spare_of(&mut self, page: PageId) -> Result<&mut [u8], ErrorKind> {
         let s = self.geo.spare_bytes as usize;
@@ -52,10 +49,7 @@ impl NandFlash for SpareStore {
         let s = self.geo.spare_bytes as usize;
         let ppb = self.geo.pages_per_block as usize;
         let o = block.0 as usize * ppb * s;
-        self.spare
-            .get_mut(o..o + ppb * s)
-            .ok_or(ErrorKind::OutOfRange)?
-            .fill(0xFF);
+        self.spare.get_mut(o..o + ppb * s).ok_or(ErrorKind::OutOfRange)?.fill(0xFF);
         Ok(())
     }
     fn is_bad(&mut self, _block: BlockId) -> Result<bool, ErrorKind> {

@@ -61,14 +61,8 @@ pub struct BlockInfo {
 
 impl BlockInfo {
     /// An entry for a block in no list.
-    pub const EMPTY: BlockInfo = BlockInfo {
-        erase_count: 0,
-        prev: NIL,
-        next: NIL,
-        valid: 0,
-        state: BlockState::Free as u8,
-        flags: 0,
-    };
+    pub const EMPTY: BlockInfo =
+        BlockInfo { erase_count: 0, prev: NIL, next: NIL, valid: 0, state: BlockState::Free as u8, flags: 0 };
 
     /// The block's state.
     pub fn state(&self) -> BlockState {
@@ -103,12 +97,7 @@ impl<'m> BlockTable<'m> {
     /// A table over `info` (one per block) and `heads` ([`list_heads`] entries), all blocks
     /// `Bad` and in no list until the caller sets them up.
     pub fn new(geo: Geometry, info: &'m mut [BlockInfo], heads: &'m mut [u32]) -> Self {
-        let mut t = BlockTable {
-            info,
-            heads,
-            geo,
-            free: [0; MAX_TOTAL_PLANES],
-        };
+        let mut t = BlockTable { info, heads, geo, free: [0; MAX_TOTAL_PLANES] };
         t.reset();
         t
     }
@@ -116,10 +105,7 @@ impl<'m> BlockTable<'m> {
     /// Forgets everything: all blocks bad with erase count 0, all lists empty.
     pub fn reset(&mut self) {
         for i in self.info.iter_mut() {
-            *i = BlockInfo {
-                state: BlockState::Bad as u8,
-                ..BlockInfo::EMPTY
-            };
+            *i = BlockInfo { state: BlockState::Bad as u8, ..BlockInfo::EMPTY };
         }
         self.heads.fill(NIL);
         self.free = [0; MAX_TOTAL_PLANES];
@@ -411,12 +397,7 @@ mod tests {
     use super::*;
 
     fn geo() -> Geometry {
-        Geometry {
-            pages_per_block: 4,
-            blocks_per_plane: 4,
-            planes_per_lun: 2,
-            ..Geometry::MT29F4G08
-        }
+        Geometry { pages_per_block: 4, blocks_per_plane: 4, planes_per_lun: 2, ..Geometry::MT29F4G08 }
     }
 
     #[test]

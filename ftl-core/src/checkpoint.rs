@@ -100,11 +100,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         i -= FRONTIER_WORDS as u64;
         if i < self.geo.total_blocks() as u64 {
             let info = self.blocks.get(BlockId(i as u32));
-            let bad = if info.state() == BlockState::Bad {
-                BAD_BIT
-            } else {
-                0
-            };
+            let bad = if info.state() == BlockState::Bad { BAD_BIT } else { 0 };
             return (info.erase_count & !BAD_BIT) | bad;
         }
         i -= self.geo.total_blocks() as u64;
@@ -176,9 +172,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 self.buf[body * 4..body * 4 + 4].copy_from_slice(&c.to_le_bytes());
             }
             if p % ppb == 0 {
-                let plane = (0..self.geo.total_planes())
-                    .max_by_key(|&pl| self.blocks.free_count(pl))
-                    .unwrap_or(0);
+                let plane =
+                    (0..self.geo.total_planes()).max_by_key(|&pl| self.blocks.free_count(pl)).unwrap_or(0);
                 block = match self.alloc_block(plane) {
                     Ok(b) => b,
                     Err(e) => {
@@ -198,15 +193,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             };
             let (data, spare) = self.buf.split_at_mut(d);
             meta.encode(&mut spare[..META_LEN]);
-            self.policies
-                .codec()
-                .encode(data, &mut spare[META_LEN..spare_len]);
+            self.policies.codec().encode(data, &mut spare[META_LEN..spare_len]);
             self.counters.nand_programs += 1;
             self.counters.checkpoint_pages += 1;
-            match self
-                .nand
-                .program_page(page, &self.buf[..d], &self.buf[d..d + spare_len])
-            {
+            match self.nand.program_page(page, &self.buf[..d], &self.buf[d..d + spare_len]) {
                 Ok(()) => {}
                 Err(e) if e_kind(&e) == ErrorKind::ProgramFailed => {
                     self.counters.program_failures += 1;
@@ -227,10 +217,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 self.blocks.set_state(BlockId(b), BlockState::Checkpoint);
             }
         }
-        self.ckpt = crate::checkpoint::CheckpointState {
-            seq: ckpt_seq,
-            blocks_since: 0,
-        };
+        self.ckpt = crate::checkpoint::CheckpointState { seq: ckpt_seq, blocks_since: 0 };
         self.blocks.clear_flags_everywhere(FLAG_LIVE_JOURNAL);
         self.trims.clear();
         self.counters.checkpoints += 1;

@@ -66,6 +66,8 @@ impl Config {
         let planes = geometry.total_planes();
         if planes as usize > MAX_TOTAL_PLANES
             || geometry.pages_per_block < 2
+            // Voiding a torn or failed page programs it a second time (see `recovery`).
+            || geometry.nop < 2
             || geometry.pages_per_block > u16::MAX as u32
             || (geometry.spare_bytes as usize) < META_LEN + codec_spare
             || geometry.data_bytes < crate::checkpoint::HEADER_LEN as u32
@@ -99,11 +101,7 @@ impl Config {
 /// Blocks one checkpoint occupies.
 pub const fn checkpoint_blocks(geometry: &Geometry, logical_pages: u32) -> u32 {
     let pages = crate::checkpoint::checkpoint_pages(geometry, logical_pages);
-    pages.div_ceil(if geometry.pages_per_block == 0 {
-        1
-    } else {
-        geometry.pages_per_block
-    })
+    pages.div_ceil(if geometry.pages_per_block == 0 { 1 } else { geometry.pages_per_block })
 }
 
 /// The sizes of the buffers the caller lends the FTL (see [`crate::Memory`]).
@@ -146,5 +144,24 @@ impl RamLayout {
             + self.blocks * core::mem::size_of::<BlockInfo>()
             + self.list_heads * 4
             + self.page_buf
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_rejects_what_the_ftl_cannot_run_on() {
+        let g = Geometry::MT29F4G08;
+        let c = Config::for_utilization(&g, 900);
+        assert_eq!(c.validate(&g, 4), Ok(()));
+        // Voiding a page needs a second partial program.
+        assert_eq!(c.validate(&Geometry { nop: 1, ..g }, 4), Err(Error::Config));
+        // Metadata plus codec must fit the spare.
+        assert_eq!(c.validate(&Geometry { spare_bytes: 31, ..g }, 4), Err(Error::Config));
+        // No room left for GC.
+        assert_eq!(Config { logical_pages: g.total_pages(), ..c }.validate(&g, 4), Err(Error::Config));
+        assert_eq!(Config { gc_free_threshold: 1, ..c }.validate(&g, 4), Err(Error::Config));
     }
 }

@@ -37,10 +37,7 @@ pub struct Frontier {
 
 impl Frontier {
     /// No open block.
-    pub const NONE: Frontier = Frontier {
-        block: NIL,
-        next_page: 0,
-    };
+    pub const NONE: Frontier = Frontier { block: NIL, next_page: 0 };
 }
 
 /// Where the data of a page being appended is.
@@ -84,13 +81,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         for _ in 0..MAX_PROGRAM_ATTEMPTS {
             let page = self.take_page(plane, stream)?;
             let block = self.geo.block_of(page);
-            let meta = PageMeta {
-                kind,
-                tag,
-                seq: self.seq,
-                erase_count: self.blocks.get(block).erase_count,
-                aux,
-            };
+            let meta =
+                PageMeta { kind, tag, seq: self.seq, erase_count: self.blocks.get(block).erase_count, aux };
             self.seq += 1;
             meta.encode(&mut self.buf[d..d + META_LEN]);
             if !encoded {
@@ -213,10 +205,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     fn open_block(&mut self, plane: u32, stream: Stream) -> Result<(), Error> {
         let b = self.alloc_block(plane)?;
         self.blocks.set_state(b, BlockState::Open);
-        self.frontiers[Self::frontier_index(plane, stream)] = Frontier {
-            block: b.0,
-            next_page: 0,
-        };
+        self.frontiers[Self::frontier_index(plane, stream)] = Frontier { block: b.0, next_page: 0 };
         self.ckpt.blocks_since += 1;
         Ok(())
     }

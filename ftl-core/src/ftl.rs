@@ -172,17 +172,12 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Zeroes the operation counters.
     pub fn reset_counters(&mut self) {
         let mount_reads = self.counters.mount_reads;
-        self.counters = Counters {
-            mount_reads,
-            ..Counters::default()
-        };
+        self.counters = Counters { mount_reads, ..Counters::default() };
     }
 
     /// Erase count of every block, in block order (bad blocks included).
     pub fn erase_counts(&self) -> impl Iterator<Item = (BlockId, u32, bool)> + '_ {
-        self.blocks
-            .iter()
-            .map(|(b, i)| (b, i.erase_count, i.state() == BlockState::Bad))
+        self.blocks.iter().map(|(b, i)| (b, i.erase_count, i.state() == BlockState::Bad))
     }
 
     /// Bytes of RAM this FTL uses in caller memory plus its own struct.
@@ -228,10 +223,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             _ => return Err(Error::Uncorrectable { lpn }),
         }
         let stored = &self.buf[d + META_LEN..d + spare_len];
-        self.policies
-            .codec()
-            .decode(out, stored)
-            .map_err(|_| Error::Uncorrectable { lpn })?;
+        self.policies.codec().decode(out, stored).map_err(|_| Error::Uncorrectable { lpn })?;
         Ok(())
     }
 
@@ -243,11 +235,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             self.write_journal()?;
         }
         let pb = self.geo.data_bytes as usize;
-        let req = WriteRequest {
-            lpn,
-            pages: n,
-            page_bytes: self.geo.data_bytes,
-        };
+        let req = WriteRequest { lpn, pages: n, page_bytes: self.geo.data_bytes };
         let temp = self.policies.classifier().classify_request(&req);
         for (i, chunk) in data.chunks_exact(pb).enumerate() {
             let l = lpn + i as u32;
@@ -312,9 +300,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     }
 
     pub(crate) fn is_valid_page(&self, p: PageId) -> bool {
-        self.valid
-            .get(p.0 as usize / 32)
-            .is_some_and(|w| w & (1 << (p.0 % 32)) != 0)
+        self.valid.get(p.0 as usize / 32).is_some_and(|w| w & (1 << (p.0 % 32)) != 0)
     }
 
     fn set_valid_bit(&mut self, p: PageId, on: bool) {
@@ -349,8 +335,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             }
             // Keep the wear an earlier format recorded.
             self.counters.nand_reads += 1;
-            self.nand
-                .read_spare(self.geo.page(b, 0), &mut self.buf[d..d + META_LEN])?;
+            self.nand.read_spare(self.geo.page(b, 0), &mut self.buf[d..d + META_LEN])?;
             let ec = match PageMeta::decode(&self.buf[d..d + META_LEN]) {
                 SpareState::Valid(m) => m.erase_count,
                 _ => 0,

@@ -56,11 +56,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         match finish {
             Finish::Erase => {
-                let prepared = if !self.trims.is_empty() {
-                    self.write_journal()
-                } else {
-                    Ok(())
-                };
+                let prepared = if !self.trims.is_empty() { self.write_journal() } else { Ok(()) };
                 let prepared = prepared.and_then(|_| {
                     if self.blocks.get(b).flags & FLAG_LIVE_JOURNAL != 0 {
                         self.write_checkpoint()
@@ -121,14 +117,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let (data, spare) = self.buf.split_at_mut(d);
             matches!(self.policies.codec().decode(data, &spare[META_LEN..spare_len]), Ok(n) if n > 0)
         };
-        let new = self.append(
-            plane,
-            Stream::Gc,
-            PageKind::Data,
-            lpn,
-            0,
-            Source::Buffer { encode },
-        )?;
+        let new = self.append(plane, Stream::Gc, PageKind::Data, lpn, 0, Source::Buffer { encode })?;
         self.remap(lpn, Some(new));
         self.counters.gc_page_copies += 1;
         Ok(())

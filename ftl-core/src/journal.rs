@@ -31,10 +31,7 @@ pub struct PendingTrims {
 
 impl PendingTrims {
     pub(crate) const fn new() -> Self {
-        PendingTrims {
-            ranges: [(0, 0); MAX_PENDING_TRIMS],
-            len: 0,
-        }
+        PendingTrims { ranges: [(0, 0); MAX_PENDING_TRIMS], len: 0 }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -65,9 +62,7 @@ impl PendingTrims {
 
     pub(crate) fn overlaps(&self, lpn: u32, count: u32) -> bool {
         let end = lpn as u64 + count as u64;
-        self.ranges[..self.len]
-            .iter()
-            .any(|&(a, n)| (a as u64) < end && (lpn as u64) < a as u64 + n as u64)
+        self.ranges[..self.len].iter().any(|&(a, n)| (a as u64) < end && (lpn as u64) < a as u64 + n as u64)
     }
 
     fn serialize(&self, out: &mut [u8]) {
@@ -104,16 +99,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         self.trims.serialize(&mut self.buf[..d]);
         let count = self.trims.len as u32;
-        let page = self.append(
-            plane,
-            Stream::Gc,
-            PageKind::Journal,
-            count,
-            0,
-            Source::Buffer { encode: true },
-        )?;
-        self.blocks
-            .set_flags(self.geo.block_of(page), FLAG_LIVE_JOURNAL, true);
+        let page =
+            self.append(plane, Stream::Gc, PageKind::Journal, count, 0, Source::Buffer { encode: true })?;
+        self.blocks.set_flags(self.geo.block_of(page), FLAG_LIVE_JOURNAL, true);
         self.trims.clear();
         self.counters.journal_pages += 1;
         Ok(())

@@ -120,13 +120,7 @@ mod tests {
     use super::*;
 
     fn sample() -> PageMeta {
-        PageMeta {
-            kind: PageKind::Data,
-            tag: 77,
-            seq: 0x1_0000_0005,
-            erase_count: 9,
-            aux: 3,
-        }
+        PageMeta { kind: PageKind::Data, tag: 77, seq: 0x1_0000_0005, erase_count: 9, aux: 3 }
     }
 
     #[test]

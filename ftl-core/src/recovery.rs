@@ -89,10 +89,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             return Err(Error::Corrupt);
         }
         self.seq = newest + 1;
-        self.ckpt = CheckpointState {
-            seq: ckpt_seq,
-            blocks_since: replayed.blocks,
-        };
+        self.ckpt = CheckpointState { seq: ckpt_seq, blocks_since: replayed.blocks };
         self.frontiers = [Frontier::NONE; crate::config::MAX_TOTAL_PLANES * crate::frontier::STREAMS];
         for plane in 0..self.geo.total_planes() {
             for (slot, stream) in [Stream::Gc, Stream::Host].into_iter().enumerate() {
@@ -104,11 +101,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.dirty = replayed.pages > 0;
         self.counters.mount_replayed_pages = replayed.pages;
         self.counters.mount_reads = self.counters.nand_reads - reads_before;
-        crate::fmt::info!(
-            "mounted: {} reads, {} pages replayed",
-            self.counters.mount_reads,
-            replayed.pages
-        );
+        crate::fmt::info!("mounted: {} reads, {} pages replayed", self.counters.mount_reads, replayed.pages);
         Ok(())
     }
 
@@ -120,8 +113,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         for b in 0..self.geo.total_blocks() {
             let b = BlockId(b);
             self.counters.nand_reads += 1;
-            self.nand
-                .read_spare(self.geo.page(b, 0), &mut self.buf[d..d + META_LEN])?;
+            self.nand.read_spare(self.geo.page(b, 0), &mut self.buf[d..d + META_LEN])?;
             if self.buf[d] != 0xFF {
                 self.blocks.raw_set(b, BlockState::Bad, 0, 0);
                 continue;
@@ -133,8 +125,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     max_seq = max_seq.max(m.seq);
                     if m.kind == PageKind::Checkpoint {
                         let index = (m.tag / ppb).min(u16::MAX as u32) as u16;
-                        self.blocks
-                            .raw_set(b, BlockState::CheckpointNew, m.erase_count, index);
+                        self.blocks.raw_set(b, BlockState::CheckpointNew, m.erase_count, index);
                     } else {
                         self.blocks.raw_set(b, BlockState::Used, m.erase_count, 0);
                     }
@@ -163,11 +154,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 }
             }
             let Some(seq) = best else {
-                return Err(if any_valid {
-                    Error::Corrupt
-                } else {
-                    Error::NotFormatted
-                });
+                return Err(if any_valid { Error::Corrupt } else { Error::NotFormatted });
             };
             if let Some(next) = self.load_checkpoint(seq)? {
                 return Ok((seq, next));
@@ -217,12 +204,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             };
             {
                 let (data, spare) = self.buf.split_at_mut(d);
-                if self
-                    .policies
-                    .codec()
-                    .decode(data, &spare[META_LEN..spare_len])
-                    .is_err()
-                {
+                if self.policies.codec().decode(data, &spare[META_LEN..spare_len]).is_err() {
                     return Ok(None);
                 }
             }
@@ -294,13 +276,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Step 3 and 4.
     fn replay(&mut self, ckpt_seq: u64) -> Result<Replayed, Error> {
         let ppb = self.geo.pages_per_block;
-        let empty = Cursor {
-            block: 0,
-            page: 0,
-            seq: u64::MAX,
-            kind: PageKind::Data,
-            tag: 0,
-        };
+        let empty = Cursor { block: 0, page: 0, seq: u64::MAX, kind: PageKind::Data, tag: 0 };
         let mut cursors = [empty; MAX_REPLAY_BLOCKS];
         let mut n = 0usize;
         fn add(cursors: &mut [Cursor], n: &mut usize, c: Cursor) -> Result<(), Error> {
@@ -312,15 +288,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         for b in 0..self.geo.total_blocks() {
             let bid = BlockId(b);
             if self.blocks.state(bid) == BlockState::Used && self.blocks.raw_scratch(bid) > ckpt_seq {
-                add(
-                    &mut cursors,
-                    &mut n,
-                    Cursor {
-                        block: b,
-                        page: 0,
-                        ..empty
-                    },
-                )?;
+                add(&mut cursors, &mut n, Cursor { block: b, page: 0, ..empty })?;
             }
         }
         for f in self.frontiers {
@@ -332,15 +300,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 && self.blocks.raw_scratch(bid) < ckpt_seq
                 && !cursors[..n].iter().any(|c| c.block == f.block)
             {
-                add(
-                    &mut cursors,
-                    &mut n,
-                    Cursor {
-                        block: f.block,
-                        page: f.next_page,
-                        ..empty
-                    },
-                )?;
+                add(&mut cursors, &mut n, Cursor { block: f.block, page: f.next_page, ..empty })?;
             }
         }
         let mut out = Replayed {
@@ -354,10 +314,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         // The newest data page applied, with the mapping it replaced.
         let mut newest: Option<(u32, Option<PageId>, PageId)> = None;
-        while let Some(k) = (0..n)
-            .filter(|&k| cursors[k].seq != u64::MAX)
-            .min_by_key(|&k| cursors[k].seq)
-        {
+        while let Some(k) = (0..n).filter(|&k| cursors[k].seq != u64::MAX).min_by_key(|&k| cursors[k].seq) {
             let c = cursors[k];
             let page = self.geo.page(BlockId(c.block), c.page);
             match c.kind {
@@ -425,10 +382,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         if next < self.geo.pages_per_block {
             self.blocks.set_state(b, BlockState::Open);
-            self.frontiers[Self::frontier_index(plane, stream)] = Frontier {
-                block: b.0,
-                next_page: next,
-            };
+            self.frontiers[Self::frontier_index(plane, stream)] = Frontier { block: b.0, next_page: next };
         }
         Ok(())
     }
@@ -439,10 +393,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         c.seq = u64::MAX;
         while c.page < self.geo.pages_per_block {
             self.counters.nand_reads += 1;
-            self.nand.read_spare(
-                self.geo.page(BlockId(c.block), c.page),
-                &mut self.buf[d..d + META_LEN],
-            )?;
+            self.nand.read_spare(self.geo.page(BlockId(c.block), c.page), &mut self.buf[d..d + META_LEN])?;
             match PageMeta::decode(&self.buf[d..d + META_LEN]) {
                 SpareState::Erased => return Ok(()),
                 SpareState::Valid(m) if m.seq > ckpt_seq && m.kind != PageKind::Checkpoint => {
@@ -486,11 +437,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         if !matches!(PageMeta::decode(&spare[..spare_len]), SpareState::Valid(_)) {
             return Ok(false);
         }
-        Ok(self
-            .policies
-            .codec()
-            .decode(data, &spare[META_LEN..spare_len])
-            .is_ok())
+        Ok(self.policies.codec().decode(data, &spare[META_LEN..spare_len]).is_ok())
     }
 
     /// Step 5: valid bitmap, counts, states and lists from the map.

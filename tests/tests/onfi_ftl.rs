@@ -22,10 +22,7 @@ const GEO: Geometry = Geometry {
     luns: 1,
     nop: 4,
     sequential_program: true,
-    ecc: EccRequirement {
-        bits: 4,
-        codeword_bytes: 512,
-    },
+    ecc: EccRequirement { bits: 4, codeword_bytes: 512 },
     endurance: 100_000,
 };
 
@@ -62,10 +59,7 @@ fn verify(ftl: &mut TestFtl<'_>, generations: &[u32]) {
 #[test]
 fn ftl_runs_on_the_onfi_driver_and_chip_model() {
     for ready_line in [true, false] {
-        let cfg = ModelConfig {
-            ready_line,
-            ..ModelConfig::for_geometry(&GEO).unwrap()
-        };
+        let cfg = ModelConfig { ready_line, ..ModelConfig::for_geometry(&GEO).unwrap() };
         let size = OnfiChipModel::<Vec<u8>>::storage_bytes(&cfg).unwrap();
         let mut chip = OnfiChipModel::new(cfg, vec![0u8; size]).unwrap();
         chip.mark_factory_bad(BlockId(5)).unwrap();
@@ -98,19 +92,13 @@ fn ftl_runs_on_the_onfi_driver_and_chip_model() {
         verify(&mut ftl, &generations);
         let counters = *ftl.counters();
         assert!(counters.gc_blocks > 0, "GC never ran: {counters:?}");
-        assert!(
-            counters.program_failures > 0 && counters.blocks_retired > 0,
-            "{counters:?}"
-        );
+        assert!(counters.program_failures > 0 && counters.blocks_retired > 0, "{counters:?}");
 
         // Clean unmount, a new driver identifying the same chip, mount.
         let chip = ftl.unmount().unwrap().release();
         let model_counters = *chip.counters();
         assert!(model_counters.page_programs > 5 * n as u64);
-        assert!(
-            model_counters.program_failures > 0,
-            "the failing block was never programmed"
-        );
+        assert!(model_counters.program_failures > 0, "the failing block was never programmed");
         let nand = OnfiNand::new(chip).unwrap();
         assert!(nand.info().multi_plane_program_erase());
         let (map, m) = mem.parts();

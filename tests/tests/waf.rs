@@ -25,11 +25,7 @@ fn check(fill_permille: u32, anchor: f64) {
         r.erase_max,
         r.erase_mean
     );
-    assert!(
-        (r.waf_gc / anchor - 1.0).abs() <= 0.10,
-        "WAF {:.3} is not within 10% of {anchor}",
-        r.waf_gc
-    );
+    assert!((r.waf_gc / anchor - 1.0).abs() <= 0.10, "WAF {:.3} is not within 10% of {anchor}", r.waf_gc);
     // Metadata (checkpoints, journal) adds at most a few percent of programs.
     assert!(
         r.waf_total >= r.waf_gc && r.waf_total <= r.waf_gc * 1.05,

@@ -42,11 +42,7 @@ fn skewed_run(limit: u32) -> (u32, u64) {
     for _ in 0..150 * n {
         ftl.write(n - 1 - rng.random_range(0..hot), &page).unwrap();
     }
-    let counts: Vec<u32> = ftl
-        .erase_counts()
-        .filter(|(_, _, bad)| !bad)
-        .map(|(_, e, _)| e)
-        .collect();
+    let counts: Vec<u32> = ftl.erase_counts().filter(|(_, _, bad)| !bad).map(|(_, e, _)| e).collect();
     let spread = counts.iter().max().unwrap() - counts.iter().min().unwrap();
     (spread, ftl.counters().wear_level_moves)
 }
@@ -60,10 +56,7 @@ fn static_wear_leveling_bounds_the_spread() {
     assert_eq!(moves_off, 0);
     assert!(moves > 0);
     // Without static leveling the cold blocks are left far behind.
-    assert!(
-        spread_off > 4 * limit,
-        "spread without static leveling only {spread_off}"
-    );
+    assert!(spread_off > 4 * limit, "spread without static leveling only {spread_off}");
     // With it, the spread stays near the limit (plus what a block takes between checks).
     assert!(spread <= limit + 24, "spread {spread} with limit {limit}");
 }

@@ -43,9 +43,7 @@ pub struct RequestSizeClassifier {
 
 impl Default for RequestSizeClassifier {
     fn default() -> Self {
-        RequestSizeClassifier {
-            threshold_bytes: 64 * 1024,
-        }
+        RequestSizeClassifier { threshold_bytes: 64 * 1024 }
     }
 }
 
@@ -66,11 +64,7 @@ mod tests {
     #[test]
     fn size_rule_boundary_is_64_kib() {
         let mut c = RequestSizeClassifier::default();
-        let req = |pages| WriteRequest {
-            lpn: 0,
-            pages,
-            page_bytes: 4096,
-        };
+        let req = |pages| WriteRequest { lpn: 0, pages, page_bytes: 4096 };
         assert_eq!(c.classify_request(&req(15)), Temperature::Hot);
         assert_eq!(c.classify_request(&req(16)), Temperature::Cold);
         assert_eq!(c.classify_page(3, Temperature::Cold), Temperature::Cold);

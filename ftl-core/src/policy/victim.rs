@@ -26,7 +26,7 @@ pub trait VictimPolicy {
     }
 }
 
-/// Greedy: fewest valid pages first (ties: the block that became used first in its bucket).
+/// Greedy: fewest valid pages first (ties: the block that entered its valid-count bucket last).
 #[derive(Copy, Clone, Debug, Default)]
 pub struct Greedy;
 
