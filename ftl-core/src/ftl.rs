@@ -109,6 +109,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     }
 
     /// Mounts a formatted device: loads the newest checkpoint and replays what was written since.
+    ///
+    /// The device is taken by value and dropped on error; pass `&mut device` (every `&mut N` is a
+    /// `NandFlash` too) to keep it, e.g. to format after `Error::NotFormatted`.
     pub fn mount(nand: N, policies: P, map: M, mem: Memory<'m>, cfg: Config) -> Result<Self, Error> {
         let mut ftl = Self::new(nand, policies, map, mem, cfg)?;
         ftl.recover()?;
