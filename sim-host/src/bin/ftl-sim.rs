@@ -551,11 +551,15 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
     println!("== 2. Mount cost ==");
     mount_table(if quick { 5 } else { 20 })?;
     println!();
-    println!("== 3. TPC-C trace (MQSim), compacted, looped, closed loop at queue depth 8: one stream vs hot/cold ==");
+    println!("== 3. Hot/cold separation on an MSR Cambridge window (Heimdall cut 1370) ==");
+    println!(
+        "   device sized to the trace at 7% spare, ETI preconditioning, replayed until 2x capacity written,"
+    );
+    println!("   closed loop at queue depth 8: one stream vs the 64 KiB size rule vs MHF vs ETI");
     let trace = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../testdata/traces/mqsim_umass_tpcc_websearch/tpcc-small.trace");
+        .join("../testdata/traces/msr_cuts_heimdall/msr.cut.per_10k.rw_40_60.1370.trace");
     let device = DeviceArgs {
-        device: "anchor".into(),
+        device: "caftl".into(),
         page_bytes: None,
         spare_bytes: None,
         pages_per_block: None,
@@ -563,14 +567,14 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         planes: None,
         luns: None,
         op: Some(7.0),
-        fit: false,
+        fit: true,
     };
     let input = InputArgs {
         trace: Some(trace),
-        format: "disksim".into(),
+        format: "heimdall".into(),
         skip_bad: false,
-        loops: if quick { 4 } else { 16 },
-        until_written: None,
+        loops: 1,
+        until_written: Some(if quick { 1.0 } else { 2.0 }),
         compact: true,
         wrap: false,
         workload: None,
@@ -581,14 +585,14 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         seed: 1,
     };
     let opts = RunOpts {
-        precondition: "seq".into(),
+        precondition: "eti".into(),
         queue_depth: 8,
         closed_loop: true,
-        json: Some(out.join("tpcc_compare.json")),
-        plots: Some(out.join("tpcc_plots")),
+        json: Some(out.join("heimdall1370_compare.json")),
+        plots: Some(out.join("heimdall1370_plots")),
         quiet: false,
     };
-    cmd_compare(&device, &input, &opts, "baseline,baseline@size")?;
+    cmd_compare(&device, &input, &opts, "baseline,baseline@size,baseline@mhf,eti")?;
     println!("(JSON and plots in {})", out.display());
     Ok(())
 }
