@@ -16,14 +16,14 @@
 
 use std::fmt::Write as _;
 
-use ftl_core::policy::DefaultPolicies;
+use ftl_core::policy::{DefaultPolicies, PolicySet};
 use ftl_core::{Config, Counters, Error, FlatMap, Ftl};
 use nand_hal::{EccRequirement, ErrorKind, Geometry, NandFlash};
 use sim_host::emulator::{Emulator, EmulatorConfig};
 use sim_host::memory::FtlMemory;
 
-/// The FTL type every test uses.
-pub type TestFtl<'a, N> = Ftl<'a, N, DefaultPolicies, FlatMap<'a>>;
+/// The FTL type the tests use: the baseline policies unless given others (e.g. a BCH codec).
+pub type TestFtl<'a, N, P = DefaultPolicies> = Ftl<'a, N, P, FlatMap<'a>>;
 
 /// 512 + 32 byte pages (room for the 28 metadata bytes and the 4-byte CRC codec), NOP 4, in-order
 /// programming, with the given shape.
@@ -52,6 +52,28 @@ pub fn format<N: NandFlash>(nand: N, mem: &mut FtlMemory, cfg: Config) -> Result
 pub fn mount<N: NandFlash>(nand: N, mem: &mut FtlMemory, cfg: Config) -> Result<TestFtl<'_, N>, Error> {
     let (map, m) = mem.parts();
     Ftl::mount(nand, DefaultPolicies::default(), map, m, cfg)
+}
+
+/// Formats `nand` with memory from `mem` and the given policies.
+pub fn format_with<N: NandFlash, P: PolicySet>(
+    nand: N,
+    mem: &mut FtlMemory,
+    cfg: Config,
+    policies: P,
+) -> Result<TestFtl<'_, N, P>, Error> {
+    let (map, m) = mem.parts();
+    Ftl::format(nand, policies, map, m, cfg)
+}
+
+/// Mounts `nand` with memory from `mem` and the given policies.
+pub fn mount_with<N: NandFlash, P: PolicySet>(
+    nand: N,
+    mem: &mut FtlMemory,
+    cfg: Config,
+    policies: P,
+) -> Result<TestFtl<'_, N, P>, Error> {
+    let (map, m) = mem.parts();
+    Ftl::mount(nand, policies, map, m, cfg)
 }
 
 /// Whether an error is the emulator reporting a power cut.
@@ -377,8 +399,8 @@ fn check_dev<T>(r: Result<T, Error>, what: &str, stop: bool) -> Result<Result<T,
 }
 
 /// Reads `pages` pages from `lpn` and compares them with the model's current contents.
-pub fn verify_range<N: NandFlash>(
-    ftl: &mut TestFtl<'_, N>,
+pub fn verify_range<N: NandFlash, P: PolicySet>(
+    ftl: &mut TestFtl<'_, N, P>,
     model: &Model,
     lpn: u32,
     pages: u32,
@@ -386,8 +408,8 @@ pub fn verify_range<N: NandFlash>(
     verify_range_stop(ftl, model, lpn, pages, false)
 }
 
-fn verify_range_stop<N: NandFlash>(
-    ftl: &mut TestFtl<'_, N>,
+fn verify_range_stop<N: NandFlash, P: PolicySet>(
+    ftl: &mut TestFtl<'_, N, P>,
     model: &Model,
     lpn: u32,
     pages: u32,
@@ -417,15 +439,15 @@ fn verify_range_stop<N: NandFlash>(
 }
 
 /// Reads every logical page and compares it with the model.
-pub fn verify_all<N: NandFlash>(
-    ftl: &mut TestFtl<'_, N>,
+pub fn verify_all<N: NandFlash, P: PolicySet>(
+    ftl: &mut TestFtl<'_, N, P>,
     model: &Model,
 ) -> Result<Result<(), Outcome>, String> {
     verify_all_stop(ftl, model, false)
 }
 
-fn verify_all_stop<N: NandFlash>(
-    ftl: &mut TestFtl<'_, N>,
+fn verify_all_stop<N: NandFlash, P: PolicySet>(
+    ftl: &mut TestFtl<'_, N, P>,
     model: &Model,
     stop: bool,
 ) -> Result<Result<(), Outcome>, String> {
@@ -445,8 +467,8 @@ fn verify_all_stop<N: NandFlash>(
 /// After an uncertain event (a power cut and recovery, a device error): every logical page must
 /// read as one of its acceptable contents; the model then takes what was read. `durable` after a
 /// recovery (see [`Model::settle`]). Returns how many pages did not read as their current content.
-pub fn settle_all<N: NandFlash>(
-    ftl: &mut TestFtl<'_, N>,
+pub fn settle_all<N: NandFlash, P: PolicySet>(
+    ftl: &mut TestFtl<'_, N, P>,
     model: &mut Model,
     durable: bool,
 ) -> Result<Result<u32, Outcome>, String> {
@@ -486,8 +508,8 @@ pub fn settle_all<N: NandFlash>(
 /// Runs `ops[*next..]` on `ftl` until the end, a `Remount` op or a power cut. `*next` is left at
 /// the op after the last one run. Model updates happen before the FTL call, so a call cut short
 /// leaves its contents among the acceptable ones.
-pub fn session<N: CutControl>(
-    ftl: &mut TestFtl<'_, N>,
+pub fn session<N: CutControl, P: PolicySet>(
+    ftl: &mut TestFtl<'_, N, P>,
     ctx: &mut Ctx<'_>,
     ops: &[Op],
     next: &mut usize,
@@ -628,7 +650,7 @@ pub enum Start {
 }
 
 /// An emulator, the FTL's memory and the model, and the driver that runs workloads on them.
-pub struct Env {
+pub struct Env<P = DefaultPolicies> {
     /// The device.
     pub emu: Emulator,
     /// The FTL's memory (reused by every mount).
@@ -651,6 +673,8 @@ pub struct Env {
     pub mount_cut: Option<u32>,
     /// Keep a power cut scheduled at all times, at random offsets.
     pub random_cuts: Option<RandomCuts>,
+    /// The policies every format and mount gets (a clone each).
+    pub policies: P,
 }
 
 /// Power cuts at random offsets, rescheduled whenever none is pending.
@@ -667,8 +691,20 @@ pub struct RandomCuts {
 }
 
 impl Env {
-    /// A new environment over `emu` (nothing done to it yet).
+    /// A new environment over `emu` (nothing done to it yet), with the baseline policies.
     pub fn new(emu: Emulator, cfg: Config) -> Self {
+        Env::with_policies(emu, cfg, DefaultPolicies::default())
+    }
+
+    /// A new environment over a fault-free emulator of `geo`.
+    pub fn with_geometry(geo: Geometry, cfg: Config) -> Self {
+        Self::new(Emulator::new(EmulatorConfig::new(geo)).expect("emulator"), cfg)
+    }
+}
+
+impl<P: PolicySet + Clone> Env<P> {
+    /// A new environment over `emu` (nothing done to it yet) whose FTLs run with `policies`.
+    pub fn with_policies(emu: Emulator, cfg: Config, policies: P) -> Self {
         let geo = emu.geometry();
         Env {
             mem: FtlMemory::new(&geo, &cfg),
@@ -682,12 +718,8 @@ impl Env {
             stats: RunStats::default(),
             mount_cut: None,
             random_cuts: None,
+            policies,
         }
-    }
-
-    /// A new environment over a fault-free emulator of `geo`.
-    pub fn with_geometry(geo: Geometry, cfg: Config) -> Self {
-        Self::new(Emulator::new(EmulatorConfig::new(geo)).expect("emulator"), cfg)
     }
 
     /// A failure message with the recent log and the block table the FTL left.
@@ -717,36 +749,46 @@ impl Env {
         };
         loop {
             let mut ftl = match next {
-                Next::Format => match format(&mut self.emu, &mut self.mem, self.cfg) {
-                    Ok(f) => f,
-                    Err(e) if is_power_loss(&e) => {
-                        self.log.push("cut during format".into());
-                        self.stats.format_cut = true;
-                        after_format_cut(&mut self.emu, &mut self.mem, self.cfg, &self.model)?;
-                        return Ok(self.stats);
+                Next::Format => {
+                    match format_with(&mut self.emu, &mut self.mem, self.cfg, self.policies.clone()) {
+                        Ok(f) => f,
+                        Err(e) if is_power_loss(&e) => {
+                            self.log.push("cut during format".into());
+                            self.stats.format_cut = true;
+                            after_format_cut(
+                                &mut self.emu,
+                                &mut self.mem,
+                                self.cfg,
+                                &self.model,
+                                &self.policies,
+                            )?;
+                            return Ok(self.stats);
+                        }
+                        Err(e) => return Err(format!("format failed: {e:?}")),
                     }
-                    Err(e) => return Err(format!("format failed: {e:?}")),
-                },
-                Next::Mount => match mount(&mut self.emu, &mut self.mem, self.cfg) {
-                    Ok(mut f) => {
-                        self.log.push("mounted".into());
-                        match verify_all(&mut f, &self.model)
-                            .map_err(|e| format!("after clean remount: {e}"))?
-                        {
-                            Ok(()) => f,
-                            Err(_) => {
-                                self.totals.add(f.counters());
-                                next = Next::Recover;
-                                continue;
+                }
+                Next::Mount => {
+                    match mount_with(&mut self.emu, &mut self.mem, self.cfg, self.policies.clone()) {
+                        Ok(mut f) => {
+                            self.log.push("mounted".into());
+                            match verify_all(&mut f, &self.model)
+                                .map_err(|e| format!("after clean remount: {e}"))?
+                            {
+                                Ok(()) => f,
+                                Err(_) => {
+                                    self.totals.add(f.counters());
+                                    next = Next::Recover;
+                                    continue;
+                                }
                             }
                         }
+                        Err(e) if is_power_loss(&e) => {
+                            next = Next::Recover;
+                            continue;
+                        }
+                        Err(e) => return Err(format!("clean mount failed: {e:?}")),
                     }
-                    Err(e) if is_power_loss(&e) => {
-                        next = Next::Recover;
-                        continue;
-                    }
-                    Err(e) => return Err(format!("clean mount failed: {e:?}")),
-                },
+                }
                 Next::Recover => {
                     self.stats.cuts += 1;
                     if let Ok(path) = std::env::var("FTL_TESTS_SAVE_BEFORE_RECOVERY") {
@@ -757,7 +799,8 @@ impl Env {
                     if let Some(m) = self.mount_cut.take() {
                         self.emu.restore_power();
                         self.emu.schedule_power_cut(m as u64);
-                        let r = mount(&mut self.emu, &mut self.mem, self.cfg).map(drop);
+                        let r = mount_with(&mut self.emu, &mut self.mem, self.cfg, self.policies.clone())
+                            .map(drop);
                         self.emu.cancel_power_cut();
                         match r {
                             Ok(()) => self.log.push(format!("mount cut at {m} did not fire")),
@@ -771,7 +814,7 @@ impl Env {
                         }
                     }
                     self.emu.restore_power();
-                    let mut f = mount(&mut self.emu, &mut self.mem, self.cfg)
+                    let mut f = mount_with(&mut self.emu, &mut self.mem, self.cfg, self.policies.clone())
                         .map_err(|e| format!("mount after a power cut failed: {e:?}"))?;
                     let replayed = f.counters().mount_replayed_pages;
                     match settle_all(&mut f, &mut self.model, true)? {
@@ -832,7 +875,7 @@ impl Env {
                     verify_all(&mut ftl, &self.model)?.map_err(|_| "cut in final check".to_string())?;
                     ftl.unmount().map_err(|e| format!("final unmount failed: {e:?}"))?;
                     self.model.flush();
-                    let mut f = mount(&mut self.emu, &mut self.mem, self.cfg)
+                    let mut f = mount_with(&mut self.emu, &mut self.mem, self.cfg, self.policies.clone())
                         .map_err(|e| format!("mount after the final unmount failed: {e:?}"))?;
                     verify_all(&mut f, &self.model)
                         .map_err(|e| format!("after the final remount: {e}"))?
@@ -871,14 +914,15 @@ pub fn block_summary(mem: &mut FtlMemory, geo: &Geometry) -> String {
 
 /// After a cut during format: mount may fail with NotFormatted or Corrupt (format was never
 /// acknowledged) or succeed with an empty device; a new format must then work.
-fn after_format_cut(
+fn after_format_cut<P: PolicySet + Clone>(
     emu: &mut Emulator,
     mem: &mut FtlMemory,
     cfg: Config,
     model: &Model,
+    policies: &P,
 ) -> Result<(), String> {
     emu.restore_power();
-    match mount(&mut *emu, &mut *mem, cfg) {
+    match mount_with(&mut *emu, &mut *mem, cfg, policies.clone()) {
         Ok(mut f) => {
             let empty = Model::new(model.len());
             verify_all(&mut f, &empty)
@@ -888,8 +932,8 @@ fn after_format_cut(
         Err(Error::NotFormatted | Error::Corrupt) => {}
         Err(e) => return Err(format!("mount after a cut during format returned {e:?}")),
     }
-    let mut f =
-        format(&mut *emu, &mut *mem, cfg).map_err(|e| format!("format after a cut during format: {e:?}"))?;
+    let mut f = format_with(&mut *emu, &mut *mem, cfg, policies.clone())
+        .map_err(|e| format!("format after a cut during format: {e:?}"))?;
     f.write(0, &{
         let mut p = vec![0u8; f.page_bytes() as usize];
         fill_page(0, 1, &mut p);
@@ -897,7 +941,8 @@ fn after_format_cut(
     })
     .map_err(|e| format!("write after reformat: {e:?}"))?;
     f.unmount().map_err(|e| format!("unmount after reformat: {e:?}"))?;
-    let mut f = mount(emu, mem, cfg).map_err(|e| format!("mount after reformat: {e:?}"))?;
+    let mut f =
+        mount_with(emu, mem, cfg, policies.clone()).map_err(|e| format!("mount after reformat: {e:?}"))?;
     let mut p = vec![0u8; f.page_bytes() as usize];
     f.read(0, &mut p).map_err(|e| format!("read after reformat: {e:?}"))?;
     if identify(0, &p) != Found::Content(Some(1)) {

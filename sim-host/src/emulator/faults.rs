@@ -16,9 +16,30 @@
 //!   the block to 1 with probability `partial_erase_fraction`, counts as an erase cycle and resets
 //!   the block's NOP and order state.
 //! - Raw bit errors flip bits of the returned copy only (never the stored array), over data and
-//!   spare, each bit independently with `rber * (1 + rber_wear_factor * ec / endurance)`.
+//!   spare, each bit independently with the effective rate (`effective_rber`)
+//!
+//!   ```text
+//!   p = rber * (1 + rber_wear_factor * ec / endurance)
+//!            * (1 + rber_retention_factor * age_s / rber_retention_scale_s)
+//!     + read_disturb_factor * block_reads
+//!   ```
+//!
+//!   clamped to `[0, 1]`, where `ec` is the block's erase count, `age_s` the whole seconds of the
+//!   simulated clock ([`Emulator::now_ns`]) since the page was last programmed or its block
+//!   erased, and `block_reads` the page reads of its block since the block's last erase, before
+//!   this one (read disturb). Bookkeeping: one `u32` program time per page (whole seconds of the
+//!   retention clock, [`Emulator::retention_clock_s`]; 4 bytes per page, next to the per-page
+//!   program count, instead of a per-block stamp that would age a block's later pages from its
+//!   first program) and one `u32` read counter per block. Read disturb counts the reads of the
+//!   whole block, the page's own included (a documented simplification of "reads of the other
+//!   pages": with `pages_per_block` pages read evenly, the difference is one part in
+//!   `pages_per_block`); `is_bad` (not a data read, and not subject to bit errors) does not count.
+//!   Disturb and retention errors are read noise like the base rate: the stored array stays as
+//!   programmed, and an erase resets both the page ages and the read counter.
 //! - With every probability at zero (the default) and nothing injected, no random number is drawn
-//!   on the read, program or erase paths: runs are deterministic and cost nothing extra.
+//!   on the read, program or erase paths: runs are deterministic and cost nothing extra (the
+//!   program time is one `u32` store per program, the read counter one increment per read; the
+//!   effective rate is computed only when `rber` or `read_disturb_factor` is non-zero).
 //!
 //! Random streams: each source of randomness has its own ChaCha8 stream derived from the seed,
 //! so enabling RBER does not change which bits a power cut tears, and vice versa.
@@ -56,6 +77,15 @@ pub struct FaultConfig {
     pub rber: f64,
     /// Growth of the bit-error rate with wear: `rber * (1 + rber_wear_factor * ec / endurance)`.
     pub rber_wear_factor: f64,
+    /// Growth of the bit-error rate with retention time: the base rate is multiplied by
+    /// `1 + rber_retention_factor * age_s / rber_retention_scale_s`, `age_s` being the seconds
+    /// since the page was programmed (simulated clock). 0 (the default) turns it off.
+    pub rber_retention_factor: f64,
+    /// The retention time scale, seconds (> 0; default one day, 86 400 s).
+    pub rber_retention_scale_s: f64,
+    /// Read disturb: each page read of a block since its erase adds this much to the bit-error
+    /// rate of the block's pages (absolute, not scaled by `rber`). 0 (the default) turns it off.
+    pub read_disturb_factor: f64,
     /// Probability that a program fails, at any wear.
     pub program_fail_base: f64,
     /// Added program-failure probability per rated endurance of erases beyond the rating.
@@ -77,6 +107,9 @@ impl Default for FaultConfig {
             factory_bad: Vec::new(),
             rber: 0.0,
             rber_wear_factor: 0.0,
+            rber_retention_factor: 0.0,
+            rber_retention_scale_s: 86_400.0,
+            read_disturb_factor: 0.0,
             program_fail_base: 0.0,
             program_fail_slope: 0.0,
             erase_fail_base: 0.0,
@@ -101,8 +134,13 @@ impl FaultConfig {
         if !unit(self.rber) || !unit(self.torn_fraction) || !unit(self.partial_erase_fraction) {
             return Err(EmuError::InvalidConfig("rber and the torn fractions must lie in [0, 1]"));
         }
+        if !(self.rber_retention_scale_s.is_finite() && self.rber_retention_scale_s > 0.0) {
+            return Err(EmuError::InvalidConfig("rber_retention_scale_s must be finite and positive"));
+        }
         if ![
             self.rber_wear_factor,
+            self.rber_retention_factor,
+            self.read_disturb_factor,
             self.program_fail_base,
             self.program_fail_slope,
             self.erase_fail_base,
@@ -123,9 +161,25 @@ pub(crate) fn wear_probability(base: f64, slope: f64, ec: u32, endurance: u32) -
     base + slope * f64::from(ec.saturating_sub(endurance)) / f64::from(endurance)
 }
 
-/// Effective raw bit-error rate at erase count `ec`, clamped to `[0, 1]`.
-pub(crate) fn effective_rber(rber: f64, wear_factor: f64, ec: u32, endurance: u32) -> f64 {
-    let p = rber * (1.0 + wear_factor * f64::from(ec) / f64::from(endurance.max(1)));
+/// Where a page stands for the bit-error model.
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub(crate) struct PageWear {
+    /// Erase count of the block.
+    pub(crate) ec: u32,
+    /// Seconds since the page was programmed (or its block erased).
+    pub(crate) age_s: u32,
+    /// Page reads of the block since its erase, before this one.
+    pub(crate) block_reads: u32,
+}
+
+/// Effective raw bit-error rate of a page (see the module documentation), clamped to `[0, 1]`.
+pub(crate) fn effective_rber(cfg: &FaultConfig, w: PageWear, endurance: u32) -> f64 {
+    let wear = 1.0 + cfg.rber_wear_factor * f64::from(w.ec) / f64::from(endurance.max(1));
+    let retention = 1.0 + cfg.rber_retention_factor * f64::from(w.age_s) / cfg.rber_retention_scale_s;
+    let p = cfg.rber * wear * retention + cfg.read_disturb_factor * f64::from(w.block_reads);
+    if p.is_nan() {
+        return 0.0;
+    }
     p.clamp(0.0, 1.0)
 }
 
@@ -224,7 +278,7 @@ pub(crate) struct FaultState {
     pub(crate) rber_rng: ChaCha8Rng,
     /// Whether any wear-driven failure probability is non-zero.
     pub(crate) wear_faults: bool,
-    /// Whether `rber` is non-zero.
+    /// Whether `rber` or `read_disturb_factor` is non-zero.
     pub(crate) rber_on: bool,
     injected_program: Vec<u32>,
     injected_erase: Vec<u32>,
@@ -253,7 +307,7 @@ impl FaultState {
             || cfg.program_fail_slope > 0.0
             || cfg.erase_fail_base > 0.0
             || cfg.erase_fail_slope > 0.0;
-        self.rber_on = cfg.rber > 0.0;
+        self.rber_on = cfg.rber > 0.0 || cfg.read_disturb_factor > 0.0;
     }
 
     /// Whether this program (of `block`, erase count `ec`), which reaches the array, fails.
@@ -558,8 +612,21 @@ mod tests {
         assert_eq!(wear_probability(0.01, 0.5, 500, 1000), 0.01);
         assert_eq!(wear_probability(0.01, 0.5, 1000, 1000), 0.01);
         assert!((wear_probability(0.01, 0.5, 1500, 1000) - 0.26).abs() < 1e-12);
-        assert!((effective_rber(1e-4, 2.0, 500, 1000) - 2e-4).abs() < 1e-15);
-        assert_eq!(effective_rber(0.6, 10.0, 1000, 1000), 1.0);
+        let wear = |rber, rber_wear_factor| FaultConfig { rber, rber_wear_factor, ..FaultConfig::default() };
+        let at = |ec| PageWear { ec, ..PageWear::default() };
+        assert!((effective_rber(&wear(1e-4, 2.0), at(500), 1000) - 2e-4).abs() < 1e-15);
+        assert_eq!(effective_rber(&wear(0.6, 10.0), at(1000), 1000), 1.0);
+        let all = FaultConfig {
+            rber: 1e-4,
+            rber_wear_factor: 1.0,
+            rber_retention_factor: 2.0,
+            rber_retention_scale_s: 1000.0,
+            read_disturb_factor: 1e-7,
+            ..FaultConfig::default()
+        };
+        // 1e-4 * (1 + 0.5) * (1 + 2 * 0.25) + 1e-7 * 100
+        let p = effective_rber(&all, PageWear { ec: 500, age_s: 250, block_reads: 100 }, 1000);
+        assert!((p - (2.25e-4 + 1e-5)).abs() < 1e-15, "{p}");
     }
 
     #[test]
@@ -651,6 +718,127 @@ mod tests {
         assert!((worn / fresh - 2.0).abs() < 0.15, "{fresh} {worn}");
     }
 
+    /// Flips over `reads` full reads (data and spare) of `page`.
+    fn flips_over(e: &mut Emulator, page: PageId, reads: u32) -> u64 {
+        let g = e.geometry();
+        let (mut d, mut s) = (vec![0u8; g.data_bytes as usize], vec![0u8; g.spare_bytes as usize]);
+        let before = e.counters().bit_flips;
+        for _ in 0..reads {
+            e.read_page(page, &mut d, &mut s).unwrap();
+        }
+        e.counters().bit_flips - before
+    }
+
+    /// `got` is within 5 standard deviations of a binomial mean over `bits` trials at `p`.
+    fn assert_binomial(got: u64, bits: u64, p: f64) {
+        let mean = bits as f64 * p;
+        let sd = (mean * (1.0 - p)).sqrt();
+        assert!((got as f64 - mean).abs() < 5.0 * sd, "{got} flips, expected {mean} +- {sd}");
+    }
+
+    #[test]
+    fn rber_grows_with_retention_time() {
+        let faults = FaultConfig {
+            rber: 1e-4,
+            rber_retention_factor: 3.0,
+            rber_retention_scale_s: 3600.0,
+            ..FaultConfig::default()
+        };
+        let mut e = Emulator::new(EmulatorConfig { faults, seed: 4, ..small_config() }).unwrap();
+        let g = e.geometry();
+        let bits = u64::from(g.raw_page_bytes()) * 8 * 4000;
+        let fresh = g.page(BlockId(2), 0);
+        e.program_page(fresh, &[0x00; 512], &[]).unwrap();
+        assert_binomial(flips_over(&mut e, fresh, 4000), bits, 1e-4);
+        // Two hours later: 1e-4 * (1 + 3 * 2) = 7e-4; a page programmed now is fresh again.
+        e.set_now_ns(7200 * 1_000_000_000);
+        assert_eq!(e.page_age_s(fresh), Some(7200));
+        assert_binomial(flips_over(&mut e, fresh, 4000), bits, 7e-4);
+        let young = g.page(BlockId(2), 1);
+        e.program_page(young, &[0x00; 512], &[]).unwrap();
+        assert_eq!(e.page_age_s(young), Some(0));
+        assert_binomial(flips_over(&mut e, young, 4000), bits, 1e-4);
+        // An erase makes the block's pages young.
+        e.erase_block(BlockId(2)).unwrap();
+        assert_eq!(e.page_age_s(fresh), Some(0));
+        assert_binomial(flips_over(&mut e, fresh, 4000), bits, 1e-4);
+    }
+
+    #[test]
+    fn read_disturb_adds_per_read_of_the_block() {
+        let d = 1e-7;
+        let faults = FaultConfig { read_disturb_factor: d, ..FaultConfig::default() };
+        let mut e = Emulator::new(EmulatorConfig { faults, seed: 5, ..small_config() }).unwrap();
+        let g = e.geometry();
+        let raw_bits = u64::from(g.raw_page_bytes()) * 8;
+        // Reads k = 0..n of the block see rates d * k: over n reads, sum = d * n (n - 1) / 2.
+        let n = 3000u32;
+        let flips = flips_over(&mut e, g.page(BlockId(3), 1), n);
+        let mean_p = d * f64::from(n - 1) / 2.0;
+        assert_binomial(flips, raw_bits * u64::from(n), mean_p);
+        assert_eq!(e.block_reads_since_erase(BlockId(3)), Some(n));
+        // Another page of the block sees the block's reads; another block sees none.
+        let other = flips_over(&mut e, g.page(BlockId(3), 6), 1000);
+        assert_binomial(other, raw_bits * 1000, d * (f64::from(n) + 499.5));
+        assert_eq!(flips_over(&mut e, g.page(BlockId(4), 0), 1), 0, "the first read of a block is clean");
+        assert_eq!(e.block_reads_since_erase(BlockId(4)), Some(1));
+        // An erase resets the counter.
+        e.erase_block(BlockId(3)).unwrap();
+        assert_eq!(e.block_reads_since_erase(BlockId(3)), Some(0));
+        assert_eq!(flips_over(&mut e, g.page(BlockId(3), 1), 1), 0);
+    }
+
+    #[test]
+    fn wear_retention_and_disturb_combine() {
+        let geometry = Geometry { endurance: 10, ..small_geometry() };
+        let faults = FaultConfig {
+            rber: 1e-4,
+            rber_wear_factor: 1.0,
+            rber_retention_factor: 1.0,
+            rber_retention_scale_s: 10.0,
+            read_disturb_factor: 1e-8,
+            ..FaultConfig::default()
+        };
+        let mut e =
+            Emulator::new(EmulatorConfig { faults, seed: 6, ..EmulatorConfig::new(geometry) }).unwrap();
+        let g = e.geometry();
+        for _ in 0..10 {
+            e.erase_block(BlockId(5)).unwrap();
+        }
+        let page = g.page(BlockId(5), 0);
+        e.program_page(page, &[0x00; 512], &[]).unwrap();
+        e.set_now_ns(10_000_000_000);
+        // 1e-4 * 2 * 2 + 1e-8 * mean(0..2000)
+        let n = 2000u32;
+        let flips = flips_over(&mut e, page, n);
+        let p = 4e-4 + 1e-8 * f64::from(n - 1) / 2.0;
+        assert_binomial(flips, u64::from(g.raw_page_bytes()) * 8 * u64::from(n), p);
+    }
+
+    #[test]
+    fn factors_without_a_rate_draw_nothing() {
+        let faults = FaultConfig {
+            rber_wear_factor: 5.0,
+            rber_retention_factor: 100.0,
+            rber_retention_scale_s: 1.0,
+            ..FaultConfig::default()
+        };
+        let mut e = Emulator::new(EmulatorConfig { faults, ..small_config() }).unwrap();
+        let g = e.geometry();
+        e.program_page(g.page(BlockId(0), 0), &[0x00; 16], &[]).unwrap();
+        e.set_now_ns(1_000_000_000_000);
+        let before = e.faults.rber_rng.get_word_pos();
+        assert_eq!(flips_over(&mut e, g.page(BlockId(0), 0), 500), 0);
+        assert_eq!(e.faults.rber_rng.get_word_pos(), before);
+        assert_eq!(e.counters().bit_flips, 0);
+        assert!(!e.faults.rber_on);
+        // Read disturb alone turns the model on.
+        let mut cfg = e.config().faults.clone();
+        cfg.read_disturb_factor = 1e-6;
+        e.set_fault_config(cfg).unwrap();
+        assert!(flips_over(&mut e, g.page(BlockId(0), 0), 200) > 0);
+    }
+
     #[test]
     fn zero_rates_draw_no_random_numbers() {
         let mut e = Emulator::new(small_config()).unwrap();
@@ -688,6 +876,9 @@ mod tests {
             FaultConfig { program_fail_slope: f64::NAN, ..FaultConfig::default() },
             FaultConfig { factory_bad: vec![1000], ..FaultConfig::default() },
             FaultConfig { factory_bad_permille: 1001, ..FaultConfig::default() },
+            FaultConfig { rber_retention_scale_s: 0.0, ..FaultConfig::default() },
+            FaultConfig { read_disturb_factor: -1.0, ..FaultConfig::default() },
+            FaultConfig { rber_retention_factor: f64::INFINITY, ..FaultConfig::default() },
         ] {
             let err = Emulator::new(EmulatorConfig { faults, ..small_config() }).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::Other);

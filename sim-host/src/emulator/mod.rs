@@ -135,6 +135,14 @@ pub struct Emulator {
     /// Per block: 1 + the highest page index programmed since erase, 0 if none.
     highest: Vec<u32>,
     erase_count: Vec<u32>,
+    /// Per page: the retention clock (whole seconds) when it was last programmed or its block
+    /// erased.
+    prog_time: Vec<u32>,
+    /// Per block: page reads since its last erase (read disturb).
+    block_reads: Vec<u32>,
+    /// Seconds added to the simulated clock to form the retention clock (a loaded image continues
+    /// at the retention time it was saved at).
+    clock_base_s: u64,
     factory_bad: Vec<bool>,
     faults: FaultState,
     power: PowerState,
@@ -166,7 +174,9 @@ impl Emulator {
         let spare = try_vec(pages * g.spare_bytes as usize, 0xFF)?;
         let prog_count = try_vec(pages, 0)?;
         let erase_count = try_vec(blocks, 0)?;
-        let mut e = Emulator::from_parts(config, factory_bad, data, spare, prog_count, erase_count)?;
+        let wear =
+            WearState { prog_time: try_vec(pages, 0)?, block_reads: try_vec(blocks, 0)?, clock_base_s: 0 };
+        let mut e = Emulator::from_parts(config, factory_bad, data, spare, prog_count, erase_count, wear)?;
         for b in 0..g.total_blocks() {
             if e.factory_bad[b as usize] {
                 e.write_marker(b);
@@ -184,6 +194,7 @@ impl Emulator {
         spare: Vec<u8>,
         prog_count: Vec<u8>,
         erase_count: Vec<u32>,
+        wear: WearState,
     ) -> Result<Self, EmuError> {
         let g = config.geometry;
         let (data_bytes, spare_bytes) = (g.data_bytes as usize, g.spare_bytes as usize);
@@ -202,6 +213,9 @@ impl Emulator {
             prog_count,
             highest,
             erase_count,
+            prog_time: wear.prog_time,
+            block_reads: wear.block_reads,
+            clock_base_s: wear.clock_base_s,
             factory_bad,
             faults: FaultState::new(&config.faults, config.seed),
             power: PowerState::new(config.seed),
@@ -251,6 +265,26 @@ impl Emulator {
     /// Erase cycles of every block, indexed by block number.
     pub fn erase_counts(&self) -> &[u32] {
         &self.erase_count
+    }
+
+    /// The retention clock, whole seconds: the simulated clock ([`Emulator::now_ns`]) plus, for a
+    /// loaded image, the retention clock at which it was saved (saturating at `u32::MAX`, 136
+    /// years).
+    pub fn retention_clock_s(&self) -> u32 {
+        let s = self.clock_base_s.saturating_add(self.timing.now() / 1_000_000_000);
+        u32::try_from(s).unwrap_or(u32::MAX)
+    }
+
+    /// Seconds of the retention clock since `page` was last programmed or its block erased
+    /// (`None` if it does not exist); 0 if the clock was moved backwards since.
+    pub fn page_age_s(&self, page: PageId) -> Option<u32> {
+        let t = *self.prog_time.get(page.0 as usize)?;
+        Some(self.retention_clock_s().saturating_sub(t))
+    }
+
+    /// Page reads of `block` since its last erase (`None` if it does not exist).
+    pub fn block_reads_since_erase(&self, block: BlockId) -> Option<u32> {
+        self.block_reads.get(block.0 as usize).copied()
     }
 
     /// Operation counters since construction, load or the last reset.
@@ -369,10 +403,16 @@ impl Emulator {
         c.reads += 1;
         c.spare_reads += u64::from(data.is_empty());
         c.bytes_out += (data.len() + spare.len()) as u64;
+        let block = (page.0 / self.geo.pages_per_block) as usize;
+        let block_reads = self.block_reads[block];
+        self.block_reads[block] = block_reads.saturating_add(1);
         if self.faults.rber_on {
-            let ec = self.erase_count[(page.0 / self.geo.pages_per_block) as usize];
-            let f = &self.config.faults;
-            let p = faults::effective_rber(f.rber, f.rber_wear_factor, ec, self.geo.endurance);
+            let wear = faults::PageWear {
+                ec: self.erase_count[block],
+                age_s: self.retention_clock_s().saturating_sub(self.prog_time[p]),
+                block_reads,
+            };
+            let p = faults::effective_rber(&self.config.faults, wear, self.geo.endurance);
             self.counters.bit_flips += faults::flip_bits(&mut self.faults.rber_rng, p, data, spare);
         }
         Ok(())
@@ -410,6 +450,7 @@ impl Emulator {
     fn record_program(&mut self, page: PageId) {
         let p = page.0 as usize;
         self.prog_count[p] += 1;
+        self.prog_time[p] = self.retention_clock_s();
         let block = (page.0 / self.geo.pages_per_block) as usize;
         let next = page.0 % self.geo.pages_per_block + 1;
         if self.highest[block] < next {
@@ -491,7 +532,11 @@ impl Emulator {
     /// After an erase cycle, complete or not: NOP and order state reset, one more cycle.
     fn reset_block_state(&mut self, block: u32) {
         let first = (block * self.geo.pages_per_block) as usize;
-        self.prog_count[first..first + self.geo.pages_per_block as usize].fill(0);
+        let pages = first..first + self.geo.pages_per_block as usize;
+        self.prog_count[pages.clone()].fill(0);
+        let now = self.retention_clock_s();
+        self.prog_time[pages].fill(now);
+        self.block_reads[block as usize] = 0;
         self.highest[block as usize] = 0;
         let ec = &mut self.erase_count[block as usize];
         *ec = ec.saturating_add(1);
@@ -533,6 +578,13 @@ impl Emulator {
         self.reset_block_state(b);
         (Ok(()), true)
     }
+}
+
+/// The bit-error model's per-page and per-block state (see `faults.rs`).
+pub(crate) struct WearState {
+    pub(crate) prog_time: Vec<u32>,
+    pub(crate) block_reads: Vec<u32>,
+    pub(crate) clock_base_s: u64,
 }
 
 /// `vec![value; n]`, or an error instead of an abort when memory is short.

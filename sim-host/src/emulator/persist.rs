@@ -2,11 +2,14 @@
 //!
 //! The image holds the whole array and everything needed to continue where it stopped: geometry,
 //! configuration, factory-bad flags, erase counts, per-page program counts, spare areas, data
-//! areas (when stored), the operation counter and the positions of the random streams. Counters
-//! and the timing state are not saved (a loaded emulator starts with zero counters at time 0);
-//! it comes up powered, with no cut scheduled and no injected failure pending.
+//! areas (when stored), the operation counter, the positions of the random streams and the
+//! bit-error model's state (page program times, block read counters, the retention clock).
+//! Counters and the timing state are not saved (a loaded emulator starts with zero counters at
+//! simulated time 0, its retention clock continuing from the value it had when saved: time does
+//! not pass while an image sits on disk); it comes up powered, with no cut scheduled and no
+//! injected failure pending.
 //!
-//! Format (version 1), all integers little endian:
+//! Format (version 2), all integers little endian:
 //!
 //! | bytes            | content                                                          |
 //! |------------------|------------------------------------------------------------------|
@@ -18,9 +21,19 @@
 //! | blocks           | factory-bad flags, one byte (0 or 1) per block                   |
 //! | 4 * blocks       | erase counts (`u32`)                                             |
 //! | pages            | program counts since erase (`u8`)                                |
+//! | 4 * pages        | program times, retention-clock seconds (`u32`)                   |
+//! | 4 * blocks       | page reads since erase (`u32`)                                   |
 //! | pages * spare    | spare areas                                                      |
 //! | pages * data     | data areas, present only when `store_data`                      |
 //! | 4                | CRC-32C of everything after the header CRC                       |
+//!
+//! The header ends with the configuration's fault rates (version 2 adds
+//! `rber_retention_factor`, `rber_retention_scale_s` and `read_disturb_factor` after them),
+//! `ops_issued`, the three stream positions and (version 2) the retention clock (`u32`).
+//!
+//! Version 1 images (before the retention and read-disturb model) still load: their new fault
+//! fields take the defaults (off), every page has age 0 and every block 0 reads. Images are
+//! always written as version 2.
 //!
 //! Loading rejects (with an `io::Error`, never a panic) a wrong magic or version, a truncated
 //! image, a checksum mismatch, an invalid configuration and out-of-range fields. Memory is
@@ -34,10 +47,12 @@ use std::path::Path;
 use crc::{Crc, Table, CRC_32_ISCSI};
 use nand_hal::{EccRequirement, Geometry};
 
-use super::{Emulator, EmulatorConfig, FaultConfig, TimingParams};
+use super::{Emulator, EmulatorConfig, FaultConfig, TimingParams, WearState};
 
 const MAGIC: [u8; 8] = *b"NANDEMU\0";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// The oldest version [`Emulator::load_from_reader`] reads.
+const MIN_VERSION: u32 = 1;
 /// Largest header accepted (the factory-bad list dominates it).
 const MAX_HEADER: u32 = 1 << 28;
 static CRC32C: Crc<u32, Table<16>> = Crc::<u32, Table<16>>::new(&CRC_32_ISCSI);
@@ -115,9 +130,10 @@ struct HeaderState {
     faults_pos: u128,
     rber_pos: u128,
     power_pos: u128,
+    retention_clock_s: u32,
 }
 
-fn encode_header(e: &Emulator) -> Vec<u8> {
+fn encode_header(e: &Emulator, version: u32) -> Vec<u8> {
     let c = &e.config;
     let g = &c.geometry;
     let f = &c.faults;
@@ -154,14 +170,22 @@ fn encode_header(e: &Emulator) -> Vec<u8> {
     ] {
         h.f64(v);
     }
+    if version >= 2 {
+        for v in [f.rber_retention_factor, f.rber_retention_scale_s, f.read_disturb_factor] {
+            h.f64(v);
+        }
+    }
     h.u64(e.power.ops_issued);
     h.u128(e.faults.rng.get_word_pos());
     h.u128(e.faults.rber_rng.get_word_pos());
     h.u128(e.power.rng.get_word_pos());
+    if version >= 2 {
+        h.u32(e.retention_clock_s());
+    }
     h.0
 }
 
-fn decode_header(bytes: &[u8]) -> io::Result<(EmulatorConfig, HeaderState)> {
+fn decode_header(bytes: &[u8], version: u32) -> io::Result<(EmulatorConfig, HeaderState)> {
     let mut d = Dec(bytes);
     let geometry = Geometry {
         data_bytes: d.u32()?,
@@ -190,7 +214,7 @@ fn decode_header(bytes: &[u8]) -> io::Result<(EmulatorConfig, HeaderState)> {
     for _ in 0..listed {
         factory_bad.push(d.u32()?);
     }
-    let faults = FaultConfig {
+    let mut faults = FaultConfig {
         factory_bad_permille,
         factory_bad,
         rber: d.f64()?,
@@ -201,12 +225,19 @@ fn decode_header(bytes: &[u8]) -> io::Result<(EmulatorConfig, HeaderState)> {
         erase_fail_slope: d.f64()?,
         torn_fraction: d.f64()?,
         partial_erase_fraction: d.f64()?,
+        ..FaultConfig::default()
     };
+    if version >= 2 {
+        faults.rber_retention_factor = d.f64()?;
+        faults.rber_retention_scale_s = d.f64()?;
+        faults.read_disturb_factor = d.f64()?;
+    }
     let state = HeaderState {
         ops_issued: d.u64()?,
         faults_pos: d.u128()?,
         rber_pos: d.u128()?,
         power_pos: d.u128()?,
+        retention_clock_s: if version >= 2 { d.u32()? } else { 0 },
     };
     if !d.0.is_empty() {
         return Err(invalid("header longer than its fields"));
@@ -236,20 +267,40 @@ fn read_u32<R: Read>(r: &mut R) -> io::Result<u32> {
     Ok(u32::from_le_bytes(b))
 }
 
+fn u32s_le(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|c| c.to_le_bytes()).collect()
+}
+
+fn le_u32s(b: &[u8]) -> Vec<u32> {
+    b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
 impl Emulator {
     /// Writes the image (see the module documentation) to `w`.
-    pub fn save_to_writer<W: Write>(&self, mut w: W) -> io::Result<()> {
-        let header = encode_header(self);
+    pub fn save_to_writer<W: Write>(&self, w: W) -> io::Result<()> {
+        self.save_version(w, VERSION)
+    }
+
+    /// Writes the image in format `version` (1 or 2; 1 drops the bit-error model's state).
+    fn save_version<W: Write>(&self, mut w: W, version: u32) -> io::Result<()> {
+        let header = encode_header(self, version);
         let header_len = u32::try_from(header.len()).map_err(|_| invalid("header too large"))?;
         w.write_all(&MAGIC)?;
-        w.write_all(&VERSION.to_le_bytes())?;
+        w.write_all(&version.to_le_bytes())?;
         w.write_all(&header_len.to_le_bytes())?;
         w.write_all(&header)?;
         w.write_all(&CRC32C.checksum(&header).to_le_bytes())?;
         let factory: Vec<u8> = self.factory_bad.iter().map(|&b| u8::from(b)).collect();
-        let erase_counts: Vec<u8> = self.erase_count.iter().flat_map(|c| c.to_le_bytes()).collect();
+        let erase_counts = u32s_le(&self.erase_count);
+        let (prog_time, block_reads) = if version >= 2 {
+            (u32s_le(&self.prog_time), u32s_le(&self.block_reads))
+        } else {
+            Default::default()
+        };
         let mut digest = CRC32C.digest();
-        for section in [&factory[..], &erase_counts, &self.prog_count, &self.spare, &self.data] {
+        for section in
+            [&factory[..], &erase_counts, &self.prog_count, &prog_time, &block_reads, &self.spare, &self.data]
+        {
             digest.update(section);
             w.write_all(section)?;
         }
@@ -265,7 +316,7 @@ impl Emulator {
             return Err(invalid("bad magic number"));
         }
         let version = read_u32(&mut r)?;
-        if version != VERSION {
+        if !(MIN_VERSION..=VERSION).contains(&version) {
             return Err(invalid(&format!("unsupported version {version}")));
         }
         let header_len = read_u32(&mut r)?;
@@ -276,7 +327,7 @@ impl Emulator {
         if read_u32(&mut r)? != CRC32C.checksum(&header) {
             return Err(invalid("header checksum mismatch"));
         }
-        let (config, state) = decode_header(&header)?;
+        let (config, state) = decode_header(&header, version)?;
         let g = config.geometry;
         let (blocks, pages) = (g.total_blocks() as usize, g.total_pages() as usize);
 
@@ -289,6 +340,11 @@ impl Emulator {
         let factory = section(&mut r, blocks)?;
         let erase_counts = section(&mut r, blocks * 4)?;
         let prog_count = section(&mut r, pages)?;
+        let (prog_time, block_reads) = if version >= 2 {
+            (section(&mut r, pages * 4)?, section(&mut r, blocks * 4)?)
+        } else {
+            (vec![0; pages * 4], vec![0; blocks * 4])
+        };
         let spare = section(&mut r, pages * g.spare_bytes as usize)?;
         let data =
             if config.store_data { section(&mut r, pages * g.data_bytes as usize)? } else { Vec::new() };
@@ -303,9 +359,13 @@ impl Emulator {
         }
 
         let factory_bad = factory.iter().map(|&b| b == 1).collect();
-        let erase_count =
-            erase_counts.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
-        let mut e = Emulator::from_parts(config, factory_bad, data, spare, prog_count, erase_count)
+        let erase_count = le_u32s(&erase_counts);
+        let wear = WearState {
+            prog_time: le_u32s(&prog_time),
+            block_reads: le_u32s(&block_reads),
+            clock_base_s: u64::from(state.retention_clock_s),
+        };
+        let mut e = Emulator::from_parts(config, factory_bad, data, spare, prog_count, erase_count, wear)
             .map_err(|err| io::Error::new(io::ErrorKind::OutOfMemory, err.to_string()))?;
         e.power.ops_issued = state.ops_issued;
         // The streams were just created from the seed; move them to where they were saved.
@@ -438,6 +498,70 @@ mod tests {
     }
 
     #[test]
+    fn round_trip_keeps_page_ages_and_read_counters() {
+        let faults = FaultConfig {
+            rber: 1e-4,
+            rber_retention_factor: 3.0,
+            rber_retention_scale_s: 100.0,
+            read_disturb_factor: 1e-6,
+            ..FaultConfig::default()
+        };
+        let mut e = busy_emulator(EmulatorConfig { faults, ..small_config() });
+        let g = e.geometry();
+        e.set_now_ns(250_000_000_000); // 250 s
+        e.program_page(g.page(BlockId(1), 5), &[0x00; 64], &[]).unwrap();
+        e.set_now_ns(400_000_000_000);
+        for _ in 0..7 {
+            e.read_page(g.page(BlockId(1), 0), &mut [0u8; 512], &mut []).unwrap();
+        }
+        let (image, mut loaded) = round_trip(&e);
+        assert_same_array(&e, &loaded);
+        assert_eq!(loaded.now_ns(), 0);
+        assert_eq!(loaded.retention_clock_s(), 400);
+        for emu in [&e, &loaded] {
+            assert_eq!(emu.page_age_s(g.page(BlockId(1), 0)), Some(400));
+            assert_eq!(emu.page_age_s(g.page(BlockId(1), 5)), Some(150));
+            assert_eq!(emu.block_reads_since_erase(BlockId(1)), Some(7));
+        }
+        // The same reads flip the same bits: rates and streams agree.
+        e.set_now_ns(0);
+        e.set_now_ns(400_000_000_000);
+        let clock = e.retention_clock_s();
+        loaded.set_now_ns(0);
+        assert_eq!(clock, loaded.retention_clock_s());
+        e.reset_counters();
+        let (mut a, mut b) = (vec![0u8; 512], vec![0u8; 512]);
+        for _ in 0..20 {
+            e.read_page(g.page(BlockId(1), 5), &mut a, &mut []).unwrap();
+            loaded.read_page(g.page(BlockId(1), 5), &mut b, &mut []).unwrap();
+            assert_eq!(a, b);
+        }
+        assert_eq!(e.counters().bit_flips, loaded.counters().bit_flips);
+        assert!(e.counters().bit_flips > 0);
+        let (again, _) = round_trip(&Emulator::load_from_reader(&image[..]).unwrap());
+        assert_eq!(again, image);
+    }
+
+    #[test]
+    fn loads_version_1_images() {
+        let mut e = busy_emulator(faulty_config());
+        e.set_now_ns(10_000_000_000);
+        e.read_page(PageId(8), &mut [0u8; 16], &mut []).unwrap();
+        let mut image = Vec::new();
+        e.save_version(&mut image, 1).unwrap();
+        assert_eq!(u32::from_le_bytes(image[8..12].try_into().unwrap()), 1);
+        let loaded = Emulator::load_from_reader(&image[..]).unwrap();
+        assert_same_array(&e, &loaded);
+        assert_eq!(loaded.retention_clock_s(), 0);
+        assert_eq!(loaded.page_age_s(PageId(8)), Some(0));
+        assert_eq!(loaded.block_reads_since_erase(BlockId(1)), Some(0));
+        // Saved again, it is a version 2 image.
+        let (v2, _) = round_trip(&loaded);
+        assert_eq!(u32::from_le_bytes(v2[8..12].try_into().unwrap()), 2);
+        assert!(v2.len() > image.len());
+    }
+
+    #[test]
     fn metadata_only_images_hold_no_data() {
         let meta = busy_emulator(EmulatorConfig { store_data: false, ..small_config() });
         let full = busy_emulator(small_config());
@@ -475,10 +599,13 @@ mod tests {
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
         assert!(err.to_string().contains("magic"), "{err}");
         image[0] ^= 0x20;
-        image[8] = 2;
+        image[8] = 3;
         let err = Emulator::load_from_reader(&image[..]).unwrap_err();
-        assert!(err.to_string().contains("version 2"), "{err}");
-        image[8] = 1;
+        assert!(err.to_string().contains("version 3"), "{err}");
+        image[8] = 0;
+        let err = Emulator::load_from_reader(&image[..]).unwrap_err();
+        assert!(err.to_string().contains("version 0"), "{err}");
+        image[8] = 2;
         assert!(Emulator::load_from_reader(&image[..]).is_ok());
         assert!(Emulator::load_from_reader(&b"not an image at all"[..]).is_err());
     }
@@ -530,7 +657,7 @@ mod tests {
     #[test]
     fn rejects_an_invalid_configuration_with_a_valid_checksum() {
         let e = tiny();
-        let mut header = encode_header(&e);
+        let mut header = encode_header(&e, VERSION);
         header[0..4].copy_from_slice(&0u32.to_le_bytes()); // data_bytes = 0
         let mut image = Vec::new();
         image.extend_from_slice(&MAGIC);
@@ -541,7 +668,7 @@ mod tests {
         let err = Emulator::load_from_reader(&image[..]).unwrap_err();
         assert!(err.to_string().contains("geometry"), "{err}");
         // A header that claims a huge array but ends early fails without allocating it.
-        let mut header = encode_header(&e);
+        let mut header = encode_header(&e, VERSION);
         header[12..16].copy_from_slice(&(1u32 << 20).to_le_bytes()); // blocks_per_plane
         let mut image = Vec::new();
         image.extend_from_slice(&MAGIC);
