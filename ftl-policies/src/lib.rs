@@ -27,3 +27,6 @@ pub mod flex_ecc;
 
 #[cfg(feature = "eti")]
 pub mod eti;
+
+#[cfg(feature = "dedup")]
+pub mod dedup;
