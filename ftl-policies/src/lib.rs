@@ -30,3 +30,6 @@ pub mod eti;
 
 #[cfg(feature = "dedup")]
 pub mod dedup;
+
+#[cfg(feature = "wom")]
+pub mod wom;
