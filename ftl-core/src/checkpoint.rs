@@ -20,7 +20,6 @@ use crate::blocks::{BlockState, FLAG_LIVE_JOURNAL};
 use crate::config::MAX_TOTAL_PLANES;
 use crate::crc32c::crc32c_append;
 use crate::frontier::STREAMS;
-use crate::ftl::e_kind;
 use crate::map::{MappingTable, UNMAPPED};
 use crate::meta::{PageKind, PageMeta, META_LEN};
 use crate::policy::{PageCodec, PolicySet};
@@ -198,7 +197,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             self.counters.checkpoint_pages += 1;
             match self.nand.program_page(page, &self.buf[..d], &self.buf[d..d + spare_len]) {
                 Ok(()) => {}
-                Err(e) if e_kind(&e) == ErrorKind::ProgramFailed => {
+                Err(e) if nand_hal::Error::kind(&e) == ErrorKind::ProgramFailed => {
                     self.counters.program_failures += 1;
                     self.retire_now(block);
                     self.release_blocks(BlockState::CheckpointNew);

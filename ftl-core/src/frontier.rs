@@ -14,7 +14,6 @@
 use nand_hal::{BlockId, ErrorKind, NandFlash, PageId};
 
 use crate::blocks::BlockState;
-use crate::ftl::e_kind;
 use crate::map::MappingTable;
 use crate::meta::{PageKind, PageMeta, META_LEN, VOID_OFFSET};
 use crate::policy::{PageCodec, PolicySet, Stream};
@@ -103,7 +102,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             self.dirty = true;
             match self.nand.program_page(page, data, &self.buf[d..d + spare_len]) {
                 Ok(()) => return Ok(page),
-                Err(e) if e_kind(&e) == ErrorKind::ProgramFailed => {
+                Err(e) if nand_hal::Error::kind(&e) == ErrorKind::ProgramFailed => {
                     self.counters.program_failures += 1;
                     self.void_page(page);
                     self.start_retiring(block);

@@ -306,7 +306,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         self.valid.get(p.0 as usize / 32).is_some_and(|w| w & (1 << (p.0 % 32)) != 0)
     }
 
-    fn set_valid_bit(&mut self, p: PageId, on: bool) {
+    pub(crate) fn set_valid_bit(&mut self, p: PageId, on: bool) {
         let Some(w) = self.valid.get_mut(p.0 as usize / 32) else {
             return;
         };
@@ -362,7 +362,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                 self.note_erase(b);
                 Ok(())
             }
-            Err(e) if e_kind(&e) == nand_hal::ErrorKind::EraseFailed => {
+            Err(e) if nand_hal::Error::kind(&e) == nand_hal::ErrorKind::EraseFailed => {
                 self.counters.erase_failures += 1;
                 self.retire_now(b);
                 Ok(())
@@ -385,8 +385,4 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         self.counters.blocks_retired += 1;
         self.dirty = true;
     }
-}
-
-pub(crate) fn e_kind<E: nand_hal::Error>(e: &E) -> nand_hal::ErrorKind {
-    e.kind()
 }

@@ -108,7 +108,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         };
         let Some(lpn) = lpn else {
             // Not mapped after all: nothing to move.
-            self.remap_page_invalid(page);
+            self.set_valid_bit(page, false);
             return Ok(());
         };
         // Correct what the codec can before copying; data it cannot correct is copied raw, so
@@ -127,16 +127,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// trusted).
     fn find_lpn(&self, page: PageId) -> Option<u32> {
         (0..self.map.len()).find(|&l| self.map.get(l) == Some(page))
-    }
-
-    fn remap_page_invalid(&mut self, page: PageId) {
-        if let Some(w) = self.valid.get_mut(page.0 as usize / 32) {
-            let bit = 1u32 << (page.0 % 32);
-            if *w & bit != 0 {
-                *w &= !bit;
-                self.blocks.dec_valid(self.geo.block_of(page));
-            }
-        }
     }
 
     /// Retires every block a program failed on: moves its data, then marks it bad.
