@@ -114,9 +114,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let b = BlockId(b);
             self.counters.nand_reads += 1;
             self.nand.read_spare(self.geo.page(b, 0), &mut self.buf[d..d + META_LEN])?;
-            // A bad-block marker is 0x00 (any non-0xFF byte on a fresh part, which format
-            // checks with `is_bad`); one flipped bit of a 0xFF byte is a raw read error.
-            if self.buf[d].count_zeros() >= 2 {
+            if self.buf[d] != 0xFF {
                 self.blocks.raw_set(b, BlockState::Bad, 0, 0);
                 continue;
             }
