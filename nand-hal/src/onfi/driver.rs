@@ -498,6 +498,22 @@ impl<B: OnfiBus> OnfiNand<B> {
         Ok(same_index || !self.info.param.multi_plane_block_restricted())
     }
 
+    /// Checks each page operation `(page, data bytes, spare bytes)` of a multi-plane call, then
+    /// their shape; `Ok(true)` when the chip can run them as one multi-plane operation.
+    fn check_multi_pages(
+        &self,
+        ops: impl Iterator<Item = (PageId, usize, usize)> + Clone,
+    ) -> Result<bool, (usize, OnfiError<B::Error>)> {
+        let mut n = 0;
+        for (i, (page, data, spare)) in ops.clone().enumerate() {
+            self.check_op(page, data, spare).map_err(|e| (i, e))?;
+            n += 1;
+        }
+        let ppb = self.info.geometry.pages_per_block;
+        let items = ops.map(|(page, _, _)| (page.0 / ppb, page.0 % ppb));
+        self.multi_shape(n, items.clone()).map_err(|i| (i, self.multi_error(n, items)))
+    }
+
     fn multi_error(&self, n: usize, items: impl Iterator<Item = (u32, u32)> + Clone) -> OnfiError<B::Error> {
         let g = &self.info.geometry;
         if n > g.planes_per_lun as usize {
@@ -747,15 +763,7 @@ impl<B: OnfiBus> NandFlash for OnfiNand<B> {
     }
 
     fn read_multi(&mut self, ops: &mut [ReadOp<'_>]) -> Result<(), (usize, Self::Error)> {
-        for (i, op) in ops.iter().enumerate() {
-            self.check_op(op.page, op.data.len(), op.spare.len()).map_err(|e| (i, e))?;
-        }
-        let g = self.info.geometry;
-        let items = ops.iter().map(|op| (op.page.0 / g.pages_per_block, op.page.0 % g.pages_per_block));
-        let hw = match self.multi_shape(ops.len(), items.clone()) {
-            Ok(hw) => hw,
-            Err(i) => return Err((i, self.multi_error(ops.len(), items))),
-        };
+        let hw = self.check_multi_pages(ops.iter().map(|op| (op.page, op.data.len(), op.spare.len())))?;
         if hw && ops.len() > 1 && self.info.multi_plane_read() {
             return self.read_multi_hw(ops);
         }
@@ -766,15 +774,7 @@ impl<B: OnfiBus> NandFlash for OnfiNand<B> {
     }
 
     fn program_multi(&mut self, ops: &[ProgramOp<'_>]) -> Result<(), (usize, Self::Error)> {
-        for (i, op) in ops.iter().enumerate() {
-            self.check_op(op.page, op.data.len(), op.spare.len()).map_err(|e| (i, e))?;
-        }
-        let g = self.info.geometry;
-        let items = ops.iter().map(|op| (op.page.0 / g.pages_per_block, op.page.0 % g.pages_per_block));
-        let hw = match self.multi_shape(ops.len(), items.clone()) {
-            Ok(hw) => hw,
-            Err(i) => return Err((i, self.multi_error(ops.len(), items))),
-        };
+        let hw = self.check_multi_pages(ops.iter().map(|op| (op.page, op.data.len(), op.spare.len())))?;
         if hw && ops.len() > 1 && self.info.multi_plane_program_erase() {
             return self.program_multi_hw(ops);
         }
