@@ -357,6 +357,20 @@ impl Emulator {
         Ok(first.map_or(0, |(lun, _)| lun))
     }
 
+    /// Checks the page operations `(page, data bytes, spare bytes)` of a multi-plane call: their
+    /// count, each address and length, then their shape; returns the LUN they run on.
+    fn check_multi_pages(
+        &self,
+        ops: impl Iterator<Item = (PageId, usize, usize)> + Clone,
+    ) -> Result<usize, (usize, EmuError)> {
+        self.check_multi_len(ops.clone().count())?;
+        for (i, (page, data, spare)) in ops.clone().enumerate() {
+            self.check_page(page).and_then(|()| self.check_lengths(data, spare)).map_err(|e| (i, e))?;
+        }
+        let ppb = self.geo.pages_per_block;
+        self.multi_shape(ops.map(|(page, _, _)| (page.0 / ppb, page.0 % ppb)))
+    }
+
     fn check_multi_len(&self, n: usize) -> Result<(), (usize, EmuError)> {
         if n > self.geo.planes_per_lun as usize {
             Err((0, EmuError::MultiPlane("more operations than planes per LUN")))
@@ -696,14 +710,8 @@ impl NandFlash for Emulator {
     }
 
     fn read_multi(&mut self, ops: &mut [ReadOp<'_>]) -> Result<(), (usize, EmuError)> {
-        self.check_multi_len(ops.len())?;
-        for (i, op) in ops.iter().enumerate() {
-            self.check_page(op.page)
-                .and_then(|()| self.check_lengths(op.data.len(), op.spare.len()))
-                .map_err(|e| (i, e))?;
-        }
+        let lun = self.check_multi_pages(ops.iter().map(|op| (op.page, op.data.len(), op.spare.len())))?;
         let ppb = self.geo.pages_per_block;
-        let lun = self.multi_shape(ops.iter().map(|op| (op.page.0 / ppb, op.page.0 % ppb)))?;
         let mut charged = [(0usize, 0u64); MAX_PLANES];
         let mut n = 0;
         let mut result = Ok(());
@@ -724,14 +732,8 @@ impl NandFlash for Emulator {
     }
 
     fn program_multi(&mut self, ops: &[ProgramOp<'_>]) -> Result<(), (usize, EmuError)> {
-        self.check_multi_len(ops.len())?;
-        for (i, op) in ops.iter().enumerate() {
-            self.check_page(op.page)
-                .and_then(|()| self.check_lengths(op.data.len(), op.spare.len()))
-                .map_err(|e| (i, e))?;
-        }
+        let lun = self.check_multi_pages(ops.iter().map(|op| (op.page, op.data.len(), op.spare.len())))?;
         let ppb = self.geo.pages_per_block;
-        let lun = self.multi_shape(ops.iter().map(|op| (op.page.0 / ppb, op.page.0 % ppb)))?;
         let mut charged = [(0usize, 0u64); MAX_PLANES];
         let mut n = 0;
         let mut result = Ok(());
