@@ -130,6 +130,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// Best effort: clears the void byte of a page whose program failed, so mount never takes it.
     pub(crate) fn void_page(&mut self, page: PageId) {
+        #[cfg(feature = "wom")]
+        if self.reuse.is_some() {
+            return self.reuse_void_page(page);
+        }
         let mut mark = [0xFFu8; VOID_OFFSET + 1];
         mark[VOID_OFFSET] = 0;
         self.counters.nand_programs += 1;
@@ -235,6 +239,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 return Err(Error::NoSpace);
             }
         }
+        #[cfg(feature = "wom")]
+        self.reuse_top_up(plane)?;
         Ok(())
     }
 }

@@ -62,10 +62,13 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     pub(crate) codec_len: usize,
     /// Whether anything changed since the last checkpoint (for `unmount`).
     pub(crate) dirty: bool,
+    /// Second writes, when on (see [`crate::reuse`]).
+    #[cfg(feature = "wom")]
+    pub(crate) reuse: Option<crate::reuse::Reuse<'m>>,
 }
 
 impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
-    fn new(nand: N, policies: P, map: M, mem: Memory<'m>, cfg: Config) -> Result<Self, Error> {
+    pub(crate) fn new(nand: N, policies: P, map: M, mem: Memory<'m>, cfg: Config) -> Result<Self, Error> {
         let geo = nand.geometry();
         let codec_len = policies.codec_ref().spare_len();
         cfg.validate(&geo, codec_len)?;
@@ -97,6 +100,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             counters: Counters::default(),
             codec_len,
             dirty: false,
+            #[cfg(feature = "wom")]
+            reuse: None,
         })
     }
 
@@ -217,6 +222,10 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             out.fill(0);
             return Ok(());
         };
+        #[cfg(feature = "wom")]
+        if self.reuse.is_some() {
+            return self.reuse_read_page(lpn, page, out);
+        }
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
         self.counters.nand_reads += 1;
@@ -243,6 +252,11 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         for (i, chunk) in data.chunks_exact(pb).enumerate() {
             let l = lpn + i as u32;
             let t = self.policies.classifier().classify_page(l, temp);
+            #[cfg(feature = "wom")]
+            if self.reuse.is_some() {
+                self.reuse_write_page(l, chunk, t)?;
+                continue;
+            }
             let Destination::FirstWrite(stream) = self.policies.placement().place(l, t);
             let plane = self.next_plane;
             self.next_plane = (self.next_plane + 1) % self.geo.total_planes();
@@ -295,6 +309,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let old = self.map.set(lpn, page);
         if let Some(o) = old {
             self.set_valid_bit(o, false);
+            #[cfg(feature = "wom")]
+            self.reuse_invalidate(o);
         }
         if let Some(p) = page {
             self.set_valid_bit(p, true);
@@ -325,7 +341,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     }
 
     /// Format: erase all good blocks, write the first checkpoint.
-    fn format_device(&mut self) -> Result<(), Error> {
+    pub(crate) fn format_device(&mut self) -> Result<(), Error> {
         self.blocks.reset();
         self.map.clear();
         self.valid.fill(0);
@@ -354,6 +370,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Erases a block that holds nothing live; on erase failure it is marked bad. Leaves it Free
     /// (or Bad).
     pub(crate) fn erase_free_block(&mut self, b: BlockId) -> Result<(), Error> {
+        #[cfg(feature = "wom")]
+        self.reuse_erased(b);
         self.counters.nand_erases += 1;
         match self.nand.erase_block(b) {
             Ok(()) => {
@@ -377,6 +395,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Marks a block bad on flash (best effort) and in the table.
     pub(crate) fn retire_now(&mut self, b: BlockId) {
         crate::fmt::warn!("retiring block {}", b.0);
+        #[cfg(feature = "wom")]
+        self.reuse_erased(b);
         // A device that cannot even take the marker still has the block out of use in RAM; the
         // checkpoint records it as bad.
         self.counters.nand_programs += 1;

@@ -32,6 +32,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     pub(crate) fn gc_one(&mut self, plane: u32) -> Result<bool, Error> {
         let view = self.blocks.view(plane);
         let Some(victim) = self.policies.victim().select(&view) else {
+            #[cfg(feature = "wom")]
+            if self.reuse.is_some() {
+                return self.reuse_gc_fallback(plane);
+            }
             return Ok(false);
         };
         let VictimAction::Erase = self.policies.victim().action(&view, victim);
@@ -40,6 +44,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             || self.blocks.state(victim) != BlockState::Used
         {
             return Ok(false);
+        }
+        #[cfg(feature = "wom")]
+        if self.reuse.is_some() {
+            return self.reuse_collect(victim);
         }
         self.collect(victim, Finish::Erase)?;
         self.counters.gc_blocks += 1;
@@ -91,6 +99,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// Copies one valid page to the GC stream of `plane` and remaps it.
     pub(crate) fn relocate(&mut self, page: PageId, plane: u32) -> Result<(), Error> {
+        #[cfg(feature = "wom")]
+        if self.reuse_is_second(page) {
+            return self.relocate_second(page, plane);
+        }
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
         let plane = self.gc_plane(plane);
@@ -100,11 +112,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let (data, spare) = self.buf.split_at_mut(d);
             self.nand.read_page(page, data, &mut spare[..spare_len])?;
         }
-        let lpn = match PageMeta::decode(&self.buf[d..d + spare_len]) {
+        // The auxiliary word (e.g. the first-write scrambler's flags) travels with the data.
+        let (lpn, aux) = match PageMeta::decode(&self.buf[d..d + spare_len]) {
             SpareState::Valid(m) if m.kind == PageKind::Data && self.map.get(m.tag) == Some(page) => {
-                Some(m.tag)
+                (Some(m.tag), m.aux)
             }
-            _ => self.find_lpn(page),
+            _ => (self.find_lpn(page), 0),
         };
         let Some(lpn) = lpn else {
             // Not mapped after all: nothing to move.
@@ -117,7 +130,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let (data, spare) = self.buf.split_at_mut(d);
             matches!(self.policies.codec().decode(data, &spare[META_LEN..spare_len]), Ok(n) if n > 0)
         };
-        let new = self.append(plane, Stream::Gc, PageKind::Data, lpn, 0, Source::Buffer { encode })?;
+        let new = self.append(plane, Stream::Gc, PageKind::Data, lpn, aux, Source::Buffer { encode })?;
         self.remap(lpn, Some(new));
         self.counters.gc_page_copies += 1;
         Ok(())

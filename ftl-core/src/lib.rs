@@ -36,6 +36,8 @@ pub mod map;
 pub mod meta;
 pub mod policy;
 pub mod recovery;
+#[cfg(feature = "wom")]
+pub mod reuse;
 pub mod wear;
 
 pub use blocks::BlockInfo;

@@ -49,6 +49,9 @@ struct Cursor {
     seq: u64,
     kind: PageKind,
     tag: u32,
+    /// A cursor over the second writes of a plane-0 block (feature `wom`).
+    #[cfg(feature = "wom")]
+    second: bool,
 }
 
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
@@ -60,6 +63,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.valid.fill(0);
         self.frontiers = [Frontier::NONE; crate::config::MAX_TOTAL_PLANES * crate::frontier::STREAMS];
         self.trims.clear();
+        #[cfg(feature = "wom")]
+        self.reuse_reset();
 
         let max_seen = self.survey()?;
         let (ckpt_seq, next_seq) = self.load_newest_checkpoint()?;
@@ -81,6 +86,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             self.blocks.set_flags(b, FLAG_CKPT_BAD, false);
         }
 
+        #[cfg(feature = "wom")]
+        self.reuse_scan(ckpt_seq)?;
         let replayed = self.replay(ckpt_seq)?;
         self.rebuild()?;
 
@@ -98,6 +105,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 }
             }
         }
+        #[cfg(feature = "wom")]
+        self.reuse_after_mount();
         self.dirty = replayed.pages > 0;
         self.counters.mount_replayed_pages = replayed.pages;
         self.counters.mount_reads = self.counters.nand_reads - reads_before;
@@ -110,14 +119,21 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let d = self.geo.data_bytes as usize;
         let ppb = self.geo.pages_per_block;
         let mut max_seq = 0;
+        // With second writes, the whole spare: page 0 may carry a pair's activation marker.
+        #[cfg(feature = "wom")]
+        let survey_len = if self.reuse.is_some() { self.geo.spare_bytes as usize } else { META_LEN };
+        #[cfg(not(feature = "wom"))]
+        let survey_len = META_LEN;
         for b in 0..self.geo.total_blocks() {
             let b = BlockId(b);
             self.counters.nand_reads += 1;
-            self.nand.read_spare(self.geo.page(b, 0), &mut self.buf[d..d + META_LEN])?;
+            self.nand.read_spare(self.geo.page(b, 0), &mut self.buf[d..d + survey_len])?;
             if self.buf[d] != 0xFF {
                 self.blocks.raw_set(b, BlockState::Bad, 0, 0);
                 continue;
             }
+            #[cfg(feature = "wom")]
+            self.reuse_survey(b);
             match PageMeta::decode(&self.buf[d..d + META_LEN]) {
                 SpareState::Erased => self.blocks.raw_set(b, BlockState::Free, 0, 0),
                 SpareState::Invalid => self.blocks.raw_set(b, BlockState::Dirty, 0, 0),
@@ -276,7 +292,15 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Step 3 and 4.
     fn replay(&mut self, ckpt_seq: u64) -> Result<Replayed, Error> {
         let ppb = self.geo.pages_per_block;
-        let empty = Cursor { block: 0, page: 0, seq: u64::MAX, kind: PageKind::Data, tag: 0 };
+        let empty = Cursor {
+            block: 0,
+            page: 0,
+            seq: u64::MAX,
+            kind: PageKind::Data,
+            tag: 0,
+            #[cfg(feature = "wom")]
+            second: false,
+        };
         let mut cursors = [empty; MAX_REPLAY_BLOCKS];
         let mut n = 0usize;
         fn add(cursors: &mut [Cursor], n: &mut usize, c: Cursor) -> Result<(), Error> {
@@ -301,6 +325,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 && !cursors[..n].iter().any(|c| c.block == f.block)
             {
                 add(&mut cursors, &mut n, Cursor { block: f.block, page: f.next_page, ..empty })?;
+            }
+        }
+        #[cfg(feature = "wom")]
+        for b in 0..self.geo.total_blocks() {
+            if self.reuse_replays(BlockId(b)) {
+                add(&mut cursors, &mut n, Cursor { block: b, page: 0, second: true, ..empty })?;
             }
         }
         let mut out = Replayed {
@@ -343,9 +373,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             self.load_head(&mut cursors[k], ckpt_seq)?;
         }
         if let Some((lpn, prev, page)) = newest {
-            if !self.page_is_whole(page)? {
+            if !self.newest_is_whole(page)? {
                 self.map.set(lpn, prev);
-                self.void_page(page);
+                self.void_newest(page);
             }
         }
         for c in &cursors[..n] {
@@ -387,10 +417,41 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(())
     }
 
+    /// Whether the newest replayed data page was written whole (a second write: decodes).
+    fn newest_is_whole(&mut self, page: PageId) -> Result<bool, Error> {
+        #[cfg(feature = "wom")]
+        if self.reuse_is_second(page) {
+            return self.reuse_second_whole(page);
+        }
+        self.page_is_whole(page)
+    }
+
+    /// Voids the newest replayed data page after a roll-back.
+    fn void_newest(&mut self, page: PageId) {
+        #[cfg(feature = "wom")]
+        if self.reuse_is_second(page) {
+            return self.reuse_rollback(page);
+        }
+        self.void_page(page)
+    }
+
     /// Reads the metadata of a cursor's page; marks the cursor done at the end of what was written.
     fn load_head(&mut self, c: &mut Cursor, ckpt_seq: u64) -> Result<(), Error> {
         let d = self.geo.data_bytes as usize;
         c.seq = u64::MAX;
+        #[cfg(feature = "wom")]
+        if c.second {
+            match self.reuse_load_head(c.block, c.page, ckpt_seq)? {
+                Some((page, seq, tag)) => {
+                    c.page = page;
+                    c.seq = seq;
+                    c.kind = PageKind::Data;
+                    c.tag = tag;
+                }
+                None => c.page = self.geo.pages_per_block,
+            }
+            return Ok(());
+        }
         while c.page < self.geo.pages_per_block {
             self.counters.nand_reads += 1;
             self.nand.read_spare(self.geo.page(BlockId(c.block), c.page), &mut self.buf[d..d + META_LEN])?;
@@ -466,6 +527,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let v = self.blocks.get(b).valid;
             self.blocks.raw_set_valid(b, v + 1);
         }
+        #[cfg(feature = "wom")]
+        self.reuse_rebuild_valid()?;
         for b in 0..self.geo.total_blocks() {
             let b = BlockId(b);
             let info = *self.blocks.get(b);

@@ -17,10 +17,12 @@
 use std::fmt::Write as _;
 
 use ftl_core::policy::{DefaultPolicies, PolicySet};
+use ftl_core::reuse::{Reuse, ReuseConfig, SecondWriteCodec};
 use ftl_core::{Config, Counters, Error, FlatMap, Ftl};
 use nand_hal::{EccRequirement, ErrorKind, Geometry, NandFlash};
 use sim_host::emulator::{Emulator, EmulatorConfig};
 use sim_host::memory::FtlMemory;
+use sim_host::sim::wom::ReuseBuffers;
 
 /// The FTL type the tests use: the baseline policies unless given others (e.g. a BCH codec).
 pub type TestFtl<'a, N, P = DefaultPolicies> = Ftl<'a, N, P, FlatMap<'a>>;
@@ -74,6 +76,42 @@ pub fn mount_with<N: NandFlash, P: PolicySet>(
 ) -> Result<TestFtl<'_, N, P>, Error> {
     let (map, m) = mem.parts();
     Ftl::mount(nand, policies, map, m, cfg)
+}
+
+/// What an FTL with second writes (feature `wom`) needs besides its memory: the codec, the
+/// reuse buffers and the settings. [`Env`] lends them to every format and mount.
+pub struct WomParts {
+    /// The second-write codec.
+    pub codec: Box<dyn SecondWriteCodec + Send>,
+    /// The reuse buffers.
+    pub buffers: ReuseBuffers,
+    /// The settings.
+    pub config: ReuseConfig,
+}
+
+/// Formats (`format`) or mounts `nand` with memory from `mem`, with second writes if `wom` is
+/// given.
+pub fn open<'a, N: NandFlash, P: PolicySet>(
+    nand: N,
+    mem: &'a mut FtlMemory,
+    wom: Option<&'a mut WomParts>,
+    cfg: Config,
+    policies: P,
+    format: bool,
+) -> Result<TestFtl<'a, N, P>, Error> {
+    let (map, m) = mem.parts();
+    match (wom, format) {
+        (None, true) => Ftl::format(nand, policies, map, m, cfg),
+        (None, false) => Ftl::mount(nand, policies, map, m, cfg),
+        (Some(w), format) => {
+            let reuse = Reuse::new(&mut *w.codec, w.buffers.memory(), w.config);
+            if format {
+                Ftl::format_reusable(nand, policies, map, m, cfg, reuse)
+            } else {
+                Ftl::mount_reusable(nand, policies, map, m, cfg, reuse)
+            }
+        }
+    }
 }
 
 /// Whether an error is the emulator reporting a power cut.
@@ -607,6 +645,10 @@ pub struct Totals {
     pub host_write_pages: u64,
     /// Wear-leveling moves.
     pub wear_level_moves: u64,
+    /// Second writes (feature `wom`).
+    pub second_writes: u64,
+    /// GC rewrites of second writes (feature `wom`).
+    pub second_write_gc_rewrites: u64,
 }
 
 impl Totals {
@@ -620,6 +662,14 @@ impl Totals {
         self.erase_failures += c.erase_failures;
         self.host_write_pages += c.host_write_pages;
         self.wear_level_moves += c.wear_level_moves;
+    }
+
+    /// Adds one instance's second-write counts, if it had second writes on.
+    pub fn add_reuse(&mut self, s: Option<ftl_core::reuse::ReuseStats>) {
+        if let Some(s) = s {
+            self.second_writes += s.second_writes;
+            self.second_write_gc_rewrites += s.gc_rewrites;
+        }
     }
 }
 
@@ -675,6 +725,8 @@ pub struct Env<P = DefaultPolicies> {
     pub random_cuts: Option<RandomCuts>,
     /// The policies every format and mount gets (a clone each).
     pub policies: P,
+    /// Second writes (feature `wom`) for every format and mount, when given.
+    pub wom: Option<WomParts>,
 }
 
 /// Power cuts at random offsets, rescheduled whenever none is pending.
@@ -719,6 +771,7 @@ impl<P: PolicySet + Clone> Env<P> {
             mount_cut: None,
             random_cuts: None,
             policies,
+            wom: None,
         }
     }
 
@@ -750,7 +803,14 @@ impl<P: PolicySet + Clone> Env<P> {
         loop {
             let mut ftl = match next {
                 Next::Format => {
-                    match format_with(&mut self.emu, &mut self.mem, self.cfg, self.policies.clone()) {
+                    match open(
+                        &mut self.emu,
+                        &mut self.mem,
+                        self.wom.as_mut(),
+                        self.cfg,
+                        self.policies.clone(),
+                        true,
+                    ) {
                         Ok(f) => f,
                         Err(e) if is_power_loss(&e) => {
                             self.log.push("cut during format".into());
@@ -758,6 +818,7 @@ impl<P: PolicySet + Clone> Env<P> {
                             after_format_cut(
                                 &mut self.emu,
                                 &mut self.mem,
+                                &mut self.wom,
                                 self.cfg,
                                 &self.model,
                                 &self.policies,
@@ -768,7 +829,14 @@ impl<P: PolicySet + Clone> Env<P> {
                     }
                 }
                 Next::Mount => {
-                    match mount_with(&mut self.emu, &mut self.mem, self.cfg, self.policies.clone()) {
+                    match open(
+                        &mut self.emu,
+                        &mut self.mem,
+                        self.wom.as_mut(),
+                        self.cfg,
+                        self.policies.clone(),
+                        false,
+                    ) {
                         Ok(mut f) => {
                             self.log.push("mounted".into());
                             match verify_all(&mut f, &self.model)
@@ -777,6 +845,7 @@ impl<P: PolicySet + Clone> Env<P> {
                                 Ok(()) => f,
                                 Err(_) => {
                                     self.totals.add(f.counters());
+                                    self.totals.add_reuse(f.reuse_stats());
                                     next = Next::Recover;
                                     continue;
                                 }
@@ -799,8 +868,15 @@ impl<P: PolicySet + Clone> Env<P> {
                     if let Some(m) = self.mount_cut.take() {
                         self.emu.restore_power();
                         self.emu.schedule_power_cut(m as u64);
-                        let r = mount_with(&mut self.emu, &mut self.mem, self.cfg, self.policies.clone())
-                            .map(drop);
+                        let r = open(
+                            &mut self.emu,
+                            &mut self.mem,
+                            self.wom.as_mut(),
+                            self.cfg,
+                            self.policies.clone(),
+                            false,
+                        )
+                        .map(drop);
                         self.emu.cancel_power_cut();
                         match r {
                             Ok(()) => self.log.push(format!("mount cut at {m} did not fire")),
@@ -814,8 +890,15 @@ impl<P: PolicySet + Clone> Env<P> {
                         }
                     }
                     self.emu.restore_power();
-                    let mut f = mount_with(&mut self.emu, &mut self.mem, self.cfg, self.policies.clone())
-                        .map_err(|e| format!("mount after a power cut failed: {e:?}"))?;
+                    let mut f = open(
+                        &mut self.emu,
+                        &mut self.mem,
+                        self.wom.as_mut(),
+                        self.cfg,
+                        self.policies.clone(),
+                        false,
+                    )
+                    .map_err(|e| format!("mount after a power cut failed: {e:?}"))?;
                     let replayed = f.counters().mount_replayed_pages;
                     match settle_all(&mut f, &mut self.model, true)? {
                         Ok(changed) => {
@@ -851,6 +934,7 @@ impl<P: PolicySet + Clone> Env<P> {
             };
             let outcome = session(&mut ftl, &mut ctx, &ops[..limit], &mut next_op)?;
             self.totals.add(ftl.counters());
+            self.totals.add_reuse(ftl.reuse_stats());
             match outcome {
                 Outcome::Cut => {
                     self.log.push("power cut".into());
@@ -875,8 +959,15 @@ impl<P: PolicySet + Clone> Env<P> {
                     verify_all(&mut ftl, &self.model)?.map_err(|_| "cut in final check".to_string())?;
                     ftl.unmount().map_err(|e| format!("final unmount failed: {e:?}"))?;
                     self.model.flush();
-                    let mut f = mount_with(&mut self.emu, &mut self.mem, self.cfg, self.policies.clone())
-                        .map_err(|e| format!("mount after the final unmount failed: {e:?}"))?;
+                    let mut f = open(
+                        &mut self.emu,
+                        &mut self.mem,
+                        self.wom.as_mut(),
+                        self.cfg,
+                        self.policies.clone(),
+                        false,
+                    )
+                    .map_err(|e| format!("mount after the final unmount failed: {e:?}"))?;
                     verify_all(&mut f, &self.model)
                         .map_err(|e| format!("after the final remount: {e}"))?
                         .map_err(|_| "cut in final check".to_string())?;
@@ -917,12 +1008,13 @@ pub fn block_summary(mem: &mut FtlMemory, geo: &Geometry) -> String {
 fn after_format_cut<P: PolicySet + Clone>(
     emu: &mut Emulator,
     mem: &mut FtlMemory,
+    wom: &mut Option<WomParts>,
     cfg: Config,
     model: &Model,
     policies: &P,
 ) -> Result<(), String> {
     emu.restore_power();
-    match mount_with(&mut *emu, &mut *mem, cfg, policies.clone()) {
+    match open(&mut *emu, &mut *mem, wom.as_mut(), cfg, policies.clone(), false) {
         Ok(mut f) => {
             let empty = Model::new(model.len());
             verify_all(&mut f, &empty)
@@ -932,7 +1024,7 @@ fn after_format_cut<P: PolicySet + Clone>(
         Err(Error::NotFormatted | Error::Corrupt) => {}
         Err(e) => return Err(format!("mount after a cut during format returned {e:?}")),
     }
-    let mut f = format_with(&mut *emu, &mut *mem, cfg, policies.clone())
+    let mut f = open(&mut *emu, &mut *mem, wom.as_mut(), cfg, policies.clone(), true)
         .map_err(|e| format!("format after a cut during format: {e:?}"))?;
     f.write(0, &{
         let mut p = vec![0u8; f.page_bytes() as usize];
@@ -941,8 +1033,8 @@ fn after_format_cut<P: PolicySet + Clone>(
     })
     .map_err(|e| format!("write after reformat: {e:?}"))?;
     f.unmount().map_err(|e| format!("unmount after reformat: {e:?}"))?;
-    let mut f =
-        mount_with(emu, mem, cfg, policies.clone()).map_err(|e| format!("mount after reformat: {e:?}"))?;
+    let mut f = open(emu, mem, wom.as_mut(), cfg, policies.clone(), false)
+        .map_err(|e| format!("mount after reformat: {e:?}"))?;
     let mut p = vec![0u8; f.page_bytes() as usize];
     f.read(0, &mut p).map_err(|e| format!("read after reformat: {e:?}"))?;
     if identify(0, &p) != Found::Content(Some(1)) {

@@ -58,11 +58,13 @@ pub mod list;
 pub mod page;
 pub mod polar;
 pub mod scramble;
+pub mod second_write;
 #[cfg(test)]
 mod tests;
 
 pub use page::{PagePlan, SecondWriteLayout, WomDecoded, WomEncoded, WomPageCodec};
 pub use scramble::{descramble_first_write, scramble_first_write};
+pub use second_write::{fitted_codec, ftl_layout, WomSecondWrite};
 
 use list::{ListEncoder, MAX_LIST};
 use polar::{extract_message, low_mask, transform, transform_word, BitWriter, ScEncoder, ScFail};

@@ -13,6 +13,7 @@ pub mod device;
 pub mod metrics;
 pub mod plot;
 pub mod report;
+pub mod wom;
 
 use std::collections::VecDeque;
 use std::time::Instant;

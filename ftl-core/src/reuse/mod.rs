@@ -1,0 +1,961 @@
+//! Reusable SSD (feature `wom`): second writes of hot logical pages onto pairs of invalid
+//! pages of garbage-collected blocks, with a write-once-memory code ([`SecondWriteCodec`]).
+//!
+//! **Block states** (one byte per block, [`ReuseMemory::state`]), on top of the block table:
+//! `clean` and `used` are the baseline's free and used blocks; GC *recycles* a victim instead
+//! of erasing it (no page moves: it becomes `Pending`, out of GC's lists); the next checkpoint
+//! records it and makes it `Recycled`, eligible for second writes; a pair of recycled blocks
+//! (one in each plane of a plane pair of one LUN, same offsets) is `Active` while the offset
+//! counter walks it; when no offset is invalid in both, both become `Reused` (used blocks
+//! again, GC victims by valid count, always erased). Erasing any of them makes it clean.
+//!
+//! **Second write**: the logical page goes to the two pages at the offset counter of the
+//! active pair of a plane pair (both invalid, not voided, never second-written), encoded over
+//! their current contents, with [`meta::SwMeta`] at the end of both spares; the map points at
+//! the plane-0 half; a bitmap marks second-write pages and the block map
+//! ([`ReuseMemory::pair`]) names each half's partner; both halves carry a valid bit, so both
+//! blocks' valid counts include the page. Only hot pages (the classifier) are second-written,
+//! only when both planes have a recycled block and the blocks are within
+//! [`ReuseConfig::life_permille`] of their rated life; encode failure falls back to a first
+//! write. First writes are scrambled by logical page and complemented when more than half of
+//! the cells would be programmed (flags in the metadata's `aux` word), so that second writes
+//! succeed on structured data.
+//!
+//! **GC** (per plane): runs while clean < the baseline reserve (then victims are erased) and,
+//! on top, while clean + recycled < [`ReuseConfig::gc_threshold`]. The victim (fewest valid
+//! pages) is erased if it is reused, if the plane is below its clean reserve, if recycled +
+//! reused blocks would exceed [`ReuseConfig::cap_blocks`] (2R) or if it is past its life share;
+//! otherwise it is recycled. Valid second-write pages of an erased victim are decoded and
+//! rewritten as first writes on the GC stream.
+//!
+//! **Power loss**: a second write only reprograms pages that held no live data (pending trims
+//! are journaled first, so a trimmed page's old content is not needed either), and the map
+//! changes only after both halves are programmed, so a cut leaves the old mapping. Mount (see
+//! `mount.rs`) scans the blocks the checkpoint recorded as recycled or reused (their spares
+//! only) for second writes, replays those newer than the checkpoint in sequence order with the
+//! other pages, verifies the newest by decoding it, and rolls it back (voiding its metadata) if
+//! it was torn. Pair activations count as opened blocks for the checkpoint interval, which
+//! bounds the replay.
+//!
+//! RAM ([`ReuseLayout`]): `ceil(total_pages / 32)` words of second-write bitmap, 5 bytes per
+//! block (partner, state) and two raw pages, plus the codec's own memory.
+
+mod codec;
+mod meta;
+mod mount;
+
+pub use codec::{SecondWriteCodec, SecondWriteError};
+pub use meta::{SwMeta, SwState, HALF_MARKER, SW_META_LEN};
+
+use nand_hal::{BlockId, ErrorKind, Geometry, NandFlash, PageId, ProgramOp, ReadOp};
+
+use crate::blocks::BlockState;
+use crate::config::MAX_TOTAL_PLANES;
+use crate::frontier::Source;
+use crate::map::MappingTable;
+use crate::meta::{PageKind, PageMeta, SpareState, META_LEN, VOID_OFFSET};
+use crate::policy::{Destination, PageCodec, Placement, PolicySet, Temperature};
+use crate::{Config, Error, Ftl, Memory};
+
+const NIL: u32 = u32::MAX;
+/// `aux` bit of a data page's metadata: the data is scrambled (keyed by its logical page).
+pub const AUX_SCRAMBLED: u32 = 1;
+/// `aux` bit: the scrambled data was complemented.
+pub const AUX_COMPLEMENTED: u32 = 2;
+
+/// Reuse state of a block (low nibble of its state byte).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum ReuseState {
+    /// Clean or used: the baseline's states.
+    None = 0,
+    /// Recycled: its invalid pages may take second writes.
+    Recycled = 2,
+    /// One half of the active pair of its plane pair.
+    Active = 3,
+    /// Second writes done; a used block that GC erases.
+    Reused = 4,
+}
+
+const STATE_MASK: u8 = 0x0F;
+/// Mount only: page 0 carries a whole activation marker (the block is a pair's plane-0 half).
+pub(crate) const M_MARKED: u8 = 0x40;
+/// Mount only: the block holds second writes newer than the checkpoint (plane-0 halves).
+pub(crate) const M_REPLAY: u8 = 0x20;
+/// Mount only: some page's second-write metadata cells are not erased.
+pub(crate) const M_TOUCHED: u8 = 0x10;
+
+/// Runtime settings of second writes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ReuseConfig {
+    /// Most blocks recycled or reused at once, device-wide (the paper's 2R, R = physical minus
+    /// logical blocks).
+    pub cap_blocks: u32,
+    /// Per plane: GC also runs while clean + recycled blocks are fewer than this (the paper's
+    /// threshold, 1 % of the blocks there; at least the baseline's free reserve + 2 here).
+    pub gc_threshold: u32,
+    /// Second writes only on blocks whose erase count is below this share (per mille) of the
+    /// rated endurance (the paper: 30 %).
+    pub life_permille: u32,
+    /// Read the next pair of invalid pages ahead ([`Ftl::prefetch_second_write`]).
+    pub prefetch: bool,
+}
+
+impl ReuseConfig {
+    /// The paper's settings for `geometry` and `config`: 2R, 1 % threshold, 30 % of life,
+    /// prefetch on.
+    pub const fn paper(geometry: &Geometry, config: &Config) -> Self {
+        let ppb = if geometry.pages_per_block == 0 { 1 } else { geometry.pages_per_block };
+        let r = (geometry.total_pages().saturating_sub(config.logical_pages)) / ppb;
+        let pct = geometry.blocks_per_plane / 100;
+        let floor = config.gc_free_threshold + 2;
+        ReuseConfig {
+            cap_blocks: 2 * r,
+            gc_threshold: if pct > floor { pct } else { floor },
+            life_permille: 300,
+            prefetch: true,
+        }
+    }
+}
+
+/// What second writes did (since the FTL was created).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ReuseStats {
+    /// Logical pages written as second writes.
+    pub second_writes: u64,
+    /// Hot pages that went to a first write because every encoding attempt failed.
+    pub encode_failures: u64,
+    /// Encoding retries over all second writes.
+    pub retries: u64,
+    /// Hot pages written as first writes because no recycled pair was available.
+    pub no_pair: u64,
+    /// Blocks recycled by GC.
+    pub recycled: u64,
+    /// Pairs activated.
+    pub pairs: u64,
+    /// Second-write pages read by the host.
+    pub second_reads: u64,
+    /// Valid second-write pages GC decoded and rewrote.
+    pub gc_rewrites: u64,
+    /// Pair reads served by a prefetch.
+    pub prefetch_hits: u64,
+    /// Pair reads issued by the write itself.
+    pub prefetch_misses: u64,
+    /// Offsets skipped because a half was voided or already carried second-write cells.
+    pub skipped_pages: u64,
+}
+
+/// Buffer sizes second writes need (see [`ReuseMemory`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ReuseLayout {
+    /// `u32` words of the second-write bitmap.
+    pub second_words: usize,
+    /// Blocks (entries of `pair` and `state`).
+    pub blocks: usize,
+    /// Bytes of each of the two raw page buffers.
+    pub page_buf: usize,
+}
+
+impl ReuseLayout {
+    /// The layout for a geometry.
+    pub const fn new(geometry: &Geometry) -> Self {
+        ReuseLayout {
+            second_words: (geometry.total_pages() as usize).div_ceil(32),
+            blocks: geometry.total_blocks() as usize,
+            page_buf: geometry.raw_page_bytes() as usize,
+        }
+    }
+
+    /// Total bytes.
+    pub const fn total_bytes(&self) -> usize {
+        self.second_words * 4 + self.blocks * 5 + 2 * self.page_buf
+    }
+}
+
+/// Memory the caller lends for second writes (sizes from [`ReuseLayout`]).
+pub struct ReuseMemory<'m> {
+    /// Bitmap of pages holding (a half of) a second write.
+    pub second: &'m mut [u32],
+    /// Block map: each reused block's partner in the other plane of its pair (`u32::MAX`: none).
+    pub pair: &'m mut [u32],
+    /// Reuse state byte per block.
+    pub state: &'m mut [u8],
+    /// Raw page buffer of the plane-0 half.
+    pub page_a: &'m mut [u8],
+    /// Raw page buffer of the plane-1 half.
+    pub page_b: &'m mut [u8],
+}
+
+#[derive(Copy, Clone, Debug)]
+struct ActivePair {
+    a: u32,
+    b: u32,
+    offset: u32,
+}
+
+const NO_PAIR: ActivePair = ActivePair { a: NIL, b: NIL, offset: 0 };
+
+/// Second writes: the codec, the memory, the settings and the running state.
+pub struct Reuse<'m> {
+    codec: &'m mut (dyn SecondWriteCodec + Send),
+    mem: ReuseMemory<'m>,
+    cfg: ReuseConfig,
+    active: [ActivePair; MAX_TOTAL_PLANES / 2],
+    next_pair: u32,
+    /// Blocks recycled (any stage) or reused, device-wide.
+    in_reuse: u32,
+    /// Per plane: recycled + active blocks.
+    recycled: [u32; MAX_TOTAL_PLANES],
+    /// The pages whose raw images are in the buffers, if a prefetch read them.
+    prefetched: Option<(PageId, PageId)>,
+    stats: ReuseStats,
+}
+
+impl<'m> Reuse<'m> {
+    /// Second writes with `codec` over `mem`, configured by `cfg`.
+    pub fn new(codec: &'m mut (dyn SecondWriteCodec + Send), mem: ReuseMemory<'m>, cfg: ReuseConfig) -> Self {
+        Reuse {
+            codec,
+            mem,
+            cfg,
+            active: [NO_PAIR; MAX_TOTAL_PLANES / 2],
+            next_pair: 0,
+            in_reuse: 0,
+            recycled: [0; MAX_TOTAL_PLANES],
+            prefetched: None,
+            stats: ReuseStats::default(),
+        }
+    }
+
+    fn check(&self, geo: &Geometry, spare_used: usize) -> Result<(), Error> {
+        let lay = ReuseLayout::new(geo);
+        let m = &self.mem;
+        if m.second.len() != lay.second_words
+            || m.pair.len() != lay.blocks
+            || m.state.len() != lay.blocks
+            || m.page_a.len() != lay.page_buf
+            || m.page_b.len() != lay.page_buf
+        {
+            return Err(Error::Memory);
+        }
+        let (off, len) = self.codec.region();
+        let spare = geo.spare_bytes as usize;
+        // Two planes per pair, one partial program for the second write and one to void it on
+        // top of the first write, and pages reprogrammed out of order.
+        if geo.planes_per_lun < 2
+            || !geo.planes_per_lun.is_multiple_of(2)
+            || geo.nop < 3
+            || geo.sequential_program
+            || off < spare_used
+            || off.checked_add(len).is_none_or(|e| e + SW_META_LEN > spare)
+            || self.cfg.gc_threshold == 0
+        {
+            return Err(Error::Config);
+        }
+        Ok(())
+    }
+
+    fn reset(&mut self) {
+        self.mem.second.fill(0);
+        self.mem.pair.fill(NIL);
+        self.mem.state.fill(0);
+        self.active = [NO_PAIR; MAX_TOTAL_PLANES / 2];
+        self.in_reuse = 0;
+        self.recycled = [0; MAX_TOTAL_PLANES];
+        self.prefetched = None;
+    }
+
+    fn state(&self, b: BlockId) -> ReuseState {
+        match self.mem.state.get(b.0 as usize).map_or(0, |s| s & STATE_MASK) {
+            2 => ReuseState::Recycled,
+            3 => ReuseState::Active,
+            4 => ReuseState::Reused,
+            _ => ReuseState::None,
+        }
+    }
+
+    fn set_state(&mut self, geo: &Geometry, b: BlockId, s: ReuseState) {
+        let old = self.state(b);
+        let plane = geo.plane_index(b) as usize;
+        let recycling = |s: ReuseState| matches!(s, ReuseState::Recycled | ReuseState::Active);
+        if recycling(old) {
+            self.recycled[plane] -= 1;
+        }
+        if recycling(s) {
+            self.recycled[plane] += 1;
+        }
+        if old != ReuseState::None {
+            self.in_reuse -= 1;
+        }
+        if s != ReuseState::None {
+            self.in_reuse += 1;
+        }
+        if let Some(x) = self.mem.state.get_mut(b.0 as usize) {
+            *x = (*x & !STATE_MASK) | s as u8;
+        }
+    }
+
+    fn is_second(&self, p: PageId) -> bool {
+        self.mem.second.get(p.0 as usize / 32).is_some_and(|w| w & (1 << (p.0 % 32)) != 0)
+    }
+
+    fn set_second(&mut self, p: PageId, on: bool) {
+        if let Some(w) = self.mem.second.get_mut(p.0 as usize / 32) {
+            if on {
+                *w |= 1 << (p.0 % 32);
+            } else {
+                *w &= !(1 << (p.0 % 32));
+            }
+        }
+    }
+
+    fn partner(&self, b: BlockId) -> Option<BlockId> {
+        self.mem.pair.get(b.0 as usize).copied().filter(|&p| p != NIL).map(BlockId)
+    }
+}
+
+/// Which plane pair a plane belongs to, and whether it is the pair's plane 0.
+fn pair_of(plane: u32) -> (usize, bool) {
+    ((plane / 2) as usize, plane.is_multiple_of(2))
+}
+
+impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
+    /// Formats the device with second writes (see [`Ftl::format`]).
+    pub fn format_reusable(
+        nand: N,
+        policies: P,
+        map: M,
+        mem: Memory<'m>,
+        cfg: Config,
+        reuse: Reuse<'m>,
+    ) -> Result<Self, Error> {
+        let mut ftl = Self::new(nand, policies, map, mem, cfg)?;
+        ftl.attach_reuse(reuse)?;
+        ftl.format_device()?;
+        Ok(ftl)
+    }
+
+    /// Mounts a device formatted with second writes (see [`Ftl::mount`]).
+    pub fn mount_reusable(
+        nand: N,
+        policies: P,
+        map: M,
+        mem: Memory<'m>,
+        cfg: Config,
+        reuse: Reuse<'m>,
+    ) -> Result<Self, Error> {
+        let mut ftl = Self::new(nand, policies, map, mem, cfg)?;
+        ftl.attach_reuse(reuse)?;
+        ftl.recover()?;
+        Ok(ftl)
+    }
+
+    fn attach_reuse(&mut self, mut reuse: Reuse<'m>) -> Result<(), Error> {
+        reuse.check(&self.geo, META_LEN + self.codec_len)?;
+        reuse.reset();
+        self.reuse = Some(reuse);
+        Ok(())
+    }
+
+    /// What second writes did, if they are on.
+    pub fn reuse_stats(&self) -> Option<ReuseStats> {
+        self.reuse.as_ref().map(|r| r.stats)
+    }
+
+    /// Reuse state of a block, if second writes are on.
+    pub fn reuse_state(&self, b: BlockId) -> Option<ReuseState> {
+        self.reuse.as_ref().map(|r| r.state(b))
+    }
+
+    /// Blocks recycled or reused, device-wide.
+    pub fn reuse_blocks(&self) -> u32 {
+        self.reuse.as_ref().map_or(0, |r| r.in_reuse)
+    }
+
+    /// Whether `page` holds a half of a second write.
+    pub(crate) fn reuse_is_second(&self, page: PageId) -> bool {
+        self.reuse.as_ref().is_some_and(|r| r.is_second(page))
+    }
+
+    fn sw_offset(&self) -> usize {
+        (self.geo.data_bytes + self.geo.spare_bytes) as usize - SW_META_LEN
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Host writes and reads
+
+    /// Writes one logical page with second writes on: a second write if the page is hot and a
+    /// pair is available, else a scrambled first write.
+    pub(crate) fn reuse_write_page(&mut self, lpn: u32, data: &[u8], t: Temperature) -> Result<(), Error> {
+        if t == Temperature::Hot {
+            if self.try_second_write(lpn, data)?.is_some() {
+                self.counters.host_write_pages += 1;
+                return Ok(());
+            }
+        }
+        let Destination::FirstWrite(stream) = self.policies.placement().place(lpn, t);
+        let plane = self.next_plane;
+        self.next_plane = (self.next_plane + 1) % self.geo.total_planes();
+        self.ensure_frontier(plane, stream)?;
+        let aux = self.scramble_into_buf(lpn, data);
+        let page = self.append(plane, stream, PageKind::Data, lpn, aux, Source::Buffer { encode: true })?;
+        self.remap(lpn, Some(page));
+        self.counters.host_write_pages += 1;
+        Ok(())
+    }
+
+    /// Scrambles `data` (keyed by `lpn`) into the page buffer's data area; returns the `aux`
+    /// flags.
+    fn scramble_into_buf(&mut self, lpn: u32, data: &[u8]) -> u32 {
+        let d = self.geo.data_bytes as usize;
+        let Some(r) = self.reuse.as_mut() else {
+            self.buf[..d].copy_from_slice(data);
+            return 0;
+        };
+        let complemented = r.codec.scramble(lpn as u64, data, &mut self.buf[..d]);
+        AUX_SCRAMBLED | if complemented { AUX_COMPLEMENTED } else { 0 }
+    }
+
+    /// Reads a logical page mapped to `page` with second writes on.
+    pub(crate) fn reuse_read_page(&mut self, lpn: u32, page: PageId, out: &mut [u8]) -> Result<(), Error> {
+        if self.reuse_is_second(page) {
+            self.read_second(page, Some(lpn), out)?;
+            if let Some(r) = self.reuse.as_mut() {
+                r.stats.second_reads += 1;
+            }
+            return Ok(());
+        }
+        let d = self.geo.data_bytes as usize;
+        let spare_len = META_LEN + self.codec_len;
+        self.counters.nand_reads += 1;
+        self.nand.read_page(page, out, &mut self.buf[d..d + spare_len])?;
+        let aux = match PageMeta::decode(&self.buf[d..d + spare_len]) {
+            SpareState::Valid(m) if m.kind == PageKind::Data && m.tag == lpn => m.aux,
+            _ => return Err(Error::Uncorrectable { lpn }),
+        };
+        let stored = &self.buf[d + META_LEN..d + spare_len];
+        self.policies.codec().decode(out, stored).map_err(|_| Error::Uncorrectable { lpn })?;
+        self.unscramble(lpn, aux, out);
+        Ok(())
+    }
+
+    /// Undoes the first-write scrambler on `data` in place (uses the page buffer's data area).
+    fn unscramble(&mut self, lpn: u32, aux: u32, data: &mut [u8]) {
+        if aux & AUX_SCRAMBLED == 0 {
+            return;
+        }
+        let d = self.geo.data_bytes as usize;
+        if let Some(r) = self.reuse.as_mut() {
+            self.buf[..d].copy_from_slice(data);
+            r.codec.descramble(lpn as u64, &self.buf[..d], aux & AUX_COMPLEMENTED != 0, data);
+        }
+    }
+
+    /// The (plane-0, plane-1) pages of the second write one of whose halves is `page`.
+    fn halves(&self, page: PageId) -> Option<(PageId, PageId)> {
+        let r = self.reuse.as_ref()?;
+        let b = self.geo.block_of(page);
+        let o = self.geo.page_in_block(page);
+        let other = self.geo.page(r.partner(b)?, o);
+        Some(if pair_of(self.geo.plane_index(b)).1 { (page, other) } else { (other, page) })
+    }
+
+    /// Reads both halves of the second write at `page` into the reuse buffers and decodes it
+    /// into `out`. `lpn`, if given, must match the metadata. Returns the logical page.
+    fn read_second(&mut self, page: PageId, lpn: Option<u32>, out: &mut [u8]) -> Result<u32, Error> {
+        let bad = Error::Uncorrectable { lpn: lpn.unwrap_or(0) };
+        let (a, b) = self.halves(page).ok_or(bad)?;
+        let d = self.geo.data_bytes as usize;
+        let so = self.sw_offset();
+        let Some(r) = self.reuse.as_mut() else { return Err(bad) };
+        r.prefetched = None;
+        self.counters.nand_reads += 2;
+        {
+            let (da, sa) = r.mem.page_a.split_at_mut(d);
+            let (db, sb) = r.mem.page_b.split_at_mut(d);
+            let mut ops = [ReadOp { page: a, data: da, spare: sa }, ReadOp { page: b, data: db, spare: sb }];
+            self.nand.read_multi(&mut ops).map_err(|(_, e)| Error::from(e))?;
+        }
+        let meta = match SwMeta::decode(&r.mem.page_a[so..]) {
+            SwState::Valid(m) if m.half == 0 && lpn.is_none_or(|l| l == m.lpn) => m,
+            _ => return Err(bad),
+        };
+        r.codec
+            .decode(a.0 as u64, r.mem.page_a, r.mem.page_b, out)
+            .map_err(|_| Error::Uncorrectable { lpn: meta.lpn })?;
+        Ok(meta.lpn)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Second writes
+
+    /// Tries a second write of `lpn`; `Ok(None)` when it must be a first write instead.
+    fn try_second_write(&mut self, lpn: u32, data: &[u8]) -> Result<Option<PageId>, Error> {
+        let pairs = self.geo.total_planes() / 2;
+        let q = match self.reuse.as_mut() {
+            Some(r) => {
+                let q = r.next_pair % pairs;
+                r.next_pair = r.next_pair.wrapping_add(1);
+                q as usize
+            }
+            None => return Ok(None),
+        };
+        // A trimmed page's old content is still what mount would find until the trim is
+        // journaled: journal before reprogramming any invalid page.
+        if !self.trims.is_empty() {
+            self.write_journal()?;
+        }
+        let Some((a, b)) = self.next_pair_pages(q)? else {
+            if let Some(r) = self.reuse.as_mut() {
+                r.stats.no_pair += 1;
+            }
+            return Ok(None);
+        };
+        self.load_pair(a, b, true)?;
+        let d = self.geo.data_bytes as usize;
+        let so = self.sw_offset();
+        let Some(r) = self.reuse.as_mut() else { return Ok(None) };
+        r.prefetched = None;
+        // The pages must not have been voided by the first write nor carry second-write cells.
+        // Nor hold more programmed cells than a second write can live with (pages written
+        // unscrambled, e.g. journal pages): more than 5/8 of the data cells programmed.
+        let fresh = |p: &[u8]| {
+            let programmed: u32 = p[..d].iter().map(|x| x.count_zeros()).sum();
+            p[d + VOID_OFFSET] == 0xFF
+                && p[so..].iter().all(|&x| x == 0xFF)
+                && programmed as usize * 8 <= d * 8 * 5
+        };
+        if !fresh(r.mem.page_a) || !fresh(r.mem.page_b) {
+            // Not usable (voided, a second write started here before a cut, or too dense).
+            r.active[q].offset = self.geo.page_in_block(a) + 1;
+            r.stats.skipped_pages += 1;
+            return Ok(None);
+        }
+        let retries = match r.codec.encode(a.0 as u64, data, r.mem.page_a, r.mem.page_b) {
+            Ok(n) => n,
+            Err(_) => {
+                // Move on: another pair may suit this data, and this one other data.
+                r.stats.encode_failures += 1;
+                r.active[q].offset = self.geo.page_in_block(a) + 1;
+                return Ok(None);
+            }
+        };
+        r.stats.retries += retries as u64;
+        let seq = self.seq;
+        self.seq += 1;
+        let (ba, bb) = (self.geo.block_of(a), self.geo.block_of(b));
+        SwMeta { half: 0, lpn, seq, partner: bb.0 }.encode(&mut r.mem.page_a[so..]);
+        SwMeta { half: 1, lpn, seq, partner: ba.0 }.encode(&mut r.mem.page_b[so..]);
+        self.counters.nand_programs += 2;
+        self.dirty = true;
+        let ops = [
+            ProgramOp { page: a, data: &r.mem.page_a[..d], spare: &r.mem.page_a[d..] },
+            ProgramOp { page: b, data: &r.mem.page_b[..d], spare: &r.mem.page_b[d..] },
+        ];
+        r.active[q].offset = self.geo.page_in_block(a) + 1;
+        match self.nand.program_multi(&ops) {
+            Ok(()) => {}
+            Err((i, e)) if nand_hal::Error::kind(&e) == ErrorKind::ProgramFailed => {
+                // Nothing live was on either page; void the metadata so mount never takes it,
+                // stop second writes on the pair and let GC retire the block.
+                self.counters.program_failures += 1;
+                self.void_second(a, b);
+                self.end_pair(q);
+                let failed = if i == 0 { ba } else { bb };
+                self.reuse_erased(failed);
+                self.start_retiring(failed);
+                return Ok(None);
+            }
+            Err((_, e)) => return Err(e.into()),
+        }
+        self.remap(lpn, Some(a));
+        if let Some(r) = self.reuse.as_mut() {
+            r.set_second(a, true);
+            r.set_second(b, true);
+            r.mem.pair[ba.0 as usize] = bb.0;
+            r.mem.pair[bb.0 as usize] = ba.0;
+            r.stats.second_writes += 1;
+        }
+        self.set_valid_bit(b, true);
+        Ok(Some(a))
+    }
+
+    /// Best effort: voids the second-write metadata of both halves (through the page buffer;
+    /// each program carries the spare as read, so it only clears the void byte).
+    pub(crate) fn void_second(&mut self, a: PageId, b: PageId) {
+        let d = self.geo.data_bytes as usize;
+        let at = self.geo.spare_bytes as usize - SW_META_LEN + meta::SW_VOID_OFFSET;
+        for p in [a, b] {
+            self.counters.nand_reads += 1;
+            if self.nand.read_spare(p, &mut self.buf[d..d + at + 1]).is_err() {
+                continue;
+            }
+            self.buf[d + at] = 0;
+            self.counters.nand_programs += 1;
+            let _ = self.nand.program_page(p, &[], &self.buf[d..d + at + 1]);
+        }
+        if let Some(r) = self.reuse.as_mut() {
+            r.set_second(a, false);
+            r.set_second(b, false);
+        }
+    }
+
+    /// Reads the raw images of `a` and `b` into the reuse buffers unless a prefetch holds them.
+    fn load_pair(&mut self, a: PageId, b: PageId, on_demand: bool) -> Result<(), Error> {
+        let d = self.geo.data_bytes as usize;
+        let Some(r) = self.reuse.as_mut() else { return Ok(()) };
+        if r.prefetched == Some((a, b)) {
+            r.stats.prefetch_hits += 1;
+            return Ok(());
+        }
+        if on_demand {
+            r.stats.prefetch_misses += 1;
+        }
+        r.prefetched = None;
+        self.counters.nand_reads += 2;
+        let (da, sa) = r.mem.page_a.split_at_mut(d);
+        let (db, sb) = r.mem.page_b.split_at_mut(d);
+        let mut ops = [ReadOp { page: a, data: da, spare: sa }, ReadOp { page: b, data: db, spare: sb }];
+        self.nand.read_multi(&mut ops).map_err(|(_, e)| Error::from(e))?;
+        r.prefetched = Some((a, b));
+        Ok(())
+    }
+
+    /// Background work between host requests: reads the next pair of invalid pages of each
+    /// plane pair's active pair ahead of the next second write (the paper's prefetch), when
+    /// prefetching is on. Returns whether it read anything.
+    pub fn prefetch_second_write(&mut self) -> Result<bool, Error> {
+        let Some(r) = self.reuse.as_ref() else { return Ok(false) };
+        if !r.cfg.prefetch || r.prefetched.is_some() {
+            return Ok(false);
+        }
+        let pairs = self.geo.total_planes() / 2;
+        let q = (r.next_pair % pairs) as usize;
+        let pair = r.active[q];
+        if pair.a == NIL {
+            return Ok(false);
+        }
+        let Some(o) = self.next_offset(pair) else { return Ok(false) };
+        let a = self.geo.page(BlockId(pair.a), o);
+        let b = self.geo.page(BlockId(pair.b), o);
+        self.load_pair(a, b, false)?;
+        Ok(true)
+    }
+
+    /// The lowest offset from the pair's counter that is free in both blocks.
+    fn next_offset(&self, pair: ActivePair) -> Option<u32> {
+        let r = self.reuse.as_ref()?;
+        (pair.offset..self.geo.pages_per_block).find(|&o| {
+            let pa = self.geo.page(BlockId(pair.a), o);
+            let pb = self.geo.page(BlockId(pair.b), o);
+            !self.is_valid_page(pa) && !self.is_valid_page(pb) && !r.is_second(pa) && !r.is_second(pb)
+        })
+    }
+
+    /// The next pair of pages of plane pair `q`, activating recycled blocks as needed.
+    fn next_pair_pages(&mut self, q: usize) -> Result<Option<(PageId, PageId)>, Error> {
+        loop {
+            let Some(r) = self.reuse.as_ref() else { return Ok(None) };
+            let pair = r.active[q];
+            if pair.a != NIL {
+                if let Some(o) = self.next_offset(pair) {
+                    return Ok(Some((self.geo.page(BlockId(pair.a), o), self.geo.page(BlockId(pair.b), o))));
+                }
+                self.end_pair(q);
+                continue;
+            }
+            if !self.activate_pair(q)? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Ends the active pair of `q`: both blocks become reused (used blocks GC erases).
+    fn end_pair(&mut self, q: usize) {
+        let geo = self.geo;
+        let Some(r) = self.reuse.as_mut() else { return };
+        let pair = core::mem::replace(&mut r.active[q], NO_PAIR);
+        r.prefetched = None;
+        for b in [pair.a, pair.b] {
+            if b == NIL {
+                continue;
+            }
+            let b = BlockId(b);
+            if r.state(b) == ReuseState::Active {
+                r.set_state(&geo, b, ReuseState::Reused);
+                if self.blocks.state(b) == BlockState::Open {
+                    self.blocks.set_state(b, BlockState::Used);
+                }
+            }
+        }
+    }
+
+    /// Activates a recycled block in each plane of pair `q`; false if a plane has none.
+    fn activate_pair(&mut self, q: usize) -> Result<bool, Error> {
+        let p0 = 2 * q as u32;
+        let (Some(a), Some(b)) = (self.pick_recycled(p0), self.pick_recycled(p0 + 1)) else {
+            return Ok(false);
+        };
+        // Replayed blocks are bounded by the checkpoint interval: a pair counts as one.
+        if self.ckpt.blocks_since >= self.cfg.checkpoint_interval_blocks {
+            self.write_checkpoint()?;
+        }
+        self.ckpt.blocks_since += 1;
+        let geo = self.geo;
+        // The activation marker (page 0's second-write metadata cells, which page 0 then never
+        // uses for a second write) is what tells mount to look for second writes here.
+        // The program carries the spare as read (a program never asks a cell to go back to 1).
+        let d = geo.data_bytes as usize;
+        let sp = geo.spare_bytes as usize;
+        self.counters.nand_reads += 1;
+        self.nand.read_spare(geo.page(a, 0), &mut self.buf[d..d + sp])?;
+        let marked = if self.buf[d + sp - SW_META_LEN..d + sp].iter().all(|&x| x == 0xFF) {
+            let seq = self.seq;
+            self.seq += 1;
+            SwMeta { half: meta::HALF_MARKER, lpn: NIL, seq, partner: b.0 }
+                .encode(&mut self.buf[d + sp - SW_META_LEN..d + sp]);
+            self.counters.nand_programs += 1;
+            self.dirty = true;
+            self.nand.program_page(geo.page(a, 0), &[], &self.buf[d..d + sp]).map_err(Some)
+        } else {
+            Err(None)
+        };
+        let Some(r) = self.reuse.as_mut() else { return Ok(false) };
+        match marked {
+            Ok(()) => {}
+            Err(e) if e.as_ref().is_none_or(|e| nand_hal::Error::kind(e) == ErrorKind::ProgramFailed) => {
+                // Never second-write this one; GC erases it as a reused block.
+                self.counters.program_failures += u64::from(e.is_some());
+                r.set_state(&geo, a, ReuseState::Reused);
+                self.blocks.set_state(a, BlockState::Used);
+                return Ok(true);
+            }
+            Err(e) => return Err(e.map_or(Error::Corrupt, Error::from)),
+        }
+        r.set_state(&geo, a, ReuseState::Active);
+        r.set_state(&geo, b, ReuseState::Active);
+        r.mem.pair[a.0 as usize] = b.0;
+        r.mem.pair[b.0 as usize] = a.0;
+        r.active[q] = ActivePair { a: a.0, b: b.0, offset: 1 };
+        r.stats.pairs += 1;
+        Ok(true)
+    }
+
+    fn within_life(&self, b: BlockId) -> bool {
+        let Some(r) = self.reuse.as_ref() else { return false };
+        (self.blocks.get(b).erase_count as u64) * 1000
+            < self.geo.endurance as u64 * r.cfg.life_permille as u64
+    }
+
+    /// The recycled block of `plane` with the fewest valid pages (the most room).
+    fn pick_recycled(&self, plane: u32) -> Option<BlockId> {
+        let r = self.reuse.as_ref()?;
+        if r.recycled[plane as usize] == 0 {
+            return None;
+        }
+        (0..self.geo.blocks_per_plane)
+            .map(|n| self.geo.block_in_plane(plane, n))
+            .filter(|&b| {
+                r.state(b) == ReuseState::Recycled
+                    && self.blocks.state(b) == BlockState::Open
+                    && self.within_life(b)
+            })
+            .min_by_key(|&b| self.blocks.get(b).valid)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // GC, erase, map and checkpoint hooks
+
+    /// GC's decision on a victim with second writes on: recycle or erase (collect).
+    pub(crate) fn reuse_collect(&mut self, victim: BlockId) -> Result<bool, Error> {
+        let plane = self.geo.plane_index(victim);
+        let Some(r) = self.reuse.as_ref() else { return Ok(false) };
+        let erase = r.state(victim) != ReuseState::None
+            || self.blocks.free_count(plane) < self.cfg.gc_free_threshold
+            || r.in_reuse + 1 > r.cfg.cap_blocks
+            || !self.within_life(victim);
+        if erase {
+            self.collect(victim, crate::gc::Finish::Erase)?;
+        } else {
+            let geo = self.geo;
+            self.blocks.set_state(victim, BlockState::Open);
+            if let Some(r) = self.reuse.as_mut() {
+                r.set_state(&geo, victim, ReuseState::Recycled);
+                r.stats.recycled += 1;
+            }
+        }
+        self.counters.gc_blocks += 1;
+        Ok(true)
+    }
+
+    /// GC found no used victim in `plane`: erase the recycled (non-active first) block with the
+    /// fewest valid pages, so recycled blocks never starve the plane.
+    pub(crate) fn reuse_gc_fallback(&mut self, plane: u32) -> Result<bool, Error> {
+        let Some(r) = self.reuse.as_ref() else { return Ok(false) };
+        let pick = |active: bool| {
+            (0..self.geo.blocks_per_plane)
+                .map(|n| self.geo.block_in_plane(plane, n))
+                .filter(|&b| {
+                    self.blocks.state(b) == BlockState::Open
+                        && match r.state(b) {
+                            ReuseState::Recycled => !active,
+                            ReuseState::Active => active,
+                            _ => false,
+                        }
+                })
+                .min_by_key(|&b| self.blocks.get(b).valid)
+        };
+        let Some(victim) = pick(false).or_else(|| pick(true)) else { return Ok(false) };
+        if r.state(victim) == ReuseState::Active {
+            let (q, _) = pair_of(plane);
+            self.end_pair(q);
+        }
+        self.collect(victim, crate::gc::Finish::Erase)?;
+        self.counters.gc_blocks += 1;
+        Ok(true)
+    }
+
+    /// After the baseline's reserve GC: GC on while clean + recycled blocks are below the
+    /// reuse threshold (bounded, never an error by itself).
+    pub(crate) fn reuse_top_up(&mut self, plane: u32) -> Result<(), Error> {
+        let Some(r) = self.reuse.as_ref() else { return Ok(()) };
+        let want = r.cfg.gc_threshold;
+        for _ in 0..want {
+            let Some(r) = self.reuse.as_ref() else { return Ok(()) };
+            if self.blocks.free_count(plane) + r.recycled[plane as usize] >= want {
+                break;
+            }
+            let view = self.blocks.view(plane);
+            let Some(victim) = crate::policy::VictimPolicy::select(self.policies.victim(), &view) else {
+                break;
+            };
+            if self.blocks.state(victim) != BlockState::Used || self.geo.plane_index(victim) != plane {
+                break;
+            }
+            self.reuse_collect(victim)?;
+        }
+        Ok(())
+    }
+
+    /// Relocates a valid second write one of whose halves is `page` (GC): decoded and written
+    /// as a first write on the GC stream.
+    pub(crate) fn relocate_second(&mut self, page: PageId, plane: u32) -> Result<(), Error> {
+        let plane = self.gc_plane(plane);
+        self.ensure_frontier(plane, crate::policy::Stream::Gc)?;
+        let Some((a, b)) = self.halves(page) else {
+            self.set_valid_bit(page, false);
+            return Ok(());
+        };
+        let d = self.geo.data_bytes as usize;
+        // Decode into the page buffer's data area (the reuse buffers hold the raw pages).
+        let tmp = core::mem::take(&mut self.buf);
+        let res = self.read_second(a, None, &mut tmp[..d]);
+        self.buf = tmp;
+        let lpn = match res {
+            Ok(l) if self.map.get(l) == Some(a) => l,
+            Ok(_) => {
+                self.set_valid_bit(a, false);
+                self.set_valid_bit(b, false);
+                return Ok(());
+            }
+            Err(Error::Uncorrectable { .. }) => {
+                // Unreadable: keep reporting it. Copy page A raw with its first-write codec
+                // bytes, which do not match, so reads of it stay uncorrectable.
+                let lpn = match self.reuse.as_ref().map(|r| SwMeta::decode(&r.mem.page_a[self.sw_offset()..]))
+                {
+                    Some(SwState::Valid(m)) if self.map.get(m.lpn) == Some(a) => m.lpn,
+                    _ => match (0..self.map.len()).find(|&l| self.map.get(l) == Some(a)) {
+                        Some(l) => l,
+                        None => {
+                            self.set_valid_bit(a, false);
+                            self.set_valid_bit(b, false);
+                            return Ok(());
+                        }
+                    },
+                };
+                let spare_len = META_LEN + self.codec_len;
+                if let Some(r) = self.reuse.as_ref() {
+                    self.buf[..d + spare_len].copy_from_slice(&r.mem.page_a[..d + spare_len]);
+                }
+                let new = self.append(
+                    plane,
+                    crate::policy::Stream::Gc,
+                    PageKind::Data,
+                    lpn,
+                    0,
+                    Source::Buffer { encode: false },
+                )?;
+                self.remap(lpn, Some(new));
+                self.counters.gc_page_copies += 1;
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        // Scramble the decoded page into place, through the plane-0 raw buffer.
+        let aux = {
+            let Some(r) = self.reuse.as_mut() else { return Ok(()) };
+            r.prefetched = None;
+            let complemented = r.codec.scramble(lpn as u64, &self.buf[..d], &mut r.mem.page_a[..d]);
+            self.buf[..d].copy_from_slice(&r.mem.page_a[..d]);
+            AUX_SCRAMBLED | if complemented { AUX_COMPLEMENTED } else { 0 }
+        };
+        let new = self.append(
+            plane,
+            crate::policy::Stream::Gc,
+            PageKind::Data,
+            lpn,
+            aux,
+            Source::Buffer { encode: true },
+        )?;
+        self.remap(lpn, Some(new));
+        self.counters.gc_page_copies += 1;
+        if let Some(r) = self.reuse.as_mut() {
+            r.stats.gc_rewrites += 1;
+        }
+        Ok(())
+    }
+
+    /// The map dropped `old`: if it was a second write, its plane-1 half is no longer live.
+    pub(crate) fn reuse_invalidate(&mut self, old: PageId) {
+        if !self.reuse_is_second(old) {
+            return;
+        }
+        if let Some((a, b)) = self.halves(old) {
+            if a == old {
+                self.set_valid_bit(b, false);
+            }
+        }
+    }
+
+    /// Voids a page with second writes on: the mark carries the metadata bytes as read, so the
+    /// program only clears the void byte (chips that check set bits accept it).
+    pub(crate) fn reuse_void_page(&mut self, page: PageId) {
+        let mut mark = [0xFFu8; VOID_OFFSET + 1];
+        self.counters.nand_reads += 1;
+        if self.nand.read_spare(page, &mut mark).is_err() {
+            return;
+        }
+        mark[VOID_OFFSET] = 0;
+        self.counters.nand_programs += 1;
+        let _ = self.nand.program_page(page, &[], &mark);
+    }
+
+    /// A block was erased: it is clean, its pages hold no second writes, it has no partner.
+    pub(crate) fn reuse_erased(&mut self, b: BlockId) {
+        let geo = self.geo;
+        let Some(r) = self.reuse.as_mut() else { return };
+        r.set_state(&geo, b, ReuseState::None);
+        r.mem.pair[b.0 as usize] = NIL;
+        for i in 0..geo.pages_per_block {
+            r.set_second(geo.page(b, i), false);
+        }
+        if let Some((x, y)) = r.prefetched {
+            if geo.block_of(x) == b || geo.block_of(y) == b {
+                r.prefetched = None;
+            }
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! Mount with second writes: what `recovery` calls when second writes are on.
+//!
+//! 1. The survey reads the whole spare of page 0 of every block (still one read each): a whole
+//!    activation marker there makes the block a pair's plane-0 half ([`Ftl::reuse_survey`]).
+//! 2. [`Ftl::reuse_scan`]: for each marked block still holding data, the spare of every other
+//!    page is read; a plane-0 half whose metadata checks out and whose partner
+//!    half (read too) names it back with the same sequence number and logical page is a second
+//!    write: both halves get their bit and the block map its pair. Plane-0 blocks with second
+//!    writes newer than the checkpoint are replayed ([`Ftl::reuse_load_head`] walks them in
+//!    offset order, which is their sequence order) in the k-way merge with the other pages.
+//! 3. The newest replayed item, if a second write, is verified by decoding it; a torn one is
+//!    rolled back and its metadata voided in both halves ([`Ftl::reuse_second_whole`],
+//!    [`Ftl::reuse_rollback`]).
+//! 4. [`Ftl::reuse_rebuild_valid`]: the plane-1 half of every mapped second write gets its
+//!    valid bit and counts in its block.
+//! 5. [`Ftl::reuse_after_mount`]: blocks with any second-write cells programmed are reused
+//!    (GC erases them); other recycled blocks are used blocks again. No pair is active.
+//!
+//! Cost: `pages_per_block` spare reads per marked block (at most the recycled + reused cap),
+//! plus one per second write found, plus the replay.
+
+use nand_hal::{BlockId, NandFlash, PageId};
+
+use super::{
+    pair_of, ReuseState, SwMeta, SwState, HALF_MARKER, M_MARKED, M_REPLAY, M_TOUCHED, STATE_MASK, SW_META_LEN,
+};
+use crate::blocks::BlockState;
+use crate::map::MappingTable;
+use crate::policy::PolicySet;
+use crate::{Error, Ftl};
+
+impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
+    /// Forgets every reuse state (start of mount).
+    pub(crate) fn reuse_reset(&mut self) {
+        if let Some(r) = self.reuse.as_mut() {
+            r.reset();
+        }
+    }
+
+    fn mount_bits(&mut self, b: BlockId, bits: u8, on: bool) {
+        if let Some(x) = self.reuse.as_mut().and_then(|r| r.mem.state.get_mut(b.0 as usize)) {
+            if on {
+                *x |= bits;
+            } else {
+                *x &= !bits;
+            }
+        }
+    }
+
+    fn has_mount_bits(&self, b: BlockId, bits: u8) -> bool {
+        self.reuse.as_ref().and_then(|r| r.mem.state.get(b.0 as usize)).is_some_and(|x| x & bits != 0)
+    }
+
+    /// Step 1: the survey read page 0's whole spare of `b` into the page buffer.
+    pub(crate) fn reuse_survey(&mut self, b: BlockId) {
+        if self.reuse.is_none() {
+            return;
+        }
+        let d = self.geo.data_bytes as usize;
+        let sp = self.geo.spare_bytes as usize;
+        match SwMeta::decode(&self.buf[d + sp - SW_META_LEN..d + sp]) {
+            SwState::Erased => {}
+            SwState::Valid(m) if m.half == HALF_MARKER => self.mount_bits(b, M_MARKED | M_TOUCHED, true),
+            _ => self.mount_bits(b, M_TOUCHED, true),
+        }
+    }
+
+    fn read_sw_meta(&mut self, page: PageId) -> Result<SwState, Error> {
+        let d = self.geo.data_bytes as usize;
+        let sp = self.geo.spare_bytes as usize;
+        self.counters.nand_reads += 1;
+        self.nand.read_spare(page, &mut self.buf[d..d + sp])?;
+        Ok(SwMeta::decode(&self.buf[d + sp - SW_META_LEN..d + sp]))
+    }
+
+    /// Step 2: finds the second writes in the blocks the checkpoint recorded.
+    pub(crate) fn reuse_scan(&mut self, ckpt_seq: u64) -> Result<(), Error> {
+        if self.reuse.is_none() {
+            return Ok(());
+        }
+        let ppb = self.geo.pages_per_block;
+        for b in 0..self.geo.total_blocks() {
+            let b = BlockId(b);
+            if !self.has_mount_bits(b, M_MARKED) || self.blocks.state(b) != BlockState::Used {
+                continue;
+            }
+            let plane = self.geo.plane_index(b);
+            for i in 1..ppb {
+                let m = match self.read_sw_meta(self.geo.page(b, i))? {
+                    SwState::Erased => continue,
+                    SwState::Invalid => {
+                        self.mount_bits(b, M_TOUCHED, true);
+                        continue;
+                    }
+                    SwState::Valid(m) => m,
+                };
+                self.mount_bits(b, M_TOUCHED, true);
+                let pb = BlockId(m.partner);
+                if m.half != 0
+                    || !pair_of(plane).1
+                    || !self.geo.contains_block(pb)
+                    || self.geo.plane_index(pb) != plane + 1
+                {
+                    continue;
+                }
+                let whole = match self.read_sw_meta(self.geo.page(pb, i))? {
+                    SwState::Valid(x) => x.half == 1 && x.seq == m.seq && x.lpn == m.lpn && x.partner == b.0,
+                    _ => false,
+                };
+                if !whole {
+                    continue;
+                }
+                self.mount_bits(pb, M_TOUCHED, true);
+                if m.seq > ckpt_seq {
+                    self.mount_bits(b, M_REPLAY, true);
+                }
+                if let Some(r) = self.reuse.as_mut() {
+                    r.set_second(self.geo.page(b, i), true);
+                    r.set_second(self.geo.page(pb, i), true);
+                    r.mem.pair[b.0 as usize] = pb.0;
+                    r.mem.pair[pb.0 as usize] = b.0;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether block `b` has second writes newer than the checkpoint to replay.
+    pub(crate) fn reuse_replays(&self, b: BlockId) -> bool {
+        self.has_mount_bits(b, M_REPLAY)
+    }
+
+    /// The next second write newer than the checkpoint in block `block` from offset `page`:
+    /// (offset, sequence number, logical page).
+    pub(crate) fn reuse_load_head(
+        &mut self,
+        block: u32,
+        page: u32,
+        ckpt_seq: u64,
+    ) -> Result<Option<(u32, u64, u32)>, Error> {
+        for o in page..self.geo.pages_per_block {
+            let p = self.geo.page(BlockId(block), o);
+            if !self.reuse_is_second(p) {
+                continue;
+            }
+            if let SwState::Valid(m) = self.read_sw_meta(p)? {
+                if m.half == 0 && m.seq > ckpt_seq {
+                    return Ok(Some((o, m.seq, m.lpn)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Step 3: whether the second write at `page` decodes.
+    pub(crate) fn reuse_second_whole(&mut self, page: PageId) -> Result<bool, Error> {
+        let d = self.geo.data_bytes as usize;
+        let tmp = core::mem::take(&mut self.buf);
+        let r = self.read_second(page, None, &mut tmp[..d]);
+        self.buf = tmp;
+        match r {
+            Ok(_) => Ok(true),
+            Err(Error::Uncorrectable { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Step 3: rolls the torn second write at `page` back (its metadata voided in both halves).
+    pub(crate) fn reuse_rollback(&mut self, page: PageId) {
+        if let Some((a, b)) = self.halves(page) {
+            self.void_second(a, b);
+        }
+    }
+
+    /// Step 4: valid bits and counts of the plane-1 halves of mapped second writes.
+    pub(crate) fn reuse_rebuild_valid(&mut self) -> Result<(), Error> {
+        if self.reuse.is_none() {
+            return Ok(());
+        }
+        for l in 0..self.map.len() {
+            let Some(p) = self.map.get(l) else { continue };
+            if !self.reuse_is_second(p) {
+                continue;
+            }
+            let Some((a, b)) = self.halves(p) else { return Err(Error::Corrupt) };
+            let bb = self.geo.block_of(b);
+            if a != p || self.blocks.state(bb) != BlockState::Used {
+                return Err(Error::Corrupt);
+            }
+            let w = &mut self.valid[b.0 as usize / 32];
+            let bit = 1u32 << (b.0 % 32);
+            if *w & bit != 0 {
+                return Err(Error::Corrupt);
+            }
+            *w |= bit;
+            let v = self.blocks.get(bb).valid;
+            self.blocks.raw_set_valid(bb, v + 1);
+        }
+        Ok(())
+    }
+
+    /// Step 5: reuse states from what the scan found.
+    pub(crate) fn reuse_after_mount(&mut self) {
+        let geo = self.geo;
+        for b in 0..geo.total_blocks() {
+            let b = BlockId(b);
+            let touched = self.has_mount_bits(b, M_TOUCHED);
+            self.mount_bits(b, !STATE_MASK, false);
+            if touched && self.blocks.state(b) == BlockState::Used {
+                if let Some(r) = self.reuse.as_mut() {
+                    r.set_state(&geo, b, ReuseState::Reused);
+                }
+            }
+        }
+    }
+}

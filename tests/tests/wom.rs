@@ -1,0 +1,398 @@
+//! Second writes (feature `wom`, Reusable SSD) through the FTL on the emulator with the strict
+//! set-bit rule on (`reject_set_bits`: any program needing a 0 -> 1 change is refused) and NOP
+//! counted per partial program:
+//! - second writes happen, read back, survive remounts, and GC erases reused blocks after
+//!   decoding and rewriting their live second writes;
+//! - the FTL refuses second writes on chips that cannot take them (NOP < 3, one plane, in-order
+//!   programming);
+//! - encode failures fall back to first writes; a codec that would need a 0 -> 1 change is
+//!   stopped by the emulator and the FTL recovers;
+//! - structured data (0x00, 0xFF, 0x55, ASCII) second-writes thanks to the scrambler;
+//! - the model test and the power-cut torture of `model.rs` / `torture.rs` with second writes
+//!   on (`PROPTEST_CASES`, `FTL_WOM_CUTS` raise their sizes).
+//!
+//! Geometry: 4 KiB + 368-byte spare (9 %, the paper's), 2 planes, NOP 4, pages programmed in any
+//! order. The code: polar, N = 2^16, 2 attempts, the lowest rate that fits the spare.
+
+use ftl_core::policy::DefaultPolicies;
+use ftl_core::reuse::{ReuseConfig, ReuseState, SecondWriteCodec, SecondWriteError};
+use ftl_core::{Config, Error};
+use ftl_tests::{
+    fill_page, identify, open, random_workload, Env, Found, Op, RandomCuts, Rng, Start, Verify, WomParts,
+};
+use nand_hal::{BlockId, EccRequirement, Geometry};
+use proptest::prelude::*;
+use sim_host::emulator::{Emulator, EmulatorConfig, FaultConfig};
+use sim_host::memory::FtlMemory;
+use sim_host::sim::wom::{polar_wom, ReuseBuffers};
+
+fn wom_geometry(pages_per_block: u32, blocks_per_plane: u32, planes: u32) -> Geometry {
+    Geometry {
+        data_bytes: 4096,
+        spare_bytes: 368,
+        pages_per_block,
+        blocks_per_plane,
+        planes_per_lun: planes,
+        luns: 1,
+        nop: 4,
+        sequential_program: false,
+        ecc: EccRequirement { bits: 8, codeword_bytes: 512 },
+        endurance: 100_000,
+    }
+}
+
+fn emulator(geo: Geometry, torn: f64, erase: f64, seed: u64) -> Emulator {
+    let faults = FaultConfig { torn_fraction: torn, partial_erase_fraction: erase, ..FaultConfig::default() };
+    Emulator::new(EmulatorConfig { faults, seed, reject_set_bits: true, ..EmulatorConfig::new(geo) }).unwrap()
+}
+
+fn parts_with(geo: &Geometry, cfg: &Config, codec: Box<dyn SecondWriteCodec + Send>) -> WomParts {
+    WomParts { codec, buffers: ReuseBuffers::new(geo), config: ReuseConfig::paper(geo, cfg) }
+}
+
+fn parts(geo: &Geometry, cfg: &Config) -> WomParts {
+    parts_with(geo, cfg, Box::new(polar_wom(geo, 4, 16, 2).unwrap()))
+}
+
+/// The model and torture device: 8 pages per block, 12 blocks per plane, 32 logical pages of
+/// 192; GC keeps 8 clean or recycled blocks per plane, so most of the spare room cycles through
+/// recycling and second writes within a few hundred ops.
+fn small() -> (Geometry, Config) {
+    let geo = wom_geometry(8, 12, 2);
+    let mut cfg = Config::with_logical_pages(&geo, 32);
+    cfg.checkpoint_interval_blocks = 4;
+    (geo, cfg)
+}
+
+fn small_parts(geo: &Geometry, cfg: &Config) -> WomParts {
+    let mut p = parts(geo, cfg);
+    p.config.gc_threshold = 8;
+    p
+}
+
+fn page(lpn: u32, id: u64) -> Vec<u8> {
+    let mut p = vec![0u8; 4096];
+    fill_page(lpn, id, &mut p);
+    p
+}
+
+/// Hot overwrites of a small working set on a larger device: GC recycles, second writes take
+/// the recycled pages, reused blocks are erased with their live second writes rewritten; every
+/// page reads back before and after a remount, and the emulator never saw a 0 -> 1 program.
+#[test]
+fn second_writes_read_back_and_survive_remount() {
+    let geo = wom_geometry(8, 16, 2);
+    let cfg = Config::with_logical_pages(&geo, 96);
+    let mut emu = emulator(geo, 0.5, 0.5, 1);
+    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut w = parts(&geo, &cfg);
+    let mut want = vec![0u64; 96];
+    let mut rng = Rng::new(3);
+    let mut id = 0;
+    {
+        let mut f = open(&mut emu, &mut mem, Some(&mut w), cfg, DefaultPolicies::default(), true).unwrap();
+        for _ in 0..1500 {
+            let l = if rng.chance(3, 4) { rng.below(24) } else { rng.below(96) } as u32;
+            id += 1;
+            f.write(l, &page(l, id)).unwrap();
+            want[l as usize] = id;
+        }
+        let s = f.reuse_stats().unwrap();
+        assert!(s.second_writes > 200 && s.recycled > 20 && s.gc_rewrites > 0, "{s:?}");
+        assert!(s.second_reads == 0);
+        let states: Vec<_> = (0..geo.total_blocks()).map(|b| f.reuse_state(BlockId(b)).unwrap()).collect();
+        assert!(states.contains(&ReuseState::Reused), "{states:?}");
+        let mut buf = vec![0u8; 4096];
+        for l in 0..96u32 {
+            f.read(l, &mut buf).unwrap();
+            let expect = if want[l as usize] == 0 { None } else { Some(want[l as usize]) };
+            assert_eq!(identify(l, &buf), Found::Content(expect), "lpn {l}");
+        }
+        assert!(f.reuse_stats().unwrap().second_reads > 0);
+        f.unmount().unwrap();
+    }
+    let mut f = open(&mut emu, &mut mem, Some(&mut w), cfg, DefaultPolicies::default(), false).unwrap();
+    assert_eq!(f.counters().mount_replayed_pages, 0);
+    let mut buf = vec![0u8; 4096];
+    for l in 0..96u32 {
+        f.read(l, &mut buf).unwrap();
+        let expect = if want[l as usize] == 0 { None } else { Some(want[l as usize]) };
+        assert_eq!(identify(l, &buf), Found::Content(expect), "lpn {l} after remount");
+    }
+    assert_eq!(f.nand().counters().rejected, 0, "the FTL asked the chip for a 0 -> 1 change");
+}
+
+/// Chips that cannot take second writes: NOP below 3 (first write, second write, its void),
+/// one plane (no pair), in-order programming (a second write reprograms a lower page).
+#[test]
+fn unsuitable_chips_are_refused() {
+    for geo in [
+        Geometry { nop: 1, ..wom_geometry(4, 12, 2) },
+        Geometry { nop: 2, ..wom_geometry(4, 12, 2) },
+        wom_geometry(4, 24, 1),
+        Geometry { sequential_program: true, ..wom_geometry(4, 12, 2) },
+    ] {
+        let cfg = Config::with_logical_pages(&geo, 16);
+        let mut emu = emulator(geo, 0.5, 0.5, 1);
+        let mut mem = FtlMemory::new(&geo, &cfg);
+        let mut w = parts(&geo, &cfg);
+        let r = open(&mut emu, &mut mem, Some(&mut w), cfg, DefaultPolicies::default(), true);
+        assert!(matches!(r, Err(Error::Config)), "{geo:?}");
+    }
+}
+
+/// A codec whose every encoding fails: hot pages fall back to first writes.
+struct NeverEncodes(Box<dyn SecondWriteCodec + Send>);
+
+impl SecondWriteCodec for NeverEncodes {
+    fn region(&self) -> (usize, usize) {
+        self.0.region()
+    }
+    fn scramble(&mut self, key: u64, data: &[u8], out: &mut [u8]) -> bool {
+        self.0.scramble(key, data, out)
+    }
+    fn descramble(&mut self, key: u64, stored: &[u8], c: bool, out: &mut [u8]) {
+        self.0.descramble(key, stored, c, out)
+    }
+    fn encode(&mut self, _: u64, _: &[u8], _: &mut [u8], _: &mut [u8]) -> Result<u32, SecondWriteError> {
+        Err(SecondWriteError::EncodeFailed)
+    }
+    fn decode(&mut self, k: u64, a: &mut [u8], b: &mut [u8], out: &mut [u8]) -> Result<(), SecondWriteError> {
+        self.0.decode(k, a, b, out)
+    }
+}
+
+/// A broken codec that asks for 0 -> 1 changes: it sets every data bit of page B.
+struct SetsBits(Box<dyn SecondWriteCodec + Send>);
+
+impl SecondWriteCodec for SetsBits {
+    fn region(&self) -> (usize, usize) {
+        self.0.region()
+    }
+    fn scramble(&mut self, key: u64, data: &[u8], out: &mut [u8]) -> bool {
+        self.0.scramble(key, data, out)
+    }
+    fn descramble(&mut self, key: u64, stored: &[u8], c: bool, out: &mut [u8]) {
+        self.0.descramble(key, stored, c, out)
+    }
+    fn encode(&mut self, k: u64, m: &[u8], a: &mut [u8], b: &mut [u8]) -> Result<u32, SecondWriteError> {
+        let r = self.0.encode(k, m, a, b)?;
+        b[..4096].fill(0xFF);
+        Ok(r)
+    }
+    fn decode(&mut self, k: u64, a: &mut [u8], b: &mut [u8], out: &mut [u8]) -> Result<(), SecondWriteError> {
+        self.0.decode(k, a, b, out)
+    }
+}
+
+fn hot_run(
+    w: &mut WomParts,
+    emu: &mut Emulator,
+    geo: Geometry,
+    cfg: Config,
+    writes: u32,
+) -> ftl_core::reuse::ReuseStats {
+    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut f = open(&mut *emu, &mut mem, Some(w), cfg, DefaultPolicies::default(), true).unwrap();
+    let mut want = vec![0u64; cfg.logical_pages as usize];
+    for i in 0..writes {
+        let l = (i * 7) % 24;
+        f.write(l, &page(l, i as u64 + 1)).unwrap();
+        want[l as usize] = i as u64 + 1;
+    }
+    let mut buf = vec![0u8; 4096];
+    for l in 0..cfg.logical_pages {
+        f.read(l, &mut buf).unwrap();
+        let expect = (want[l as usize] != 0).then_some(want[l as usize]);
+        assert_eq!(identify(l, &buf), Found::Content(expect), "lpn {l}");
+    }
+    f.reuse_stats().unwrap()
+}
+
+#[test]
+fn encode_failures_fall_back_to_first_writes() {
+    let geo = wom_geometry(8, 16, 2);
+    let cfg = Config::with_logical_pages(&geo, 64);
+    let mut emu = emulator(geo, 0.5, 0.5, 2);
+    let mut w = parts_with(&geo, &cfg, Box::new(NeverEncodes(Box::new(polar_wom(&geo, 4, 16, 2).unwrap()))));
+    let s = hot_run(&mut w, &mut emu, geo, cfg, 800);
+    assert!(s.second_writes == 0 && s.encode_failures > 100, "{s:?}");
+    assert_eq!(emu.counters().rejected, 0);
+}
+
+/// The emulator refuses the program that would set bits; the FTL voids the pair, retires the
+/// block and writes the page as a first write: nothing is lost.
+#[test]
+fn a_program_needing_set_bits_is_refused_and_survived() {
+    let geo = wom_geometry(8, 16, 2);
+    let cfg = Config::with_logical_pages(&geo, 64);
+    let mut emu = emulator(geo, 0.5, 0.5, 3);
+    let mut w = parts_with(&geo, &cfg, Box::new(SetsBits(Box::new(polar_wom(&geo, 4, 16, 2).unwrap()))));
+    let s = hot_run(&mut w, &mut emu, geo, cfg, 600);
+    assert_eq!(s.second_writes, 0, "{s:?}");
+    assert!(emu.counters().rejected > 0, "the emulator must have refused the 0 -> 1 programs");
+}
+
+/// Structured first writes (constant bytes, ASCII text) and structured second writes: the
+/// scrambler keeps the second write's success rate.
+#[test]
+fn structured_data_second_writes() {
+    let geo = wom_geometry(8, 16, 2);
+    let cfg = Config::with_logical_pages(&geo, 64);
+    let mut emu = emulator(geo, 0.5, 0.5, 4);
+    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut w = parts(&geo, &cfg);
+    let mut f = open(&mut emu, &mut mem, Some(&mut w), cfg, DefaultPolicies::default(), true).unwrap();
+    let text = b"Reusable SSD writes hot data a second time on invalid pages. ";
+    let pattern = |i: u32| -> Vec<u8> {
+        match i % 4 {
+            0 => vec![0x00; 4096],
+            1 => vec![0xFF; 4096],
+            2 => vec![0x55; 4096],
+            _ => text.iter().cycle().take(4096).copied().collect(),
+        }
+    };
+    let mut want = vec![None; 64];
+    for i in 0..1000u32 {
+        let l = (i * 5) % 20;
+        let mut p = pattern(i);
+        p[..4].copy_from_slice(&i.to_le_bytes());
+        f.write(l, &p).unwrap();
+        want[l as usize] = Some(p);
+    }
+    let s = f.reuse_stats().unwrap();
+    assert!(s.second_writes > 100, "{s:?}");
+    // Plain SC at this rate succeeds about 0.99 per attempt on i.i.d. cells (two attempts).
+    assert!(s.encode_failures * 50 < s.second_writes, "{s:?}");
+    let mut buf = vec![0u8; 4096];
+    for l in (0..20u32).step_by(5) {
+        f.read(l, &mut buf).unwrap();
+        assert!(Some(&buf) == want[l as usize].as_ref(), "lpn {l}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model test and torture with second writes
+
+fn env(geo: Geometry, cfg: Config, torn: f64, erase: f64, seed: u64) -> Env {
+    let mut e = Env::new(emulator(geo, torn, erase, seed), cfg);
+    e.wom = Some(small_parts(&geo, &cfg));
+    e
+}
+
+fn op(logical: u32) -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => (0..logical, 1..=4u32).prop_map(|(lpn, pages)| Op::Write { lpn, pages }),
+        2 => (0..logical, 1..=4u32).prop_map(|(lpn, pages)| Op::Read { lpn, pages }),
+        2 => (0..logical, 1..=8u32).prop_map(|(lpn, pages)| Op::Trim { lpn, pages }),
+        1 => Just(Op::Flush),
+        1 => (0..400u32, proptest::option::weighted(0.3, 0..80u32))
+            .prop_map(|(after, mount_after)| Op::Cut { after, mount_after }),
+        1 => Just(Op::Remount),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: ftl_tests::proptest_cases(48),
+        max_shrink_iters: 1024,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// `model.rs`'s property with second writes on.
+    #[test]
+    fn ftl_with_second_writes_matches_model(
+        ops in proptest::collection::vec(op(32), 1..300),
+        torn in prop_oneof![Just(0.5), Just(0.99), Just(1.0), Just(0.01)],
+        erase in prop_oneof![Just(0.5), Just(0.01), Just(0.999)],
+    ) {
+        let (geo, cfg) = small();
+        let mut e = env(geo, cfg, torn, erase, 1);
+        e.verify = Verify::Touched;
+        e.run(&ops, Start::Format).map(drop).map_err(TestCaseError::fail)?;
+        prop_assert_eq!(e.emu.counters().rejected, 0);
+    }
+}
+
+/// The fixed workload reaches second writes, GC of reused blocks and checkpoints.
+fn fixed_workload(logical: u32) -> Vec<Op> {
+    let mut rng = Rng::new(11);
+    let mut ops = random_workload(&mut rng, logical, 120);
+    ops.push(Op::Flush);
+    ops.push(Op::Remount);
+    ops.extend(random_workload(&mut rng, logical, 60));
+    ops.push(Op::Flush);
+    ops
+}
+
+/// `torture.rs`'s exhaustive cut points with second writes on: a cut at every device operation
+/// of the workload (every second write's program included), the recovery mount cut too.
+#[test]
+fn exhaustive_cut_points_with_second_writes() {
+    let (geo, cfg) = small();
+    let ops = fixed_workload(cfg.logical_pages);
+    let mut dry = env(geo, cfg, 0.5, 0.5, 1);
+    dry.verify = Verify::Touched;
+    let n = dry.run(&ops, Start::Format).unwrap().ops_at_end;
+    let t = dry.totals;
+    assert!(
+        t.second_writes > 50 && t.second_write_gc_rewrites > 0 && t.gc_blocks > 0 && t.checkpoints > 3,
+        "the workload must reach second writes, GC of reused blocks and checkpoints: {t:?}"
+    );
+    let step = std::env::var("FTL_WOM_CUT_STEP").ok().and_then(|v| v.parse().ok()).unwrap_or(1u64);
+    let (mut cuts, mut mount_cuts) = (0, 0);
+    let mut k = 0;
+    while k < n {
+        let mut e = env(geo, cfg, 0.5, 0.5, k);
+        e.verify = Verify::Touched;
+        e.ops_after_cut = Some(10);
+        e.mount_cut = Some(((k * 0x9E37_79B9) % 400) as u32);
+        e.emu.schedule_power_cut(k);
+        let s = e.run(&ops, Start::Format).unwrap_or_else(|err| panic!("cut at device op {k} of {n}: {err}"));
+        assert!(s.format_cut || s.cuts >= 1);
+        cuts += 1;
+        mount_cuts += s.mount_cuts;
+        k += step;
+    }
+    eprintln!("{cuts} cut points of {n}, {mount_cuts} recovery mounts cut");
+    assert!(mount_cuts > 0);
+}
+
+/// Random cuts over long runs (`FTL_WOM_CUTS`, default 300).
+#[test]
+fn random_cuts_with_second_writes() {
+    let total: u64 = std::env::var("FTL_WOM_CUTS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+    let mut cuts = 0u64;
+    let mut seed = 1u64;
+    while cuts < total {
+        let (geo, cfg) = small();
+        let torn = [0.5, 0.99, 0.01][seed as usize % 3];
+        let mut e = env(geo, cfg, torn, 0.5, seed);
+        e.verify = Verify::Touched;
+        e.random_cuts = Some(RandomCuts {
+            rng: Rng::new(seed),
+            max_after: 600,
+            mount_cut_percent: 25,
+            max_mount_after: 300,
+        });
+        let mut rng = Rng::new(seed ^ 0xABCD);
+        let ops = random_workload(&mut rng, cfg.logical_pages, 400);
+        let s = e.run(&ops, Start::Format).unwrap_or_else(|err| panic!("seed {seed}: {err}"));
+        assert_eq!(e.emu.counters().rejected, 0, "seed {seed}");
+        cuts += s.cuts as u64 + 1;
+        seed += 1;
+    }
+}
+
+/// The model test's device and op mix reach second writes and their GC within one sequence.
+#[test]
+fn model_config_reaches_second_writes() {
+    let (geo, cfg) = small();
+    let mut e = env(geo, cfg, 0.5, 0.5, 9);
+    let mut rng = Rng::new(5);
+    let ops = random_workload(&mut rng, cfg.logical_pages, 250);
+    e.run(&ops, Start::Format).unwrap();
+    let t = e.totals;
+    assert!(t.second_writes > 30 && t.second_write_gc_rewrites > 0 && t.checkpoints > 2, "{t:?}");
+}
