@@ -38,7 +38,7 @@
 //! bounds the replay.
 //!
 //! RAM ([`ReuseLayout`]): `ceil(total_pages / 32)` words of second-write bitmap, 5 bytes per
-//! block (partner, state) and two raw pages, plus the codec's own memory.
+//! block (partner, state) and three raw pages, plus the codec's own memory.
 
 mod codec;
 mod meta;
@@ -105,10 +105,15 @@ pub struct ReuseConfig {
 
 impl ReuseConfig {
     /// The paper's settings for `geometry` and `config`: 2R, 1 % threshold, 30 % of life,
-    /// prefetch on.
+    /// prefetch on. R is the over-provisioning GC can use: physical minus logical blocks, less
+    /// what this FTL keeps aside anyway (per plane its free reserve and one open block per
+    /// stream plus one, and two checkpoints).
     pub const fn paper(geometry: &Geometry, config: &Config) -> Self {
         let ppb = if geometry.pages_per_block == 0 { 1 } else { geometry.pages_per_block };
-        let r = (geometry.total_pages().saturating_sub(config.logical_pages)) / ppb;
+        let reserve = geometry.total_planes()
+            * (config.gc_free_threshold + crate::frontier::STREAMS as u32 + 1)
+            + 2 * crate::config::checkpoint_blocks(geometry, config.logical_pages);
+        let r = ((geometry.total_pages().saturating_sub(config.logical_pages)) / ppb).saturating_sub(reserve);
         let pct = geometry.blocks_per_plane / 100;
         let floor = config.gc_free_threshold + 2;
         ReuseConfig {
@@ -155,7 +160,7 @@ pub struct ReuseLayout {
     pub second_words: usize,
     /// Blocks (entries of `pair` and `state`).
     pub blocks: usize,
-    /// Bytes of each of the two raw page buffers.
+    /// Bytes of each of the three raw page buffers.
     pub page_buf: usize,
 }
 
@@ -171,7 +176,7 @@ impl ReuseLayout {
 
     /// Total bytes.
     pub const fn total_bytes(&self) -> usize {
-        self.second_words * 4 + self.blocks * 5 + 2 * self.page_buf
+        self.second_words * 4 + self.blocks * 5 + 3 * self.page_buf
     }
 }
 
@@ -187,6 +192,8 @@ pub struct ReuseMemory<'m> {
     pub page_a: &'m mut [u8],
     /// Raw page buffer of the plane-1 half.
     pub page_b: &'m mut [u8],
+    /// Raw page buffer for host reads of second writes (which leave a prefetched pair alone).
+    pub page_c: &'m mut [u8],
 }
 
 #[derive(Copy, Clone, Debug)]
@@ -238,6 +245,7 @@ impl<'m> Reuse<'m> {
             || m.state.len() != lay.blocks
             || m.page_a.len() != lay.page_buf
             || m.page_b.len() != lay.page_buf
+            || m.page_c.len() != lay.page_buf
         {
             return Err(Error::Memory);
         }
@@ -390,11 +398,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Writes one logical page with second writes on: a second write if the page is hot and a
     /// pair is available, else a scrambled first write.
     pub(crate) fn reuse_write_page(&mut self, lpn: u32, data: &[u8], t: Temperature) -> Result<(), Error> {
-        if t == Temperature::Hot {
-            if self.try_second_write(lpn, data)?.is_some() {
-                self.counters.host_write_pages += 1;
-                return Ok(());
-            }
+        if t == Temperature::Hot && self.try_second_write(lpn, data)?.is_some() {
+            self.counters.host_write_pages += 1;
+            return Ok(());
         }
         let Destination::FirstWrite(stream) = self.policies.placement().place(lpn, t);
         let plane = self.next_plane;
@@ -422,7 +428,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Reads a logical page mapped to `page` with second writes on.
     pub(crate) fn reuse_read_page(&mut self, lpn: u32, page: PageId, out: &mut [u8]) -> Result<(), Error> {
         if self.reuse_is_second(page) {
-            self.read_second(page, Some(lpn), out)?;
+            self.read_second(page, Some(lpn), out, true)?;
             if let Some(r) = self.reuse.as_mut() {
                 r.stats.second_reads += 1;
             }
@@ -465,27 +471,38 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
 
     /// Reads both halves of the second write at `page` into the reuse buffers and decodes it
     /// into `out`. `lpn`, if given, must match the metadata. Returns the logical page.
-    fn read_second(&mut self, page: PageId, lpn: Option<u32>, out: &mut [u8]) -> Result<u32, Error> {
+    /// Host reads (`host`) go through the page buffer and the third reuse buffer, so a
+    /// prefetched pair stays; GC and mount use the pair buffers.
+    fn read_second(
+        &mut self,
+        page: PageId,
+        lpn: Option<u32>,
+        out: &mut [u8],
+        host: bool,
+    ) -> Result<u32, Error> {
         let bad = Error::Uncorrectable { lpn: lpn.unwrap_or(0) };
         let (a, b) = self.halves(page).ok_or(bad)?;
         let d = self.geo.data_bytes as usize;
         let so = self.sw_offset();
         let Some(r) = self.reuse.as_mut() else { return Err(bad) };
-        r.prefetched = None;
+        let (ra, rb): (&mut [u8], &mut [u8]) = if host {
+            (&mut *self.buf, &mut *r.mem.page_c)
+        } else {
+            r.prefetched = None;
+            (&mut *r.mem.page_a, &mut *r.mem.page_b)
+        };
         self.counters.nand_reads += 2;
         {
-            let (da, sa) = r.mem.page_a.split_at_mut(d);
-            let (db, sb) = r.mem.page_b.split_at_mut(d);
+            let (da, sa) = ra.split_at_mut(d);
+            let (db, sb) = rb.split_at_mut(d);
             let mut ops = [ReadOp { page: a, data: da, spare: sa }, ReadOp { page: b, data: db, spare: sb }];
             self.nand.read_multi(&mut ops).map_err(|(_, e)| Error::from(e))?;
         }
-        let meta = match SwMeta::decode(&r.mem.page_a[so..]) {
+        let meta = match SwMeta::decode(&ra[so..]) {
             SwState::Valid(m) if m.half == 0 && lpn.is_none_or(|l| l == m.lpn) => m,
             _ => return Err(bad),
         };
-        r.codec
-            .decode(a.0 as u64, r.mem.page_a, r.mem.page_b, out)
-            .map_err(|_| Error::Uncorrectable { lpn: meta.lpn })?;
+        r.codec.decode(a.0 as u64, ra, rb, out).map_err(|_| Error::Uncorrectable { lpn: meta.lpn })?;
         Ok(meta.lpn)
     }
 
@@ -769,15 +786,20 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     // -----------------------------------------------------------------------------------------
     // GC, erase, map and checkpoint hooks
 
-    /// GC's decision on a victim with second writes on: recycle or erase (collect).
-    pub(crate) fn reuse_collect(&mut self, victim: BlockId) -> Result<bool, Error> {
+    /// Whether GC erases `victim` (else it recycles it): reused, the plane below its clean
+    /// reserve, the recycled + reused cap reached, or the block past its life share.
+    fn erases(&self, victim: BlockId) -> bool {
         let plane = self.geo.plane_index(victim);
-        let Some(r) = self.reuse.as_ref() else { return Ok(false) };
-        let erase = r.state(victim) != ReuseState::None
+        let Some(r) = self.reuse.as_ref() else { return true };
+        r.state(victim) != ReuseState::None
             || self.blocks.free_count(plane) < self.cfg.gc_free_threshold
             || r.in_reuse + 1 > r.cfg.cap_blocks
-            || !self.within_life(victim);
-        if erase {
+            || !self.within_life(victim)
+    }
+
+    /// GC's decision on a victim with second writes on: recycle or erase (collect).
+    pub(crate) fn reuse_collect(&mut self, victim: BlockId) -> Result<bool, Error> {
+        if self.erases(victim) {
             self.collect(victim, crate::gc::Finish::Erase)?;
         } else {
             let geo = self.geo;
@@ -818,8 +840,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         Ok(true)
     }
 
-    /// After the baseline's reserve GC: GC on while clean + recycled blocks are below the
-    /// reuse threshold (bounded, never an error by itself).
+    /// After the baseline's reserve GC: while clean + recycled blocks are below the reuse
+    /// threshold, recycle used victims and erase reused ones (bounded; stops at a used victim GC
+    /// would erase, so with no second writes it collects exactly what the baseline would).
     pub(crate) fn reuse_top_up(&mut self, plane: u32) -> Result<(), Error> {
         let Some(r) = self.reuse.as_ref() else { return Ok(()) };
         let want = r.cfg.gc_threshold;
@@ -832,7 +855,13 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             let Some(victim) = crate::policy::VictimPolicy::select(self.policies.victim(), &view) else {
                 break;
             };
-            if self.blocks.state(victim) != BlockState::Used || self.geo.plane_index(victim) != plane {
+            // A reused victim is erased (the paper's rule); any other victim GC would erase
+            // ends the top-up.
+            let reused = self.reuse.as_ref().is_some_and(|r| r.state(victim) == ReuseState::Reused);
+            if self.blocks.state(victim) != BlockState::Used
+                || self.geo.plane_index(victim) != plane
+                || (self.erases(victim) && !reused)
+            {
                 break;
             }
             self.reuse_collect(victim)?;
@@ -852,7 +881,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let d = self.geo.data_bytes as usize;
         // Decode into the page buffer's data area (the reuse buffers hold the raw pages).
         let tmp = core::mem::take(&mut self.buf);
-        let res = self.read_second(a, None, &mut tmp[..d]);
+        let res = self.read_second(a, None, &mut tmp[..d], false);
         self.buf = tmp;
         let lpn = match res {
             Ok(l) if self.map.get(l) == Some(a) => l,

@@ -156,7 +156,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     pub(crate) fn reuse_second_whole(&mut self, page: PageId) -> Result<bool, Error> {
         let d = self.geo.data_bytes as usize;
         let tmp = core::mem::take(&mut self.buf);
-        let r = self.read_second(page, None, &mut tmp[..d]);
+        let r = self.read_second(page, None, &mut tmp[..d], false);
         self.buf = tmp;
         match r {
             Ok(_) => Ok(true),

@@ -38,7 +38,7 @@ enum Command {
         input: InputArgs,
         #[command(flatten)]
         opts: RunOpts,
-        /// Techniques to enable, comma separated: wom, dedup, flex-ecc, eti, cdm.
+        /// Techniques to enable, comma separated: wom (wom-noprefetch), dedup, flex-ecc, eti, cdm.
         #[arg(long, default_value = "")]
         features: String,
         /// Hot/cold classifier: none (one host stream), size (64 KiB rule, hot and cold streams),
@@ -100,7 +100,7 @@ enum Command {
 
 #[derive(Args, Clone)]
 struct DeviceArgs {
-    /// Device preset: mt29f4g08, anchor, small, caftl, cdm.
+    /// Device preset: mt29f4g08, anchor, small, caftl, cdm, wom.
     #[arg(long, default_value = "anchor")]
     device: String,
     /// Override: data bytes per page.

@@ -31,6 +31,10 @@ pub enum Preset {
     Caftl,
     /// The CDM talk's setup, scaled.
     Cdm,
+    /// Reusable SSD's setup: 4 KiB pages with a 9 % spare (368 bytes), 64 pages per block, two
+    /// planes of 1024 blocks, NOP 4, pages reprogrammable in any order (second writes), the
+    /// CAFTL paper's SLC latencies.
+    Wom,
 }
 
 impl FromStr for Preset {
@@ -42,9 +46,10 @@ impl FromStr for Preset {
             "small" => Ok(Preset::Small),
             "caftl" => Ok(Preset::Caftl),
             "cdm" => Ok(Preset::Cdm),
-            _ => {
-                Err(format!("unknown device preset '{s}' (expected mt29f4g08, anchor, small, caftl or cdm)"))
-            }
+            "wom" => Ok(Preset::Wom),
+            _ => Err(format!(
+                "unknown device preset '{s}' (expected mt29f4g08, anchor, small, caftl, cdm or wom)"
+            )),
         }
     }
 }
@@ -99,6 +104,16 @@ impl Preset {
                 // 100 us to move a 4 KiB page: 24.4 ns per byte.
                 timing: TimingParams { t_xfer_ps_per_byte: 100_000_000 / 4096, ..TimingParams::CAFTL_PAPER },
                 default_op_percent: 15.0,
+            },
+            Preset::Wom => Device {
+                geometry: Geometry {
+                    spare_bytes: 368,
+                    blocks_per_plane: 1024,
+                    sequential_program: false,
+                    ..SLC_4K
+                },
+                timing: TimingParams::CAFTL_PAPER,
+                default_op_percent: 7.0,
             },
         }
     }
@@ -161,7 +176,7 @@ mod tests {
 
     #[test]
     fn presets_parse_and_validate() {
-        for name in ["mt29f4g08", "anchor", "small", "caftl", "cdm"] {
+        for name in ["mt29f4g08", "anchor", "small", "caftl", "cdm", "wom"] {
             let d = name.parse::<Preset>().unwrap().device();
             assert_eq!(d.geometry.validate(), Ok(()), "{name}");
         }

@@ -115,8 +115,10 @@ impl std::str::FromStr for ClassifierKind {
 /// A technique named by `--features`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Feature {
-    /// Polar-WOM second writes.
+    /// Polar-WOM second writes (Reusable SSD), with prefetching of the next pair of invalid pages.
     Wom,
+    /// Second writes without prefetching (`wom-noprefetch`).
+    WomNoPrefetch,
     /// Inline deduplication.
     Dedup,
     /// Flexible ECC.
@@ -134,15 +136,23 @@ pub fn parse_features(s: &str) -> Result<Vec<Feature>, String> {
     for name in s.split(['+', ',']).map(str::trim).filter(|n| !n.is_empty() && *n != "baseline") {
         let f = match name {
             "wom" => Feature::Wom,
+            "wom-noprefetch" => Feature::WomNoPrefetch,
             "dedup" => Feature::Dedup,
             "flex-ecc" => Feature::FlexEcc,
             "eti" => Feature::Eti,
             "cdm" => Feature::Cdm,
-            _ => return Err(format!("unknown feature '{name}' (expected wom, dedup, flex-ecc, eti or cdm)")),
+            _ => {
+                return Err(format!(
+                    "unknown feature '{name}' (expected wom, wom-noprefetch, dedup, flex-ecc, eti or cdm)"
+                ))
+            }
         };
         out.push(f);
     }
-    if let Some(f) = out.iter().find(|f| **f != Feature::Eti) {
+    if out.iter().filter(|f| matches!(f, Feature::Wom | Feature::WomNoPrefetch)).count() > 1 {
+        return Err("give one of wom and wom-noprefetch".into());
+    }
+    if let Some(f) = out.iter().find(|f| !matches!(f, Feature::Eti | Feature::Wom | Feature::WomNoPrefetch)) {
         return Err(format!(
             "feature {f:?} is not implemented in the simulator yet; it lands with its own issue"
         ));
@@ -289,6 +299,15 @@ pub fn simulate(
         cfg.classifier
     };
     let size = RequestSizeClassifier::default();
+    if wom::enabled(cfg).is_some() {
+        // Reusable SSD: hot (< 64 KiB requests) may become second writes; every first write
+        // goes to one host stream (the paper's CleanActive), GC to its own.
+        let classifier = if classifier == ClassifierKind::None { ClassifierKind::Size } else { classifier };
+        if classifier != ClassifierKind::Size {
+            return Err("wom runs with the size classifier (the paper's 64 KiB rule)".into());
+        }
+        return simulate_with(cfg, policies(size, SingleHostStream), requests, progress);
+    }
     match classifier {
         ClassifierKind::None => simulate_with(cfg, policies(size, SingleHostStream), requests, progress),
         ClassifierKind::Size => simulate_with(cfg, policies(size, SeparateByTemperature), requests, progress),
@@ -324,7 +343,20 @@ where
     let fcfg = Config::with_logical_pages(&geo, cfg.logical_pages());
     let mut mem = FtlMemory::new(&geo, &fcfg);
     let (map, m) = mem.parts();
-    let mut ftl = Ftl::format(&mut emu, policies, map, m, fcfg)
+    let mut reuse_buffers = wom::ReuseBuffers::new(&geo);
+    let mut wom_codec = wom::SimulatedWom::new(&geo, 0, 950, 2, cfg.seed);
+    let wom_cfg = wom::enabled(cfg).map(|prefetch| ftl_core::reuse::ReuseConfig {
+        prefetch,
+        ..ftl_core::reuse::ReuseConfig::paper(&geo, &fcfg)
+    });
+    let formatted = match wom_cfg {
+        Some(rc) => {
+            let reuse = ftl_core::reuse::Reuse::new(&mut wom_codec, reuse_buffers.memory(), rc);
+            Ftl::format_reusable(&mut emu, policies, map, m, fcfg, reuse)
+        }
+        None => Ftl::format(&mut emu, policies, map, m, fcfg),
+    };
+    let mut ftl = formatted
         .map_err(|e| format!("cannot format the device at {}% over-provisioning: {e}", cfg.op_percent))?;
     let n = fcfg.logical_pages;
     let mut buf = vec![0u8; page_bytes as usize * 64];
@@ -442,6 +474,11 @@ where
         }
         let done = ftl.nand().window_completion_ns();
         let latency = done - arrival;
+        // Background work after the request: the prefetch of the next pair of invalid pages
+        // (its reads queue on the planes and delay only requests that arrive meanwhile).
+        if wom_cfg.is_some_and(|c| c.prefetch) {
+            ftl.prefetch_second_write().map_err(|e| format!("prefetch: {e}"))?;
+        }
         match req.op {
             Op::Read => read_latency.push(latency),
             Op::Write => write_latency.push(latency),
@@ -507,7 +544,13 @@ where
         simulated_seconds: end_time.saturating_sub(t0) as f64 / 1e9,
         sim_wall_seconds: wall_s,
         sim_requests_per_second: if wall_s > 0.0 { requests_done as f64 / wall_s } else { 0.0 },
-        features: ftl.policies_mut().classifier().feature_report().into_iter().collect(),
+        features: ftl
+            .policies_mut()
+            .classifier()
+            .feature_report()
+            .into_iter()
+            .chain(ftl.reuse_stats().map(|s| ("wom".to_string(), wom::report(&s, &wom_cfg))))
+            .collect(),
     };
     let step = classifier_series.len().div_ceil(200).max(1);
     let classifier_series: Vec<(f64, u64)> = classifier_series.into_iter().step_by(step).collect();
@@ -543,7 +586,10 @@ mod tests {
         assert_eq!("eti".parse::<ClassifierKind>(), Ok(ClassifierKind::Eti));
         assert_eq!(parse_features("eti"), Ok(vec![Feature::Eti]));
         assert_eq!(parse_features("baseline"), Ok(vec![]));
-        assert!(parse_features("wom").unwrap_err().contains("not implemented"));
+        assert_eq!(parse_features("wom"), Ok(vec![Feature::Wom]));
+        assert_eq!(parse_features("wom-noprefetch"), Ok(vec![Feature::WomNoPrefetch]));
+        assert!(parse_features("wom,wom-noprefetch").is_err());
+        assert!(parse_features("dedup").unwrap_err().contains("not implemented"));
         assert!(parse_features("bogus").unwrap_err().contains("unknown feature"));
     }
 }

@@ -20,6 +20,7 @@ pub struct ReuseBuffers {
     state: Vec<u8>,
     page_a: Vec<u8>,
     page_b: Vec<u8>,
+    page_c: Vec<u8>,
 }
 
 impl ReuseBuffers {
@@ -32,6 +33,7 @@ impl ReuseBuffers {
             state: vec![0; l.blocks],
             page_a: vec![0; l.page_buf],
             page_b: vec![0; l.page_buf],
+            page_c: vec![0; l.page_buf],
         }
     }
 
@@ -43,6 +45,7 @@ impl ReuseBuffers {
             state: &mut self.state,
             page_a: &mut self.page_a,
             page_b: &mut self.page_b,
+            page_c: &mut self.page_c,
         }
     }
 }
@@ -133,4 +136,38 @@ impl SecondWriteCodec for SimulatedWom {
         out.fill(0);
         Ok(())
     }
+}
+
+/// Whether `cfg` runs second writes, and with prefetching.
+pub fn enabled(cfg: &super::SimConfig) -> Option<bool> {
+    cfg.features.iter().find_map(|f| match f {
+        super::Feature::Wom => Some(true),
+        super::Feature::WomNoPrefetch => Some(false),
+        _ => None,
+    })
+}
+
+/// The report's `wom` object.
+pub fn report(
+    s: &ftl_core::reuse::ReuseStats,
+    cfg: &Option<ftl_core::reuse::ReuseConfig>,
+) -> serde_json::Value {
+    serde_json::json!({
+        "second_writes": s.second_writes,
+        "encode_failures": s.encode_failures,
+        "retries": s.retries,
+        "no_pair": s.no_pair,
+        "recycled": s.recycled,
+        "pairs": s.pairs,
+        "second_reads": s.second_reads,
+        "gc_rewrites": s.gc_rewrites,
+        "prefetch_hits": s.prefetch_hits,
+        "prefetch_misses": s.prefetch_misses,
+        "skipped_pages": s.skipped_pages,
+        "cap_blocks": cfg.map(|c| c.cap_blocks),
+        "gc_threshold": cfg.map(|c| c.gc_threshold),
+        "prefetch": cfg.map(|c| c.prefetch),
+        "success_per_attempt": 0.95,
+        "attempts": 2,
+    })
 }
