@@ -3,15 +3,17 @@
 //!
 //! **Block states** (one byte per block, [`ReuseMemory::state`]), on top of the block table:
 //! `clean` and `used` are the baseline's free and used blocks; GC *recycles* a victim instead
-//! of erasing it (no page moves: it becomes `Pending`, out of GC's lists); the next checkpoint
-//! records it and makes it `Recycled`, eligible for second writes; a pair of recycled blocks
-//! (one in each plane of a plane pair of one LUN, same offsets) is `Active` while the offset
-//! counter walks it; when no offset is invalid in both, both become `Reused` (used blocks
-//! again, GC victims by valid count, always erased). Erasing any of them makes it clean.
+//! of erasing it (no page moves: it becomes `Recycled`, out of GC's lists, block state `Open`);
+//! a pair of recycled blocks (one in each plane of a plane pair of one LUN, same offsets) is
+//! `Active` while the offset counter walks it; when no offset is invalid in both, both become
+//! `Reused` (used blocks again, GC victims by valid count, always erased). Erasing any of them
+//! makes it clean. Activating a pair first programs an activation marker into the
+//! second-write metadata cells of page 0 of its plane-0 block (offset 0 is then never
+//! second-written); that marker is how mount finds the blocks that may hold second writes.
 //!
 //! **Second write**: the logical page goes to the two pages at the offset counter of the
 //! active pair of a plane pair (both invalid, not voided, never second-written), encoded over
-//! their current contents, with [`meta::SwMeta`] at the end of both spares; the map points at
+//! their current contents, with [`SwMeta`] at the end of both spares; the map points at
 //! the plane-0 half; a bitmap marks second-write pages and the block map
 //! ([`ReuseMemory::pair`]) names each half's partner; both halves carry a valid bit, so both
 //! blocks' valid counts include the page. Only hot pages (the classifier) are second-written,
@@ -22,20 +24,34 @@
 //! succeed on structured data.
 //!
 //! **GC** (per plane): runs while clean < the baseline reserve (then victims are erased) and,
-//! on top, while clean + recycled < [`ReuseConfig::gc_threshold`]. The victim (fewest valid
-//! pages) is erased if it is reused, if the plane is below its clean reserve, if recycled +
-//! reused blocks would exceed [`ReuseConfig::cap_blocks`] (2R) or if it is past its life share;
-//! otherwise it is recycled. Valid second-write pages of an erased victim are decoded and
-//! rewritten as first writes on the GC stream.
+//! on top, while clean + recycled < [`ReuseConfig::gc_threshold`] (then used victims are
+//! recycled and reused ones erased; a used victim that would be erased ends it, so with no
+//! second writes GC does exactly what the baseline does). The victim (fewest valid pages) is
+//! erased if it is reused, if the plane is below its clean reserve, if recycled + reused
+//! blocks would exceed [`ReuseConfig::cap_blocks`] (2R) or if it is past its life share;
+//! otherwise it is recycled. With no used or reused victim, the recycled block with the fewest
+//! valid pages is erased, so recycled blocks never starve a plane. Valid second-write pages of
+//! an erased victim are decoded and rewritten as first writes on the GC stream.
+//!
+//! **Prefetch** ([`Ftl::prefetch_second_write`], when [`ReuseConfig::prefetch`]): background
+//! work between host requests reads the next pair of invalid pages into the pair buffers, so
+//! the next second write programs without reading first (host reads of second writes use a
+//! third buffer and leave the prefetched pair alone).
+//!
+//! Not done: disabling second writes on a block from its measured bit-error count (only the
+//! life share is used), and a second write spanning a cut in the *middle* of a multi-plane
+//! program is covered by the emulator's sequential model of such programs only.
 //!
 //! **Power loss**: a second write only reprograms pages that held no live data (pending trims
 //! are journaled first, so a trimmed page's old content is not needed either), and the map
 //! changes only after both halves are programmed, so a cut leaves the old mapping. Mount (see
-//! `mount.rs`) scans the blocks the checkpoint recorded as recycled or reused (their spares
-//! only) for second writes, replays those newer than the checkpoint in sequence order with the
-//! other pages, verifies the newest by decoding it, and rolls it back (voiding its metadata) if
-//! it was torn. Pair activations count as opened blocks for the checkpoint interval, which
-//! bounds the replay.
+//! `mount.rs`) finds the marked blocks in its survey, scans their spares for second writes,
+//! replays those newer than the checkpoint in sequence order with the other pages, verifies the
+//! newest by decoding it, and rolls it back (voiding its metadata) if it was torn. Pair
+//! activations count as opened blocks for the checkpoint interval, which bounds the replay.
+//! Every program the FTL issues with second writes on carries the bytes as read where it does
+//! not mean to clear them (voids and markers read the spare first), so chips that refuse
+//! 0 -> 1 requests accept them.
 //!
 //! RAM ([`ReuseLayout`]): `ceil(total_pages / 32)` words of second-write bitmap, 5 bytes per
 //! block (partner, state) and three raw pages, plus the codec's own memory.
