@@ -182,7 +182,9 @@ fn bad_input_gets_a_clear_message_and_a_failure_exit() {
     fails_with(&["run", "--workload", "uniform", "--read-ratio", "2"], "--read-ratio");
     fails_with(&["run", "--trace", "/nonexistent/trace.csv"], "/nonexistent/trace.csv");
     fails_with(&["run"], "--trace");
-    fails_with(&["run", "--workload", "uniform", "--features", "wom"], "not implemented");
+    fails_with(&["run", "--workload", "uniform", "--features", "dedup"], "not implemented");
+    // The default device programs pages in order: no second writes there.
+    fails_with(&["run", "--workload", "uniform", "--features", "wom"], "--device wom");
     fails_with(&["run", "--workload", "uniform", "--classifier", "bogus"], "unknown classifier");
     let t = traces().join("msr_raw_samples/msr-cambridge1-sample.csv");
     fails_with(&["run", "--trace", t.to_str().unwrap(), "--device", "small"], "--compact or --wrap");

@@ -300,6 +300,7 @@ pub fn simulate(
     };
     let size = RequestSizeClassifier::default();
     if wom::enabled(cfg).is_some() {
+        wom::check_device(&cfg.device.geometry)?;
         // Reusable SSD: hot (< 64 KiB requests) may become second writes; every first write
         // goes to one host stream (the paper's CleanActive), GC to its own.
         let classifier = if classifier == ClassifierKind::None { ClassifierKind::Size } else { classifier };

@@ -138,6 +138,24 @@ impl SecondWriteCodec for SimulatedWom {
     }
 }
 
+/// Whether second writes can run on `geometry`, as a message for the command line if not.
+pub fn check_device(geometry: &Geometry) -> Result<(), String> {
+    if geometry.planes_per_lun < 2
+        || !geometry.planes_per_lun.is_multiple_of(2)
+        || geometry.nop < 3
+        || geometry.sequential_program
+    {
+        return Err(format!(
+            "second writes (wom) need an even number of planes per LUN, NOP >= 3 and pages programmable \
+             in any order; this device has {} planes, NOP {}{}: use --device wom",
+            geometry.planes_per_lun,
+            geometry.nop,
+            if geometry.sequential_program { ", in-order programming" } else { "" }
+        ));
+    }
+    Ok(())
+}
+
 /// Whether `cfg` runs second writes, and with prefetching.
 pub fn enabled(cfg: &super::SimConfig) -> Option<bool> {
     cfg.features.iter().find_map(|f| match f {
