@@ -396,3 +396,135 @@ fn model_config_reaches_second_writes() {
     let t = e.totals;
     assert!(t.second_writes > 30 && t.second_write_gc_rewrites > 0 && t.checkpoints > 2, "{t:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Deterministic power-loss cases
+
+/// A device whose next second write (a program whose spare carries whole second-write
+/// metadata) programs both spares whole but only the first half of each data area, then loses
+/// power: a torn second write whose metadata checks out, the case only decoding can catch.
+struct TearNextSecondWrite<'a> {
+    emu: &'a mut Emulator,
+    armed: bool,
+}
+
+impl nand_hal::ErrorType for TearNextSecondWrite<'_> {
+    type Error = sim_host::emulator::EmuError;
+}
+
+fn is_second_write(spare: &[u8]) -> bool {
+    matches!(
+        ftl_core::reuse::SwMeta::decode(&spare[spare.len().saturating_sub(ftl_core::reuse::SW_META_LEN)..]),
+        ftl_core::reuse::SwState::Valid(m) if m.half < 2
+    )
+}
+
+impl nand_hal::NandFlash for TearNextSecondWrite<'_> {
+    fn geometry(&self) -> Geometry {
+        self.emu.geometry()
+    }
+    fn read_page(&mut self, p: nand_hal::PageId, d: &mut [u8], s: &mut [u8]) -> Result<(), Self::Error> {
+        self.emu.read_page(p, d, s)
+    }
+    fn program_page(&mut self, p: nand_hal::PageId, d: &[u8], s: &[u8]) -> Result<(), Self::Error> {
+        self.emu.program_page(p, d, s)
+    }
+    fn program_multi(&mut self, ops: &[nand_hal::ProgramOp<'_>]) -> Result<(), (usize, Self::Error)> {
+        if self.armed && ops.iter().all(|o| is_second_write(o.spare)) {
+            self.armed = false;
+            for (i, o) in ops.iter().enumerate() {
+                self.emu.program_page(o.page, &o.data[..o.data.len() / 2], o.spare).map_err(|e| (i, e))?;
+            }
+            self.emu.power_cut_now();
+            return Err((0, sim_host::emulator::EmuError::PowerLoss));
+        }
+        self.emu.program_multi(ops)
+    }
+    fn erase_block(&mut self, b: BlockId) -> Result<(), Self::Error> {
+        self.emu.erase_block(b)
+    }
+    fn is_bad(&mut self, b: BlockId) -> Result<bool, Self::Error> {
+        self.emu.is_bad(b)
+    }
+    fn mark_bad(&mut self, b: BlockId) -> Result<(), Self::Error> {
+        self.emu.mark_bad(b)
+    }
+}
+
+fn read_all<N: nand_hal::NandFlash>(f: &mut ftl_tests::TestFtl<'_, N>, want: &[u64], what: &str) {
+    let mut buf = vec![0u8; 4096];
+    for l in 0..want.len() as u32 {
+        f.read(l, &mut buf).unwrap_or_else(|e| panic!("{what}: lpn {l}: {e:?}"));
+        let expect = (want[l as usize] != 0).then_some(want[l as usize]);
+        assert_eq!(identify(l, &buf), Found::Content(expect), "{what}: lpn {l}");
+    }
+}
+
+/// Second writes newer than the checkpoint are replayed by mount after a cut; a torn one whose
+/// metadata is whole is rolled back (the page reads its previous content) and stays rolled back
+/// through later writes, cuts and mounts.
+#[test]
+fn torn_second_write_with_whole_metadata_is_rolled_back() {
+    let geo = wom_geometry(8, 16, 2);
+    let mut cfg = Config::with_logical_pages(&geo, 64);
+    cfg.checkpoint_interval_blocks = 60;
+    let mut emu = emulator(geo, 0.5, 0.5, 7);
+    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut w = parts(&geo, &cfg);
+    let mut want = vec![0u64; 64];
+    let mut id = 0u64;
+    {
+        let mut f = open(&mut emu, &mut mem, Some(&mut w), cfg, DefaultPolicies::default(), true).unwrap();
+        while f.reuse_stats().unwrap().second_writes < 40 {
+            id += 1;
+            let l = (id * 7 % 16) as u32;
+            f.write(l, &page(l, id)).unwrap();
+            want[l as usize] = id;
+        }
+        f.flush().unwrap();
+        // Power goes: no unmount, no checkpoint of the second writes.
+    }
+    emu.power_cut_now();
+    emu.restore_power();
+    {
+        let mut f = open(&mut emu, &mut mem, Some(&mut w), cfg, DefaultPolicies::default(), false).unwrap();
+        assert!(f.counters().mount_replayed_pages > 0);
+        read_all(&mut f, &want, "after the first cut");
+    }
+    // The next second write is torn with whole metadata.
+    let victim_lpn;
+    {
+        let dev = TearNextSecondWrite { emu: &mut emu, armed: true };
+        let mut f = open(dev, &mut mem, Some(&mut w), cfg, DefaultPolicies::default(), false).unwrap();
+        loop {
+            id += 1;
+            let l = (id * 7 % 16) as u32;
+            match f.write(l, &page(l, id)) {
+                Ok(()) => want[l as usize] = id,
+                Err(e) => {
+                    assert!(ftl_tests::is_power_loss(&e), "{e:?}");
+                    victim_lpn = l;
+                    break;
+                }
+            }
+        }
+    }
+    emu.restore_power();
+    {
+        let mut f = open(&mut emu, &mut mem, Some(&mut w), cfg, DefaultPolicies::default(), false).unwrap();
+        read_all(&mut f, &want, "after the torn second write");
+        for _ in 0..30 {
+            id += 1;
+            let l = 16 + (id % 40) as u32;
+            f.write(l, &page(l, id)).unwrap();
+            want[l as usize] = id;
+        }
+        f.flush().unwrap();
+    }
+    emu.power_cut_now();
+    emu.restore_power();
+    let mut f = open(&mut emu, &mut mem, Some(&mut w), cfg, DefaultPolicies::default(), false).unwrap();
+    read_all(&mut f, &want, "after a later cut");
+    assert!(want[victim_lpn as usize] != 0);
+    assert_eq!(f.nand().counters().rejected, 0);
+}
