@@ -328,11 +328,10 @@ fn fixed_workload(logical: u32) -> Vec<Op> {
 
 /// `torture.rs`'s exhaustive cut points with second writes on: a cut at every device operation
 /// of the workload (every second write's program included), the recovery mount cut too.
-#[test]
-fn exhaustive_cut_points_with_second_writes() {
+fn exhaustive(torn: f64) {
     let (geo, cfg) = small();
     let ops = fixed_workload(cfg.logical_pages);
-    let mut dry = env(geo, cfg, 0.5, 0.5, 1);
+    let mut dry = env(geo, cfg, torn, 0.5, 1);
     dry.verify = Verify::Touched;
     let n = dry.run(&ops, Start::Format).unwrap().ops_at_end;
     let t = dry.totals;
@@ -344,7 +343,7 @@ fn exhaustive_cut_points_with_second_writes() {
     let (mut cuts, mut mount_cuts) = (0, 0);
     let mut k = 0;
     while k < n {
-        let mut e = env(geo, cfg, 0.5, 0.5, k);
+        let mut e = env(geo, cfg, torn, 0.5, k);
         e.verify = Verify::Touched;
         e.ops_after_cut = Some(10);
         e.mount_cut = Some(((k * 0x9E37_79B9) % 400) as u32);
@@ -357,6 +356,18 @@ fn exhaustive_cut_points_with_second_writes() {
     }
     eprintln!("{cuts} cut points of {n}, {mount_cuts} recovery mounts cut");
     assert!(mount_cuts > 0);
+}
+
+/// Cuts tear half the bits a program was changing.
+#[test]
+fn exhaustive_cut_points_with_second_writes() {
+    exhaustive(0.5);
+}
+
+/// Cuts leave programs nearly complete: torn pages whose metadata often checks out.
+#[test]
+fn exhaustive_cut_points_with_second_writes_nearly_complete_programs() {
+    exhaustive(0.999);
 }
 
 /// Random cuts over long runs (`FTL_WOM_CUTS`, default 300).
