@@ -100,7 +100,7 @@ enum Command {
 
 #[derive(Args, Clone)]
 struct DeviceArgs {
-    /// Device preset: mt29f4g08, anchor, small, caftl, cdm, wom.
+    /// Device preset: mt29f4g08, anchor, small, caftl, cdm, wom, wom-fast-bus.
     #[arg(long, default_value = "anchor")]
     device: String,
     /// Override: data bytes per page.
