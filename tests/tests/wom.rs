@@ -539,3 +539,61 @@ fn torn_second_write_with_whole_metadata_is_rolled_back() {
     assert!(want[victim_lpn as usize] != 0);
     assert_eq!(f.nand().counters().rejected, 0);
 }
+
+/// The page codec of the baseline that reports `bits` corrected on every read, as a worn block's
+/// first writes would.
+#[derive(Clone, Default)]
+struct ReportsCorrections {
+    bits: u32,
+}
+
+impl ftl_core::policy::PageCodec for ReportsCorrections {
+    fn spare_len(&self) -> usize {
+        4
+    }
+    fn encode(&mut self, data: &[u8], out: &mut [u8]) {
+        ftl_core::policy::Crc32cCodec.encode(data, out)
+    }
+    fn decode(&mut self, data: &mut [u8], stored: &[u8]) -> Result<u32, ftl_core::policy::CodecError> {
+        ftl_core::policy::Crc32cCodec.decode(data, stored).map(|_| self.bits)
+    }
+}
+
+/// Blocks whose first writes read back with more corrected bits than allowed take no second
+/// writes; reads alone change nothing else.
+#[test]
+fn blocks_with_too_many_bit_errors_take_no_second_writes() {
+    use ftl_core::policy::{Greedy, Policies, RequestSizeClassifier, SingleHostStream};
+    let geo = wom_geometry(8, 16, 2);
+    let cfg = Config::with_logical_pages(&geo, 64);
+    let run = |reads: bool, limit: u32| {
+        let mut emu = emulator(geo, 0.5, 0.5, 5);
+        let mut mem = FtlMemory::new(&geo, &cfg);
+        let mut w = parts(&geo, &cfg);
+        w.config.max_corrected_bits = limit;
+        let policies = Policies {
+            codec: ReportsCorrections { bits: 9 },
+            classifier: RequestSizeClassifier::default(),
+            victim: Greedy,
+            placement: SingleHostStream,
+        };
+        let mut f = open(&mut emu, &mut mem, Some(&mut w), cfg, policies, true).unwrap();
+        let mut buf = vec![0u8; 4096];
+        for i in 0..1500u64 {
+            let l = (i * 7 % 24) as u32;
+            f.write(l, &page(l, i + 1)).unwrap();
+            if reads && i % 50 == 49 {
+                for l in 0..64 {
+                    f.read(l, &mut buf).unwrap();
+                }
+            }
+        }
+        f.reuse_stats().unwrap()
+    };
+    let plain = run(false, 8);
+    let unlimited = run(true, u32::MAX);
+    let limited = run(true, 8);
+    assert_eq!(plain.second_writes, unlimited.second_writes, "{plain:?} {unlimited:?}");
+    assert!(plain.second_writes > 200, "{plain:?}");
+    assert!(limited.second_writes < plain.second_writes / 2, "{limited:?} vs {plain:?}");
+}

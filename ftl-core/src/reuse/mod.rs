@@ -38,9 +38,10 @@
 //! the next second write programs without reading first (host reads of second writes use a
 //! third buffer and leave the prefetched pair alone).
 //!
-//! Not done: disabling second writes on a block from its measured bit-error count (only the
-//! life share is used), and a second write spanning a cut in the *middle* of a multi-plane
-//! program is covered by the emulator's sequential model of such programs only.
+//! **Disabling**: a block takes no more second writes (GC erases it rather than recycling it)
+//! past [`ReuseConfig::life_permille`] of its rated endurance, or once a host read of one of
+//! its first writes needed more than [`ReuseConfig::max_corrected_bits`] bits corrected (until
+//! it is erased; a mount forgets it until the next such read).
 //!
 //! **Power loss**: a second write only reprograms pages that held no live data (pending trims
 //! are journaled first, so a trimmed page's old content is not needed either), and the map
@@ -95,6 +96,9 @@ pub enum ReuseState {
 }
 
 const STATE_MASK: u8 = 0x0F;
+/// The block's first writes read back with more bit errors than second writes allow (RAM only:
+/// a mount forgets it until the next such read).
+const WORN: u8 = 0x80;
 /// Mount only: page 0 carries a whole activation marker (the block is a pair's plane-0 half).
 pub(crate) const M_MARKED: u8 = 0x40;
 /// Mount only: the block holds second writes newer than the checkpoint (plane-0 halves).
@@ -115,6 +119,10 @@ pub struct ReuseConfig {
     /// Second writes only on blocks whose erase count is below this share (per mille) of the
     /// rated endurance (the paper: 30 %).
     pub life_permille: u32,
+    /// Second writes only on blocks none of whose first-write pages needed more than this many
+    /// bits corrected when the host read them (what the reduced first-write ECC left after the
+    /// second write took part of the spare can still correct; `u32::MAX`: no limit).
+    pub max_corrected_bits: u32,
     /// Read the next pair of invalid pages ahead ([`Ftl::prefetch_second_write`]).
     pub prefetch: bool,
 }
@@ -136,6 +144,7 @@ impl ReuseConfig {
             cap_blocks: 2 * r,
             gc_threshold: if pct > floor { pct } else { floor },
             life_permille: 300,
+            max_corrected_bits: u32::MAX,
             prefetch: true,
         }
     }
@@ -459,7 +468,15 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             _ => return Err(Error::Uncorrectable { lpn }),
         };
         let stored = &self.buf[d + META_LEN..d + spare_len];
-        self.policies.codec().decode(out, stored).map_err(|_| Error::Uncorrectable { lpn })?;
+        let corrected =
+            self.policies.codec().decode(out, stored).map_err(|_| Error::Uncorrectable { lpn })?;
+        if let Some(r) = self.reuse.as_mut() {
+            if corrected > r.cfg.max_corrected_bits {
+                if let Some(s) = r.mem.state.get_mut(self.geo.block_of(page).0 as usize) {
+                    *s |= WORN;
+                }
+            }
+        }
         self.unscramble(lpn, aux, out);
         Ok(())
     }
@@ -777,10 +794,12 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         Ok(true)
     }
 
+    /// Whether second writes may still use `b`: within its life share and not worn.
     fn within_life(&self, b: BlockId) -> bool {
         let Some(r) = self.reuse.as_ref() else { return false };
-        (self.blocks.get(b).erase_count as u64) * 1000
-            < self.geo.endurance as u64 * r.cfg.life_permille as u64
+        r.mem.state.get(b.0 as usize).is_some_and(|s| s & WORN == 0)
+            && (self.blocks.get(b).erase_count as u64) * 1000
+                < self.geo.endurance as u64 * r.cfg.life_permille as u64
     }
 
     /// The recycled block of `plane` with the fewest valid pages (the most room).
@@ -993,6 +1012,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let geo = self.geo;
         let Some(r) = self.reuse.as_mut() else { return };
         r.set_state(&geo, b, ReuseState::None);
+        if let Some(s) = r.mem.state.get_mut(b.0 as usize) {
+            *s &= !WORN;
+        }
         r.mem.pair[b.0 as usize] = NIL;
         for i in 0..geo.pages_per_block {
             r.set_second(geo.page(b, i), false);
