@@ -597,3 +597,16 @@ fn blocks_with_too_many_bit_errors_take_no_second_writes() {
     assert!(plain.second_writes > 200, "{plain:?}");
     assert!(limited.second_writes < plain.second_writes / 2, "{limited:?} vs {plain:?}");
 }
+
+/// NOP 3 is enough: a first write, a second write or an activation marker, and one void; the
+/// emulator counts every partial program and refuses none.
+#[test]
+fn second_writes_fit_nop_three() {
+    let geo = Geometry { nop: 3, ..wom_geometry(8, 16, 2) };
+    let cfg = Config::with_logical_pages(&geo, 64);
+    let mut emu = emulator(geo, 0.5, 0.5, 6);
+    let mut w = parts(&geo, &cfg);
+    let s = hot_run(&mut w, &mut emu, geo, cfg, 1200);
+    assert!(s.second_writes > 200 && s.pairs > 10, "{s:?}");
+    assert_eq!(emu.counters().rejected, 0);
+}
