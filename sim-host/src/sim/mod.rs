@@ -9,7 +9,11 @@
 //! plane and its LUN's bus are free; the request completes when the last of them does. Partial
 //! pages of a write are read first (read-modify-write) and counted.
 
+pub mod backing;
+pub mod cache_manager;
 pub mod device;
+pub mod ecc_model;
+pub mod flexecc;
 pub mod metrics;
 pub mod plot;
 pub mod report;
@@ -141,7 +145,7 @@ pub fn parse_features(s: &str) -> Result<Vec<Feature>, String> {
         };
         out.push(f);
     }
-    if let Some(f) = out.iter().find(|f| **f != Feature::Eti) {
+    if let Some(f) = out.iter().find(|f| !matches!(f, Feature::Eti | Feature::FlexEcc)) {
         return Err(format!(
             "feature {f:?} is not implemented in the simulator yet; it lands with its own issue"
         ));
@@ -222,6 +226,8 @@ pub struct SimConfig {
     pub seed: u64,
     /// Stop the measured part once the host has written this many pages.
     pub write_limit_pages: Option<u64>,
+    /// Settings of a FlexECC run (used with [`Feature::FlexEcc`]).
+    pub flex: flexecc::FlexSimConfig,
 }
 
 /// What one simulation produced.
@@ -287,6 +293,12 @@ pub fn simulate(
     } else {
         cfg.classifier
     };
+    if cfg.features.contains(&Feature::FlexEcc) {
+        if cfg.features.len() > 1 || classifier != ClassifierKind::None {
+            return Err("flex-ecc runs alone (no other feature or classifier)".into());
+        }
+        return flexecc::simulate_flex(cfg, requests, progress);
+    }
     let size = RequestSizeClassifier::default();
     match classifier {
         ClassifierKind::None => simulate_with(cfg, policies(size, SingleHostStream), requests, progress),
@@ -543,6 +555,7 @@ mod tests {
         assert_eq!(parse_features("eti"), Ok(vec![Feature::Eti]));
         assert_eq!(parse_features("baseline"), Ok(vec![]));
         assert!(parse_features("wom").unwrap_err().contains("not implemented"));
+        assert_eq!(parse_features("flex-ecc"), Ok(vec![Feature::FlexEcc]));
         assert!(parse_features("bogus").unwrap_err().contains("unknown feature"));
     }
 }
