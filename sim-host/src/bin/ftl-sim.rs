@@ -248,6 +248,9 @@ struct FlexArgs {
     /// flex-ecc: mean gap between synthetic requests, us (exponential; 0: back to back).
     #[arg(long, default_value_t = 0.0)]
     interarrival_us: f64,
+    /// flex-ecc: multiply trace times by this (the paper's ioscale: 100).
+    #[arg(long, default_value_t = 1.0)]
+    time_scale: f64,
     /// flex-ecc: requests replayed before measuring (cache warm-up).
     #[arg(long, default_value_t = 0)]
     warmup: u64,
@@ -313,6 +316,7 @@ impl FlexArgs {
             refresh_threshold: self.refresh_threshold,
             interarrival_ns: (nonneg("interarrival-us", self.interarrival_us)? * 1e3) as u64,
             warmup_requests: self.warmup,
+            time_scale: nonneg("time-scale", self.time_scale)?,
             workload_pages: None,
         };
         fx.workload_pages = Some((ws * fx.cache_pages_for(logical_pages) as f64).ceil() as u64);

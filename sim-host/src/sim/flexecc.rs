@@ -21,7 +21,7 @@
 //! decode time + collected blocks x tBERS.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::{BinaryHeap, HashMap};
 use std::time::Instant;
 
 use ftl_core::intent::{flex_mark_words, FlexConfig, Intent, PageRead};
@@ -89,6 +89,9 @@ pub struct FlexSimConfig {
     pub interarrival_ns: u64,
     /// Requests replayed before measuring (cache warm-up).
     pub warmup_requests: u64,
+    /// Trace times are multiplied by this (the paper's `ioscale`: slowing down a trace recorded
+    /// on a faster system).
+    pub time_scale: f64,
     /// Disk pages synthetic workloads address; `None`: 12 cache sizes (the paper's 360 GB working
     /// set over a 30 GB cache).
     pub workload_pages: Option<u64>,
@@ -108,6 +111,7 @@ impl Default for FlexSimConfig {
             refresh_threshold: 5,
             interarrival_ns: 0,
             warmup_requests: 0,
+            time_scale: 1.0,
             workload_pages: None,
         }
     }
@@ -130,6 +134,9 @@ pub struct FlexReport {
     pub read_hits: u64,
     /// Host read pages that missed.
     pub read_misses: u64,
+    /// Host read pages that hit a page still on its way from the disk (served from RAM when it
+    /// arrives).
+    pub read_inflight: u64,
     /// Host write pages that hit.
     pub write_hits: u64,
     /// Host write pages that missed.
@@ -212,46 +219,41 @@ struct Run<'a> {
     lat: DevLat,
     r: FlexReport,
     gc_decode_ns: u64,
-    /// Writes of data fetched from the disk, due when the fetch completes: (time, slot, dirty).
+    /// Writes of data fetched from the disk, due when the fetch completes: (time, slot, dirty);
+    /// an entry counts only while `pending_slots` maps its slot to its time.
     pending: BinaryHeap<Reverse<(u64, u32, bool)>>,
-    pending_slots: HashSet<u32>,
+    pending_slots: HashMap<u32, u64>,
 }
 
 impl Run<'_> {
     /// Queues the cache write of data fetched from the disk at `t` (issued in time order with the
     /// other device operations, so that it does not hold up requests that arrive before `t`).
-    fn defer_write(&mut self, t: u64, slot: u32, dirty: bool) -> Result<(), String> {
-        if self.pending_slots.contains(&slot) {
-            self.issue_slot(slot)?;
-        }
+    fn defer_write(&mut self, t: u64, slot: u32, dirty: bool) {
         self.pending.push(Reverse((t, slot, dirty)));
-        self.pending_slots.insert(slot);
-        Ok(())
+        self.pending_slots.insert(slot, t);
     }
 
-    /// Issues the deferred writes due by `t`.
+    /// When the data of `slot` arrives from the disk, if its cache write is still pending.
+    fn pending_at(&self, slot: u32) -> Option<u64> {
+        self.pending_slots.get(&slot).copied()
+    }
+
+    /// Drops the pending cache write of `slot` (overwritten or evicted before it was issued).
+    fn cancel(&mut self, slot: u32) {
+        self.pending_slots.remove(&slot);
+    }
+
+    /// Issues the deferred writes due by `t` (all of them with `u64::MAX`).
     fn issue_due(&mut self, t: u64) -> Result<(), String> {
-        while let Some(&Reverse((at, _, _))) = self.pending.peek() {
+        while let Some(&Reverse((at, slot, dirty))) = self.pending.peek() {
             if at > t {
                 break;
             }
-            self.issue_next()?;
-        }
-        Ok(())
-    }
-
-    fn issue_next(&mut self) -> Result<(), String> {
-        if let Some(Reverse((at, slot, dirty))) = self.pending.pop() {
-            self.pending_slots.remove(&slot);
-            self.write(at, slot, if dirty { Intent::Dirty } else { Intent::Clean })?;
-        }
-        Ok(())
-    }
-
-    /// Issues the deferred writes up to and including the one of `slot` (before `slot` is used).
-    fn issue_slot(&mut self, slot: u32) -> Result<(), String> {
-        while self.pending_slots.contains(&slot) {
-            self.issue_next()?;
+            self.pending.pop();
+            if self.pending_slots.get(&slot) == Some(&at) {
+                self.pending_slots.remove(&slot);
+                self.write(at, slot, if dirty { Intent::Dirty } else { Intent::Clean })?;
+            }
         }
         Ok(())
     }
@@ -371,7 +373,7 @@ impl Run<'_> {
                 }
                 let fetched = self.disk.read_at(done);
                 let dirty = self.cache.is_dirty(slot);
-                self.defer_write(fetched, slot, dirty)?;
+                self.defer_write(fetched, slot, dirty);
                 Ok(fetched)
             }
         }
@@ -445,7 +447,7 @@ pub fn simulate_flex(
         r: FlexReport::default(),
         gc_decode_ns: 0,
         pending: BinaryHeap::new(),
-        pending_slots: HashSet::new(),
+        pending_slots: HashMap::new(),
     };
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0xA11_7157);
     let mut read_latency = Latencies::default();
@@ -483,7 +485,7 @@ pub fn simulate_flex(
         let arrival = match (cfg.open_loop, req.time_ns) {
             (true, Some(t)) => {
                 let b = *first_time.get_or_insert(t);
-                (origin + t.saturating_sub(b)).max(last_arrival)
+                (origin + (t.saturating_sub(b) as f64 * fx.time_scale) as u64).max(last_arrival)
             }
             _ if fx.interarrival_ns > 0 => {
                 let u: f64 = rng.random::<f64>().max(1e-12);
@@ -519,21 +521,33 @@ pub fn simulate_flex(
         for p in span.first_page..span.first_page + span.pages {
             let write = req.op == Op::Write;
             let access = run.cache.access(p, write);
-            let (Access::Hit { slot } | Access::Miss { slot, .. }) = access;
-            run.issue_slot(slot)?;
             match access {
-                Access::Hit { slot } => {
-                    done = if write { run.write(t, slot, Intent::Dirty)? } else { run.host_read(t, slot)? };
-                }
+                Access::Hit { slot } => match (run.pending_at(slot), write) {
+                    // The data is still on its way from the disk: a read waits for it, a write
+                    // replaces it.
+                    (Some(at), false) => {
+                        run.r.read_inflight += 1;
+                        done = at.max(t);
+                    }
+                    (Some(_), true) => {
+                        run.cancel(slot);
+                        done = run.write(t, slot, Intent::Dirty)?;
+                    }
+                    (None, true) => done = run.write(t, slot, Intent::Dirty)?,
+                    (None, false) => done = run.host_read(t, slot)?,
+                },
                 Access::Miss { slot, evicted } => {
-                    if evicted.is_some_and(|e| e.dirty) {
+                    if run.pending_at(slot).is_some() {
+                        // Evicted before its data was written to the cache.
+                        run.cancel(slot);
+                    } else if evicted.is_some_and(|e| e.dirty) {
                         t = run.flush(t, slot, false)?;
                     }
                     done = if write {
                         run.write(t, slot, Intent::Dirty)?
                     } else {
                         let fetched = run.disk.read_at(t);
-                        run.defer_write(fetched, slot, false)?;
+                        run.defer_write(fetched, slot, false);
                         fetched
                     };
                 }
@@ -555,9 +569,7 @@ pub fn simulate_flex(
             progress(requests_done);
         }
     }
-    while !run.pending.is_empty() {
-        run.issue_next()?;
-    }
+    run.issue_due(u64::MAX)?;
     if requests_done <= fx.warmup_requests {
         return Err(format!(
             "the input has {requests_done} requests, no more than the {} of --warmup",
