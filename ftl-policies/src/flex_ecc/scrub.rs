@@ -1,21 +1,23 @@
 //! [`Scrubber`]: FlexECC's idle-time scrubber (`no_std`, fixed memory).
 //!
 //! In an idle gap between requests (the caller measures it):
-//! 1. when the gap exceeds `m x T_crc` (m = 10 by default), it **verifies** pages: detecting
-//!    (CRC) pages from a round-robin cursor, and with [`ScrubConfig::scan_correcting`] every
-//!    mapped page, as many as `gap / t_verify` (capped by `max_verify`, and at most one pass over
-//!    the pages per gap). A detecting page that
-//!    fails its CRC is queued as corrupt; a correcting page whose corrected-bit count reaches the
-//!    FTL's refresh threshold is refreshed (moved and re-encoded) before it becomes uncorrectable;
-//! 2. when the gap exceeds `T_disk`, it **prefetches** `floor(gap / T_disk)` queued corrupt pages
-//!    from the backing store and rewrites them clean (after checking they are still corrupt: a
-//!    host write may have replaced them meanwhile).
+//! 1. when the gap exceeds `T_disk`, it **prefetches** up to `floor(gap / T_disk)` queued corrupt
+//!    pages from the backing store and rewrites them clean (after checking they are still
+//!    corrupt: a host write may have replaced them meanwhile);
+//! 2. when the gap exceeds `m x T_crc` (m = 10 by default), it **verifies** pages in the flash
+//!    time the prefetches left: detecting (CRC) pages from a round-robin cursor, and with
+//!    [`ScrubConfig::scan_correcting`] every mapped page; at most `max_verify` pages and one pass
+//!    over the pages per gap. A detecting page that fails its CRC is queued as corrupt; a
+//!    correcting page whose corrected-bit count reaches the FTL's refresh threshold is refreshed
+//!    (moved and re-encoded) before it becomes uncorrectable.
 //!
-//! These are the paper's rules (FlexECC, section 3.4); `t_verify` (a flash page read plus the
-//! CRC) sizes step 1 to the gap, which the paper leaves open. The queue holds `Q` pages; when it
-//! is full, verification pauses until prefetching drains it. The scrubber's own flash and disk
-//! time is the caller's to account (the simulator places it on the device's clock, so work that
-//! overruns a gap delays the next request). Memory: `4 * Q + 48` bytes.
+//! These are the paper's rules (FlexECC, section 3.4); the paper leaves open how much work fits in
+//! a gap: here each verification counts `t_verify` (a flash page read plus the CRC) and each
+//! rewrite `t_verify + t_write`, and the work stops when the gap's flash time is used. The queue
+//! holds `Q` pages; when it is full, verification pauses until prefetching drains it. The
+//! scrubber's own flash and disk time is the caller's to account (the simulator places it on the
+//! device's clock, so work that overruns a gap delays the next request). Memory: `4 * Q + 56`
+//! bytes.
 
 use ftl_core::intent::{BackingStore, Intent, PageRead};
 use ftl_core::map::MappingTable;
@@ -33,8 +35,10 @@ pub struct ScrubConfig {
     pub t_crc_ns: u64,
     /// Time of one backing-store access, ns (1.5 ms).
     pub t_disk_ns: u64,
-    /// Time of one verification (flash page read + CRC), ns, to size step 1 to the gap.
+    /// Time of one verification (flash page read + CRC), ns, to size the work to the gap.
     pub t_verify_ns: u64,
+    /// Time of one page write (transfer + program), ns, to size the work to the gap.
+    pub t_write_ns: u64,
     /// Most pages verified in one gap.
     pub max_verify: u32,
     /// Verify correcting pages too (for refreshing), not only detecting ones.
@@ -48,6 +52,7 @@ impl Default for ScrubConfig {
             t_crc_ns: 1_667,
             t_disk_ns: 1_500_000,
             t_verify_ns: 50_000,
+            t_write_ns: 300_000,
             max_verify: 64,
             scan_correcting: false,
         }
@@ -177,13 +182,34 @@ impl<const Q: usize> Scrubber<Q> {
         buf: &mut [u8],
     ) -> Result<IdleWork, Error> {
         let mut w = IdleWork::default();
-        if gap_ns > self.cfg.m.saturating_mul(self.cfg.t_crc_ns) {
+        // Flash time the gap's work takes, to keep it within the gap.
+        let mut used = 0u64;
+        let t_move = self.cfg.t_verify_ns.saturating_add(self.cfg.t_write_ns);
+        if gap_ns > self.cfg.t_disk_ns && self.len > 0 {
+            self.stats.prefetch_gaps += 1;
+            let k = gap_ns / self.cfg.t_disk_ns.max(1);
+            for _ in 0..k {
+                let Some(lpn) = self.pop() else { break };
+                used = used.saturating_add(self.cfg.t_verify_ns);
+                if ftl.verify(lpn)? != (PageRead::Corrupt { format: Some(PageFormat::Detecting) }) {
+                    continue;
+                }
+                if store.fetch(lpn, buf).is_err() {
+                    continue;
+                }
+                ftl.write_with(lpn, buf, Intent::Clean)?;
+                used = used.saturating_add(self.cfg.t_write_ns);
+                w.prefetched += 1;
+            }
+        }
+        if gap_ns > self.cfg.m.saturating_mul(self.cfg.t_crc_ns) && gap_ns > used {
             self.stats.verify_gaps += 1;
-            let budget = (gap_ns / self.cfg.t_verify_ns.max(1)).min(self.cfg.max_verify as u64) as u32;
+            let mut left = gap_ns - used;
+            let budget = (left / self.cfg.t_verify_ns.max(1)).min(self.cfg.max_verify as u64) as u32;
             // Unmapped pages cost no flash time; bound the walk over them too.
             let mut steps = budget.saturating_mul(4).max(budget);
             let mut first = None;
-            while w.verified < budget && steps > 0 && self.len < Q {
+            while w.verified < budget && steps > 0 && self.len < Q && left >= self.cfg.t_verify_ns {
                 steps -= 1;
                 let Some(lpn) = self.next_page(ftl) else { break };
                 // At most one pass over the pages per gap.
@@ -200,6 +226,7 @@ impl<const Q: usize> Scrubber<Q> {
                     continue;
                 }
                 w.verified += 1;
+                left = left.saturating_sub(self.cfg.t_verify_ns);
                 match r {
                     PageRead::Corrupt { format: Some(PageFormat::Detecting) } if self.push(lpn) => {
                         w.corrupt_found += 1;
@@ -208,25 +235,11 @@ impl<const Q: usize> Scrubber<Q> {
                         if ftl.needs_refresh(corrected) =>
                     {
                         ftl.refresh(lpn)?;
+                        left = left.saturating_sub(t_move);
                         w.refreshed += 1;
                     }
                     _ => {}
                 }
-            }
-        }
-        if gap_ns > self.cfg.t_disk_ns && self.len > 0 {
-            self.stats.prefetch_gaps += 1;
-            let k = gap_ns / self.cfg.t_disk_ns.max(1);
-            for _ in 0..k {
-                let Some(lpn) = self.pop() else { break };
-                if ftl.verify(lpn)? != (PageRead::Corrupt { format: Some(PageFormat::Detecting) }) {
-                    continue;
-                }
-                if store.fetch(lpn, buf).is_err() {
-                    continue;
-                }
-                ftl.write_with(lpn, buf, Intent::Clean)?;
-                w.prefetched += 1;
             }
         }
         self.stats.verified += w.verified as u64;

@@ -229,6 +229,10 @@ struct FlexArgs {
     /// flex-ecc: growth of the bit-error rate with retention (x (1 + F * age / 1 day)).
     #[arg(long, default_value_t = 0.0)]
     rber_retention_factor: f64,
+    /// flex-ecc: bit errors drawn afresh on every read (read noise) instead of staying with the
+    /// programmed page (retention and wear errors, the default).
+    #[arg(long)]
+    transient_errors: bool,
     /// flex-ecc: BCH correction capability t per codeword (also scales its decode cost).
     #[arg(long, default_value_t = 6)]
     ecc_t: u32,
@@ -309,6 +313,7 @@ impl FlexArgs {
                 rber: self.rber,
                 wear_factor: nonneg("rber-wear-factor", self.rber_wear_factor)?,
                 retention_factor: nonneg("rber-retention-factor", self.rber_retention_factor)?,
+                persistent: !self.transient_errors,
                 ..ErrorRates::default()
             },
             scrub_m: self.scrub_m,

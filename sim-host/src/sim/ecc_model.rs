@@ -6,8 +6,14 @@
 //! * [`NoisyNand`] wraps the emulator and, on every page read with data, draws the raw bit errors
 //!   of each codeword from the page's effective bit-error rate (the emulator's own model: base
 //!   rate grown with the block's wear and the page's age, plus read disturb; see
-//!   `emulator::faults`), `Binomial(codeword bits, p)` per codeword. The emulator's own bit errors
-//!   stay off, so the spare metadata reads clean (its protection is not what is measured here).
+//!   `emulator::faults`), `Binomial(codeword bits, p)` per codeword. Errors are **persistent** by
+//!   default (the FlexECC paper's assumption, and what retention and wear errors are): the
+//!   uniform behind each codeword's draw is a hash of (seed, page, block erase count, codeword),
+//!   so a programmed page shows the same errors on every read, more as its rate grows (the
+//!   inverse CDF is monotone in p), and new ones only after it is rewritten elsewhere.
+//!   **Transient** errors (`ErrorRates::persistent = false`, the emulator's read noise) draw
+//!   afresh on every read. The emulator's own bit errors stay off, so the spare metadata reads
+//!   clean (its protection is not what is measured here).
 //! * [`ModelCodec`] is the page codec: it writes FlexECC's real format tag (one spare byte, the
 //!   same tags as `FlexCodec`) and decides the outcome from the drawn errors exactly as the real
 //!   codecs would: a CRC page with any error fails its check; a BCH page is corrected when every
@@ -66,6 +72,8 @@ pub struct ErrorRates {
     pub retention_scale_s: f64,
     /// Read disturb: added rate per read of the block since its erase.
     pub read_disturb: f64,
+    /// Errors stay with the programmed page (true) or are drawn afresh on every read.
+    pub persistent: bool,
 }
 
 impl Default for ErrorRates {
@@ -76,6 +84,7 @@ impl Default for ErrorRates {
             retention_factor: 0.0,
             retention_scale_s: 86_400.0,
             read_disturb: 0.0,
+            persistent: true,
         }
     }
 }
@@ -100,6 +109,7 @@ pub struct EccModel {
     timing: DecodeTiming,
     codeword_bits: u64,
     codewords: usize,
+    seed: u64,
     rng: ChaCha8Rng,
     /// Errors per codeword of the last page read.
     last: Vec<u32>,
@@ -122,6 +132,7 @@ impl EccModel {
             timing,
             codeword_bits: 8 * cw as u64 + 14 * timing.t as u64,
             codewords,
+            seed,
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0xECC0_5EED),
             last: vec![0; codewords],
             pending_ns: 0,
@@ -156,12 +167,19 @@ impl EccModel {
         }
     }
 
-    /// Draws the errors of one page read at rate `p`.
-    fn draw(&mut self, p: f64) {
+    /// Draws the errors of one read of the page programmed as `instance` (page, erase count),
+    /// at rate `p`.
+    fn draw(&mut self, p: f64, instance: (u32, u32)) {
         let n = self.codeword_bits;
         let mut total = 0u32;
         for i in 0..self.codewords {
-            let k = binomial(&mut self.rng, n, p);
+            let u = if self.rates.persistent {
+                let mut x = self.seed ^ ((instance.0 as u64) << 32) ^ ((instance.1 as u64) << 8) ^ i as u64;
+                unit(splitmix(&mut x))
+            } else {
+                self.rng.random::<f64>()
+            };
+            let k = binomial_inv(u, n, p, &mut self.rng);
             self.last[i] = k;
             total += k;
         }
@@ -172,9 +190,23 @@ impl EccModel {
     }
 }
 
-/// A `Binomial(n, p)` draw by inversion of the CDF (one uniform; exact for the small means of
-/// bit-error counts, a normal approximation above a mean of 50).
-fn binomial(rng: &mut ChaCha8Rng, n: u64, p: f64) -> u32 {
+fn splitmix(x: &mut u64) -> u64 {
+    *x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A uniform in [0, 1) from 64 random bits.
+fn unit(x: u64) -> f64 {
+    (x >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// A `Binomial(n, p)` draw by inversion of the CDF at the uniform `u` (exact for the small means
+/// of bit-error counts, monotone in `p` for a fixed `u`); above a mean of 50, a normal
+/// approximation whose second uniform comes from `rng`.
+fn binomial_inv(u: f64, n: u64, p: f64, rng: &mut ChaCha8Rng) -> u32 {
     if p <= 0.0 || n == 0 {
         return 0;
     }
@@ -185,11 +217,10 @@ fn binomial(rng: &mut ChaCha8Rng, n: u64, p: f64) -> u32 {
     if mean > 50.0 {
         let sd = (mean * (1.0 - p)).sqrt();
         // Box-Muller.
-        let (u1, u2): (f64, f64) = (rng.random::<f64>().max(1e-300), rng.random());
+        let (u1, u2): (f64, f64) = (u.max(1e-300), rng.random());
         let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
         return (mean + sd * z).round().clamp(0.0, n as f64) as u32;
     }
-    let u: f64 = rng.random();
     let q = p / (1.0 - p);
     let mut pk = (1.0 - p).powf(n as f64);
     let mut cdf = pk;
@@ -237,7 +268,7 @@ impl NandFlash for NoisyNand<'_> {
             let reads = self.emu.block_reads_since_erase(b).unwrap_or(1).saturating_sub(1);
             let mut m = self.model.borrow_mut();
             let p = m.effective(ec, g.endurance, age, reads);
-            m.draw(p);
+            m.draw(p, (page.0, ec));
         }
         Ok(())
     }
@@ -308,14 +339,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn binomial_mean_matches() {
+    fn binomial_mean_matches_and_is_monotone_in_p() {
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         let (n, p) = (4096u64 * 8, 1e-4);
         let draws = 20_000;
-        let sum: u64 = (0..draws).map(|_| binomial(&mut rng, n, p) as u64).sum();
+        let sum: u64 = (0..draws).map(|_| binomial_inv(rng.random(), n, p, &mut rng) as u64).sum();
         let mean = sum as f64 / draws as f64;
         assert!((mean - n as f64 * p).abs() < 0.05 * n as f64 * p, "{mean}");
-        assert_eq!(binomial(&mut rng, n, 0.0), 0);
+        assert_eq!(binomial_inv(0.5, n, 0.0, &mut rng), 0);
+        for _ in 0..1000 {
+            let u: f64 = rng.random();
+            assert!(binomial_inv(u, n, 1e-5, &mut rng) <= binomial_inv(u, n, 1e-4, &mut rng));
+        }
+    }
+
+    #[test]
+    fn persistent_errors_repeat_on_every_read() {
+        let g = nand_hal::Geometry::MT29F4G08;
+        let rates = ErrorRates { rber: 2e-4, ..ErrorRates::default() };
+        let model = EccModel::new(&g, rates, DecodeTiming::PAPER, 9);
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let mut m = model.borrow_mut();
+            m.draw(2e-4, (77, 3));
+            seen.push(m.last.clone());
+        }
+        assert!(seen.iter().all(|s| *s == seen[0]));
+        let mut m = model.borrow_mut();
+        let mut differs = false;
+        for page in 0..50 {
+            m.draw(2e-4, (page, 3));
+            differs |= m.last != seen[0];
+        }
+        assert!(differs);
     }
 
     #[test]

@@ -433,6 +433,7 @@ pub fn simulate_flex(
         t_crc_ns: fx.timing.t_crc_ns,
         t_disk_ns: fx.disk_ns,
         t_verify_ns: t_verify,
+        t_write_ns: cfg.device.timing.xfer_ns(page_bytes) + cfg.device.timing.t_prog_ns,
         max_verify: 256,
         scan_correcting: false,
     });
