@@ -35,7 +35,7 @@ def names(d):
 
 def main_table(d, rows):
     lines = [
-        "| workload | t | read hits (CRC share) | host read mean us: all-BCH / FlexECC (change) | host read p99 | "
+        "| workload | t (fast: 5 ns/B bus) | read hits (CRC share) | host read mean us: all-BCH / FlexECC (change) | host read p99 | "
         "device response mean us (change) | device read p99 | GC time ms (change) | BCH->CRC in GC | paper |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -141,7 +141,11 @@ def main():
     d = sys.argv[1]
     rows = [n for n in names(d) if "rber" not in n]
     order = ["r90", "r75", "mixed50", "fiu-mail", "heimdall-1370", "tpcc"]
-    rows.sort(key=lambda n: (n.rsplit("-t", 1)[1].zfill(3), order.index(n.rsplit("-t", 1)[0]) if n.rsplit("-t", 1)[0] in order else 99))
+    torder = ["6", "40", "6fast"]
+    def key(n):
+        base, t = n.rsplit("-t", 1)
+        return (torder.index(t) if t in torder else 9, order.index(base) if base in order else 99)
+    rows.sort(key=key)
     t1, rel = main_table(d, rows)
     t2, pts = rber_table(d)
     svg_bars(os.path.join(d, "relative.svg"), rel)

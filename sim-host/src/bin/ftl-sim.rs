@@ -128,6 +128,9 @@ struct DeviceArgs {
     /// Override: LUNs.
     #[arg(long)]
     luns: Option<u32>,
+    /// Override: bus transfer time, ns per byte (e.g. 5 for a 200 MB/s ONFI bus).
+    #[arg(long)]
+    xfer_ns_per_byte: Option<f64>,
     /// Over-provisioning in percent (physical = logical x (1 + OP/100)); the preset's default
     /// otherwise.
     #[arg(long)]
@@ -435,6 +438,12 @@ fn base_config(
         luns: device.luns,
     };
     dev.geometry = flags.apply(dev.geometry)?;
+    if let Some(x) = device.xfer_ns_per_byte {
+        if !(x.is_finite() && (0.0..=1000.0).contains(&x)) {
+            return Err(format!("--xfer-ns-per-byte {x} is not between 0 and 1000"));
+        }
+        dev.timing.t_xfer_ps_per_byte = (x * 1000.0).round() as u64;
+    }
     let op = device.op.unwrap_or(dev.default_op_percent);
     if !(op > 0.0 && op <= 400.0) {
         return Err(format!("--op {op} is not a percentage between 0 (exclusive) and 400"));
@@ -736,6 +745,7 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         blocks: None,
         planes: None,
         luns: None,
+        xfer_ns_per_byte: None,
         op: Some(7.0),
         fit: true,
     };
