@@ -32,7 +32,8 @@ pub trait PageCodec {
     /// Checks (and where it can, corrects) `data` against `stored`; returns the number of bits
     /// corrected.
     fn decode(&mut self, data: &mut [u8], stored: &[u8]) -> Result<u32, CodecError>;
-    /// [`PageCodec::encode`] in the given format; codecs with one format ignore `format`.
+    /// [`PageCodec::encode`] in the given format; codecs with one format ignore `format`. (A
+    /// codec that wraps another must forward this and [`PageCodec::format_of`].)
     fn encode_as(&mut self, data: &[u8], out: &mut [u8], format: PageFormat) {
         let _ = format;
         self.encode(data, out);
