@@ -8,6 +8,10 @@
 //! (GC and checkpoint work included, so GC is charged to the requests it delays) starts when its
 //! plane and its LUN's bus are free; the request completes when the last of them does. Partial
 //! pages of a write are read first (read-modify-write) and counted.
+//!
+//! `--features flex-ecc` runs take another path ([`flexecc`]): a write-back cache manager
+//! ([`cache_manager`]) over the device and a model disk ([`backing`]), with modelled bit errors
+//! and decode costs ([`ecc_model`]).
 
 pub mod backing;
 pub mod cache_manager;
@@ -212,7 +216,7 @@ pub struct SimConfig {
     pub op_percent: f64,
     /// Classifier.
     pub classifier: ClassifierKind,
-    /// Techniques (none implemented yet).
+    /// Techniques (ETI and FlexECC so far).
     pub features: Vec<Feature>,
     /// Writes before measuring.
     pub precondition: Precondition,
