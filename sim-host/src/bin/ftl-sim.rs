@@ -555,18 +555,25 @@ fn print_report(out: &SimOutput, skipped: u64) {
         r.simulated_seconds, r.sim_wall_seconds, r.sim_requests_per_second
     );
     if let Some(f) = r.features.get("flex_ecc") {
-        let g = |k: &str| f.get(k).cloned().unwrap_or_default();
-        let d = |k: &str, s: &str| f.get(k).and_then(|v| v.get(s)).cloned().unwrap_or_default();
+        let g = |k: &str| f.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+        let ms = |k: &str| f.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
+        let d = |k: &str| f.get(k).and_then(|v| v.get("mean")).and_then(|v| v.as_f64()).unwrap_or(0.0);
         println!(
             "  flex-ecc ({}): read hits {} misses {}; BCH reads {} CRC reads {}; BCH->CRC {}; corrupt CRC from disk {}, prefetched {}",
-            g("mode"), g("read_hits"), g("read_misses"), g("bch_reads"), g("crc_reads"), g("gc_bch_to_crc"),
-            g("crc_corrupt_served_from_disk"), g("scrub_prefetched")
+            f.get("mode").and_then(|v| v.as_str()).unwrap_or("?"),
+            g("read_hits"),
+            g("read_misses"),
+            g("bch_reads"),
+            g("crc_reads"),
+            g("gc_bch_to_crc"),
+            g("crc_corrupt_served_from_disk"),
+            g("scrub_prefetched")
         );
         println!(
-            "  device response (us): mean {} (host reads {}); GC time {} ms",
-            d("device_latency_us", "mean"),
-            d("device_read_latency_us", "mean"),
-            g("gc_time_ms")
+            "  device response (us): mean {:.1} (host reads {:.1}); GC time {:.1} ms",
+            d("device_latency_us"),
+            d("device_read_latency_us"),
+            ms("gc_time_ms")
         );
     }
 }

@@ -124,7 +124,7 @@ pub struct FlexReport {
     pub mode: String,
     /// Cache pages.
     pub cache_pages: u32,
-    /// BCH t, CRC check time (ns), BCH clean and erroneous decode (ns).
+    /// BCH correction capability t per codeword.
     pub bch_t: u32,
     /// CRC check time, ns.
     pub t_crc_ns: u64,
@@ -463,6 +463,7 @@ pub fn simulate_flex(
     let mut measured = 0u64;
     let mut t0 = 0u64;
     let mut base = Baseline::default();
+    let mut erase_base: Vec<u32> = Vec::new();
     let mut scrub_base = *scrubber.stats();
     let mut wall = Instant::now();
     for req in requests {
@@ -476,6 +477,7 @@ pub fn simulate_flex(
             run.ftl.reset_counters();
             run.ftl.reset_flex_counters();
             base = Baseline::take(&run);
+            erase_base = run.ftl.nand().emu.erase_counts().to_vec();
             scrub_base = *scrubber.stats();
             t0 = last_done.max(last_arrival);
             wall = Instant::now();
@@ -618,7 +620,18 @@ pub fn simulate_flex(
     r.device_dirty_write_latency_us = run.lat.dirty.summary();
     r.device_clean_write_latency_us = run.lat.clean.summary();
     r.device_flush_read_latency_us = run.lat.flush.summary();
-    let erase_counts: Vec<u32> = Vec::new();
+    let erase_counts: Vec<u32> = run
+        .ftl
+        .erase_counts()
+        .filter(|(_, _, bad)| !bad)
+        .map(|(b, _, _)| {
+            let now = run.ftl.nand().emu.erase_counts()[b.0 as usize];
+            now - erase_base.get(b.0 as usize).copied().unwrap_or(0)
+        })
+        .collect();
+    let (emin, emax) =
+        (erase_counts.iter().copied().min().unwrap_or(0), erase_counts.iter().copied().max().unwrap_or(0));
+    let emean = erase_counts.iter().map(|&e| e as f64).sum::<f64>() / erase_counts.len().max(1) as f64;
     let report = Report {
         label: cfg.label.clone(),
         device: DeviceReport {
@@ -644,9 +657,9 @@ pub fn simulate_flex(
         checkpoint_pages: c.checkpoint_pages,
         journal_pages: c.journal_pages,
         waf: if c.host_write_pages == 0 { 0.0 } else { c.nand_programs as f64 / c.host_write_pages as f64 },
-        erase_count_min: 0,
-        erase_count_max: 0,
-        erase_count_mean: 0.0,
+        erase_count_min: emin,
+        erase_count_max: emax,
+        erase_count_mean: emean,
         read_latency_us: read_latency.summary(),
         write_latency_us: write_latency.summary(),
         simulated_seconds: end.saturating_sub(t0) as f64 / 1e9,
