@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-PAPER = {"r90": "-63.5%", "r75": "-49%", "mixed50": "~-30% (file/mail/web/OLTP: -28.5..-30.8%)",
+PAPER = {"r90": "-63.5%", "r90-uniform": "-63.5%", "r75": "-49%", "mixed50": "~-30% (file/mail/web/OLTP: -28.5..-30.8%)",
          "fiu-mail": "-30.1% (mail server)", "heimdall-1370": "~-30% (mixed)", "tpcc": "-28.5% (OLTP)"}
 
 
@@ -140,7 +140,7 @@ def svg_rber(path, pts):
 def main():
     d = sys.argv[1]
     rows = [n for n in names(d) if "rber" not in n]
-    order = ["r90", "r75", "mixed50", "fiu-mail", "heimdall-1370", "tpcc"]
+    order = ["r90", "r75", "mixed50", "r90-uniform", "fiu-mail", "heimdall-1370", "tpcc"]
     torder = ["6", "40", "6fast"]
     def key(n):
         base, t = n.rsplit("-t", 1)
@@ -159,7 +159,7 @@ def main():
         "tPROG 200 us, tBERS 1.5 ms, 20 ns per byte; `fast`: 5 ns per byte), 4 KiB pages, 1024 blocks.",
         "Decode: CRC check 1.67 us, BCH t x that clean and 2t x with errors (t = 6: the paper's 10 us).",
         "Synthetic: zipf:1 over 12 cache sizes, cache 46,000 pages (75% of the logical space), 1 ms mean",
-        "gap, first 50,000 requests unmeasured. Traces: replayed 3 times, the first pass warming the",
+        "gap, first 50,000 requests unmeasured; r90-uniform: uniform over 2 cache sizes, 2 ms mean gap. Traces: replayed 3 times, the first pass warming the",
         "cache (default cache: half the logical space), trace times x10 (MSR, FIU) or x1000 (TPC-C).",
         "",
         "Host read: response time of the trace's reads (misses include the disk). Device response: every",

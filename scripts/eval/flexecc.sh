@@ -36,6 +36,10 @@ for t in 6 40 6fast; do
   synthetic "r90-t$t" 0.9 20000 "${code[@]}"
   synthetic "r75-t$t" 0.75 50000 "${code[@]}"
   synthetic "mixed50-t$t" 0.5 100000 "${code[@]}"
+  # Uniform random reads and writes (filebench-like random I/O) over 2 cache sizes: read hits
+  # mostly find clean (CRC) pages.
+  run "r90-uniform-t$t" --workload uniform --read-ratio 0.9 --writes 20000 --interarrival-us 2000 \
+    --cache-pages 46000 --warmup 50000 --working-set 2 "${code[@]}"
   trace() { # name file format requests time-scale
     run "$1-t$t" --trace "$traces/$2" --format "$3" --loop 3 --warmup "$4" --time-scale "$5" "${code[@]}"
   }
