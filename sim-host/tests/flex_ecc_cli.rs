@@ -109,3 +109,31 @@ fn bad_flex_ecc_input_fails_clearly() {
     fails_with(&["--working-set", "0.5"], "--working-set");
     fails_with(&["--classifier", "size"], "flex-ecc runs alone");
 }
+
+#[test]
+fn compare_runs_both_devices() {
+    let dir = std::env::temp_dir().join(format!("ftl-sim-flex-{}-compare", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("c.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_ftl-sim"))
+        .args([
+            "compare",
+            "--device",
+            "small",
+            "--workload",
+            "zipf:1",
+            "--writes",
+            "1000",
+            "--read-ratio",
+            "0.9",
+        ])
+        .args(["--quiet", "--configs", "flex-ecc:all-bch,flex-ecc:flex", "--json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let modes: Vec<&str> =
+        r.as_array().unwrap().iter().map(|x| x["features"]["flex_ecc"]["mode"].as_str().unwrap()).collect();
+    assert_eq!(modes, ["all-bch", "flex"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
