@@ -306,10 +306,12 @@ impl PageCodec for ModelCodec {
         self.encode_as(data, out, PageFormat::Correcting);
     }
     fn encode_as(&mut self, _data: &[u8], out: &mut [u8], format: PageFormat) {
-        out[0] = match format {
-            PageFormat::Correcting => TAG_CORRECTING,
-            PageFormat::Detecting => TAG_DETECTING,
-        };
+        if let Some(tag) = out.first_mut() {
+            *tag = match format {
+                PageFormat::Correcting => TAG_CORRECTING,
+                PageFormat::Detecting => TAG_DETECTING,
+            };
+        }
     }
     fn decode(&mut self, _data: &mut [u8], stored: &[u8]) -> Result<u32, CodecError> {
         let mut m = self.model.borrow_mut();
