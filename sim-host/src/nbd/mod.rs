@@ -145,7 +145,12 @@ pub fn open_or_create(path: &Path, spec: &DeviceSpec) -> Result<(PersistentNand,
 /// `ftl-sim serve`: binds, opens or creates the image, mounts or formats the FTL, prints one
 /// line `ftl-sim serve: listening on ADDR ...` on standard output and serves until killed.
 pub fn serve_command(args: &ServeArgs, spec: &DeviceSpec) -> Result<(), String> {
-    crate::sim::parse_features(&args.features)?;
+    let features = crate::sim::parse_features(&args.features)?;
+    if let Some(f) =
+        features.iter().find(|f| matches!(f, crate::sim::Feature::Wom | crate::sim::Feature::WomNoPrefetch))
+    {
+        return Err(format!("feature {f:?} is not implemented in the NBD server (the simulator runs it)"));
+    }
     let addrs = server::resolve_listen(&args.listen, args.allow_remote)?;
     let listener = server::bind(&addrs).map_err(|e| format!("--listen {}: {e}", args.listen))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
