@@ -614,8 +614,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                 self.counters.program_failures += 1;
                 self.void_second(a, b);
                 self.end_pair(q);
+                // Its live second writes move with the rest of its data when GC retires it
+                // (`retire_now` then forgets its reuse state).
                 let failed = if i == 0 { ba } else { bb };
-                self.reuse_erased(failed);
                 self.start_retiring(failed);
                 return Ok(None);
             }
