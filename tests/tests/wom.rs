@@ -661,3 +661,32 @@ fn failures_and_cuts_with_second_writes() {
         "{completed} runs, {failures} program failures, {second} second writes"
     );
 }
+
+/// More than one plane pair: four planes in one LUN, and two LUNs of two planes, with cuts.
+#[test]
+fn several_plane_pairs_with_cuts() {
+    for (planes, luns) in [(4u32, 1u32), (2, 2)] {
+        let mut second = 0;
+        for seed in 1..=6u64 {
+            let geo = Geometry { luns, ..wom_geometry(8, 12, planes) };
+            let mut cfg = Config::with_logical_pages(&geo, 48);
+            cfg.checkpoint_interval_blocks = 6;
+            let mut e = Env::new(emulator(geo, 0.5, 0.5, seed), cfg);
+            e.wom = Some(small_parts(&geo, &cfg));
+            e.verify = Verify::Touched;
+            e.random_cuts = Some(RandomCuts {
+                rng: Rng::new(seed),
+                max_after: 900,
+                mount_cut_percent: 25,
+                max_mount_after: 300,
+            });
+            let mut rng = Rng::new(seed ^ 0x77);
+            let ops = random_workload(&mut rng, cfg.logical_pages, 300);
+            e.run(&ops, Start::Format)
+                .unwrap_or_else(|err| panic!("{planes} planes x {luns} LUNs, seed {seed}: {err}"));
+            assert_eq!(e.emu.counters().rejected, 0);
+            second += e.totals.second_writes;
+        }
+        assert!(second > 100, "{planes} planes x {luns} LUNs: {second} second writes");
+    }
+}
