@@ -28,7 +28,8 @@
 //! recycled and reused ones erased; a used victim that would be erased ends it, so with no
 //! second writes GC does exactly what the baseline does). The victim (fewest valid pages) is
 //! erased if it is reused, if the plane is below its clean reserve, if recycled + reused
-//! blocks would exceed [`ReuseConfig::cap_blocks`] (2R) or if it is past its life share;
+//! blocks would exceed [`ReuseConfig::cap_blocks`] (2R), if it is past its life share or (off by
+//! default) holds more valid pages than [`ReuseConfig::recycle_max_valid_permille`];
 //! otherwise it is recycled. With no used or reused victim, the recycled block with the fewest
 //! valid pages is erased, so recycled blocks never starve a plane. Valid second-write pages of
 //! an erased victim are decoded and rewritten as first writes on the GC stream.
@@ -123,6 +124,9 @@ pub struct ReuseConfig {
     /// bits corrected when the host read them (what the reduced first-write ECC left after the
     /// second write took part of the spare can still correct; `u32::MAX`: no limit).
     pub max_corrected_bits: u32,
+    /// GC recycles a victim only if at most this share (per mille) of its pages is valid, else
+    /// erases it (not in the paper, whose victims held few valid pages; 1000: no limit).
+    pub recycle_max_valid_permille: u32,
     /// Read the next pair of invalid pages ahead ([`Ftl::prefetch_second_write`]).
     pub prefetch: bool,
 }
@@ -145,6 +149,7 @@ impl ReuseConfig {
             gc_threshold: if pct > floor { pct } else { floor },
             life_permille: 300,
             max_corrected_bits: u32::MAX,
+            recycle_max_valid_permille: 1000,
             prefetch: true,
         }
     }
@@ -831,6 +836,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             || self.blocks.free_count(plane) < self.cfg.gc_free_threshold
             || r.in_reuse + 1 > r.cfg.cap_blocks
             || !self.within_life(victim)
+            || (self.blocks.get(victim).valid as u64) * 1000
+                > self.geo.pages_per_block as u64 * r.cfg.recycle_max_valid_permille as u64
     }
 
     /// GC's decision on a victim with second writes on: recycle or erase (collect).

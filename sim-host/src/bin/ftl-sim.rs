@@ -187,6 +187,10 @@ struct InputArgs {
 
 #[derive(Args, Clone)]
 struct RunOpts {
+    /// Second writes (wom): GC recycles only victims with at most this share (per mille) of
+    /// valid pages (1000: no limit, the paper's rule).
+    #[arg(long, default_value_t = 1000)]
+    wom_recycle_max_valid: u32,
     /// Before measuring: none, seq, seq+random:PASSES, eti (= seq+random:2).
     #[arg(long, default_value = "none")]
     precondition: String,
@@ -474,7 +478,14 @@ fn base_config(
         seed: input.seed,
         write_limit_pages: None,
         flex: FlexSimConfig::default(),
+        wom_recycle_max_valid_permille: opts.wom_recycle_max_valid,
     };
+    if opts.wom_recycle_max_valid > 1000 {
+        return Err(format!(
+            "--wom-recycle-max-valid {} is above 1000 per mille",
+            opts.wom_recycle_max_valid
+        ));
+    }
     if let Some(f) = input.until_written {
         if !(f.is_finite() && f > 0.0) {
             return Err(format!("--until-written {f} is not a positive number"));
@@ -772,6 +783,7 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         seed: 1,
     };
     let opts = RunOpts {
+        wom_recycle_max_valid: 1000,
         precondition: "eti".into(),
         queue_depth: 8,
         closed_loop: true,

@@ -246,6 +246,9 @@ pub struct SimConfig {
     pub write_limit_pages: Option<u64>,
     /// Settings of a FlexECC run (used with [`Feature::FlexEcc`]).
     pub flex: flexecc::FlexSimConfig,
+    /// Second writes: GC recycles only victims with at most this share (per mille) of valid
+    /// pages (1000: the paper's rule, no limit).
+    pub wom_recycle_max_valid_permille: u32,
 }
 
 /// What one simulation produced.
@@ -367,6 +370,7 @@ where
     let mut wom_codec = wom::SimulatedWom::new(&geo, 0, 950, 2, cfg.seed);
     let wom_cfg = wom::enabled(cfg).map(|prefetch| ftl_core::reuse::ReuseConfig {
         prefetch,
+        recycle_max_valid_permille: cfg.wom_recycle_max_valid_permille,
         ..ftl_core::reuse::ReuseConfig::paper(&geo, &fcfg)
     });
     let formatted = match wom_cfg {

@@ -185,6 +185,7 @@ pub fn report(
         "cap_blocks": cfg.map(|c| c.cap_blocks),
         "gc_threshold": cfg.map(|c| c.gc_threshold),
         "prefetch": cfg.map(|c| c.prefetch),
+        "recycle_max_valid_permille": cfg.map(|c| c.recycle_max_valid_permille),
         "success_per_attempt": 0.95,
         "attempts": 2,
     })
