@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue #6's evaluation (Reusable SSD, feature `wom`): erasures and mean response time of second
-# writes with and without prefetching, relative to the same FTL with first writes only, at 7% and
+# writes with and without prefetching and with both halves in one plane (the cost model of the
+# paper's sequential variant), relative to the same FTL with first writes only, at 7% and
 # 28% over-provisioning, on Zipf alpha 1 and 2 and the shared traces. Device: the `wom` preset
 # (4 KiB + 368 B pages, 64 pages per block, 2 planes, NOP 4, any-order programming, tR 25 us,
 # tPROG 200 us, tBERS 1.5 ms, 20 ns/byte bus); Zipf on 2048 blocks, traces on a device sized to
@@ -14,7 +15,7 @@ out=docs/eval/wom
 mkdir -p "$out" "$out/fastbus" "$out/ppb16" "$out/ppb16-recycle250"
 cargo build --release -q -p sim-host --bin ftl-sim
 sim=${CARGO_TARGET_DIR:-target}/release/ftl-sim
-configs=baseline,wom,wom-noprefetch
+configs=baseline,wom,wom-noprefetch,wom-sameplane
 traces=testdata/traces
 for op in 7 28; do
   common=(--device wom --op "$op" --precondition seq --until-written 4 --quiet --configs "$configs")

@@ -690,3 +690,31 @@ fn several_plane_pairs_with_cuts() {
         assert!(second > 100, "{planes} planes x {luns} LUNs: {second} second writes");
     }
 }
+
+/// Same-plane pairs (the cost model of the paper's sequential variant): both halves in two
+/// blocks of one plane, programmed and read one after the other, with cuts.
+#[test]
+fn same_plane_pairs_with_cuts() {
+    let mut second = 0;
+    let seeds: u64 = std::env::var("FTL_WOM_FAULT_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
+    for seed in 1..=seeds {
+        let (geo, cfg) = small();
+        let mut e = env(geo, cfg, 0.5, 0.5, seed);
+        if let Some(w) = e.wom.as_mut() {
+            w.config.same_plane = true;
+        }
+        e.verify = Verify::Touched;
+        e.random_cuts = Some(RandomCuts {
+            rng: Rng::new(seed),
+            max_after: 900,
+            mount_cut_percent: 25,
+            max_mount_after: 300,
+        });
+        let mut rng = Rng::new(seed ^ 0x33);
+        let ops = random_workload(&mut rng, cfg.logical_pages, 300);
+        e.run(&ops, Start::Format).unwrap_or_else(|err| panic!("seed {seed}: {err}"));
+        assert_eq!(e.emu.counters().rejected, 0);
+        second += e.totals.second_writes;
+    }
+    assert!(second > 100, "{second} second writes");
+}

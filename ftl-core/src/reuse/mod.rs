@@ -39,6 +39,10 @@
 //! the next second write programs without reading first (host reads of second writes use a
 //! third buffer and leave the prefetched pair alone).
 //!
+//! **Same-plane pairs** ([`ReuseConfig::same_plane`], off by default): both halves in two
+//! blocks of one plane, programmed and read one after the other (the cost model of the paper's
+//! sequential variant); a flag per block says which block is the mapped (first) half.
+//!
 //! **Disabling**: a block takes no more second writes (GC erases it rather than recycling it)
 //! past [`ReuseConfig::life_permille`] of its rated endurance, or once a host read of one of
 //! its first writes needed more than [`ReuseConfig::max_corrected_bits`] bits corrected (until
@@ -96,7 +100,9 @@ pub enum ReuseState {
     Reused = 4,
 }
 
-const STATE_MASK: u8 = 0x0F;
+const STATE_MASK: u8 = 0x07;
+/// The block is the plane-0 (first, mapped) half of its pair.
+const A_SIDE: u8 = 0x08;
 /// The block's first writes read back with more bit errors than second writes allow (RAM only:
 /// a mount forgets it until the next such read).
 const WORN: u8 = 0x80;
@@ -127,6 +133,9 @@ pub struct ReuseConfig {
     /// GC recycles a victim only if at most this share (per mille) of its pages is valid, else
     /// erases it (not in the paper, whose victims held few valid pages; 1000: no limit).
     pub recycle_max_valid_permille: u32,
+    /// Put both halves of a second write in two blocks of the *same* plane (programmed and read
+    /// one after the other): the cost model of the paper's sequential variant, for comparison.
+    pub same_plane: bool,
     /// Read the next pair of invalid pages ahead ([`Ftl::prefetch_second_write`]).
     pub prefetch: bool,
 }
@@ -150,6 +159,7 @@ impl ReuseConfig {
             life_permille: 300,
             max_corrected_bits: u32::MAX,
             recycle_max_valid_permille: 1000,
+            same_plane: false,
             prefetch: true,
         }
     }
@@ -360,6 +370,28 @@ fn pair_of(plane: u32) -> (usize, bool) {
     ((plane / 2) as usize, plane.is_multiple_of(2))
 }
 
+/// Reads the raw images of `a` and `b`: one multi-plane read, or two reads when they share a
+/// plane.
+fn read_pair<N: NandFlash>(
+    nand: &mut N,
+    geo: &Geometry,
+    a: PageId,
+    b: PageId,
+    ra: &mut [u8],
+    rb: &mut [u8],
+) -> Result<(), Error> {
+    let d = geo.data_bytes as usize;
+    let (da, sa) = ra.split_at_mut(d);
+    let (db, sb) = rb.split_at_mut(d);
+    if geo.plane_index(geo.block_of(a)) == geo.plane_index(geo.block_of(b)) {
+        nand.read_page(a, da, sa)?;
+        nand.read_page(b, db, sb)?;
+        return Ok(());
+    }
+    let mut ops = [ReadOp { page: a, data: da, spare: sa }, ReadOp { page: b, data: db, spare: sb }];
+    nand.read_multi(&mut ops).map_err(|(_, e)| Error::from(e))
+}
+
 impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Formats the device with second writes (see [`Ftl::format`]).
     pub fn format_reusable(
@@ -504,7 +536,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let b = self.geo.block_of(page);
         let o = self.geo.page_in_block(page);
         let other = self.geo.page(r.partner(b)?, o);
-        Some(if pair_of(self.geo.plane_index(b)).1 { (page, other) } else { (other, page) })
+        let a_side = r.mem.state.get(b.0 as usize).is_some_and(|s| s & A_SIDE != 0);
+        Some(if a_side { (page, other) } else { (other, page) })
     }
 
     /// Reads both halves of the second write at `page` into the reuse buffers and decodes it
@@ -520,7 +553,6 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     ) -> Result<u32, Error> {
         let bad = Error::Uncorrectable { lpn: lpn.unwrap_or(0) };
         let (a, b) = self.halves(page).ok_or(bad)?;
-        let d = self.geo.data_bytes as usize;
         let so = self.sw_offset();
         let Some(r) = self.reuse.as_mut() else { return Err(bad) };
         let (ra, rb): (&mut [u8], &mut [u8]) = if host {
@@ -530,12 +562,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             (&mut *r.mem.page_a, &mut *r.mem.page_b)
         };
         self.counters.nand_reads += 2;
-        {
-            let (da, sa) = ra.split_at_mut(d);
-            let (db, sb) = rb.split_at_mut(d);
-            let mut ops = [ReadOp { page: a, data: da, spare: sa }, ReadOp { page: b, data: db, spare: sb }];
-            self.nand.read_multi(&mut ops).map_err(|(_, e)| Error::from(e))?;
-        }
+        read_pair(&mut self.nand, &self.geo, a, b, ra, rb)?;
         let meta = match SwMeta::decode(&ra[so..]) {
             SwState::Valid(m) if m.half == 0 && lpn.is_none_or(|l| l == m.lpn) => m,
             _ => return Err(bad),
@@ -611,7 +638,15 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             ProgramOp { page: b, data: &r.mem.page_b[..d], spare: &r.mem.page_b[d..] },
         ];
         r.active[q].offset = self.geo.page_in_block(a) + 1;
-        match self.nand.program_multi(&ops) {
+        let programmed = if self.geo.plane_index(ba) == self.geo.plane_index(bb) {
+            // Same plane: one program after the other.
+            ops.iter()
+                .enumerate()
+                .try_for_each(|(i, o)| self.nand.program_page(o.page, o.data, o.spare).map_err(|e| (i, e)))
+        } else {
+            self.nand.program_multi(&ops)
+        };
+        match programmed {
             Ok(()) => {}
             Err((i, e)) if nand_hal::Error::kind(&e) == ErrorKind::ProgramFailed => {
                 // Nothing live was on either page; void the metadata so mount never takes it,
@@ -661,7 +696,6 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
 
     /// Reads the raw images of `a` and `b` into the reuse buffers unless a prefetch holds them.
     fn load_pair(&mut self, a: PageId, b: PageId, on_demand: bool) -> Result<(), Error> {
-        let d = self.geo.data_bytes as usize;
         let Some(r) = self.reuse.as_mut() else { return Ok(()) };
         if r.prefetched == Some((a, b)) {
             r.stats.prefetch_hits += 1;
@@ -672,10 +706,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         }
         r.prefetched = None;
         self.counters.nand_reads += 2;
-        let (da, sa) = r.mem.page_a.split_at_mut(d);
-        let (db, sb) = r.mem.page_b.split_at_mut(d);
-        let mut ops = [ReadOp { page: a, data: da, spare: sa }, ReadOp { page: b, data: db, spare: sb }];
-        self.nand.read_multi(&mut ops).map_err(|(_, e)| Error::from(e))?;
+        read_pair(&mut self.nand, &self.geo, a, b, r.mem.page_a, r.mem.page_b)?;
         r.prefetched = Some((a, b));
         Ok(())
     }
@@ -752,7 +783,17 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Activates a recycled block in each plane of pair `q`; false if a plane has none.
     fn activate_pair(&mut self, q: usize) -> Result<bool, Error> {
         let p0 = 2 * q as u32;
-        let (Some(a), Some(b)) = (self.pick_recycled(p0), self.pick_recycled(p0 + 1)) else {
+        let Some((same_plane, pairs)) = self.reuse.as_ref().map(|r| (r.cfg.same_plane, r.stats.pairs)) else {
+            return Ok(false);
+        };
+        let picked = if same_plane {
+            // Alternate the pair's planes; both halves in one.
+            let p = p0 + (pairs % 2) as u32;
+            self.pick_recycled(p, None).and_then(|a| Some((a, self.pick_recycled(p, Some(a))?)))
+        } else {
+            self.pick_recycled(p0, None).zip(self.pick_recycled(p0 + 1, None))
+        };
+        let Some((a, b)) = picked else {
             return Ok(false);
         };
         // Replayed blocks are bounded by the checkpoint interval: a pair counts as one.
@@ -793,6 +834,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         }
         r.set_state(&geo, a, ReuseState::Active);
         r.set_state(&geo, b, ReuseState::Active);
+        r.mem.state[a.0 as usize] |= A_SIDE;
         r.mem.pair[a.0 as usize] = b.0;
         r.mem.pair[b.0 as usize] = a.0;
         r.active[q] = ActivePair { a: a.0, b: b.0, offset: 1 };
@@ -808,8 +850,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                 < self.geo.endurance as u64 * r.cfg.life_permille as u64
     }
 
-    /// The recycled block of `plane` with the fewest valid pages (the most room).
-    fn pick_recycled(&self, plane: u32) -> Option<BlockId> {
+    /// The recycled block of `plane` (other than `not`) with the fewest valid pages.
+    fn pick_recycled(&self, plane: u32, not: Option<BlockId>) -> Option<BlockId> {
         let r = self.reuse.as_ref()?;
         if r.recycled[plane as usize] == 0 {
             return None;
@@ -817,7 +859,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         (0..self.geo.blocks_per_plane)
             .map(|n| self.geo.block_in_plane(plane, n))
             .filter(|&b| {
-                r.state(b) == ReuseState::Recycled
+                Some(b) != not
+                    && r.state(b) == ReuseState::Recycled
                     && self.blocks.state(b) == BlockState::Open
                     && self.within_life(b)
             })
@@ -1021,7 +1064,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let Some(r) = self.reuse.as_mut() else { return };
         r.set_state(&geo, b, ReuseState::None);
         if let Some(s) = r.mem.state.get_mut(b.0 as usize) {
-            *s &= !WORN;
+            *s &= !(WORN | A_SIDE);
         }
         r.mem.pair[b.0 as usize] = NIL;
         for i in 0..geo.pages_per_block {

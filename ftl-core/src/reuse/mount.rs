@@ -22,7 +22,8 @@
 use nand_hal::{BlockId, NandFlash, PageId};
 
 use super::{
-    pair_of, ReuseState, SwMeta, SwState, HALF_MARKER, M_MARKED, M_REPLAY, M_TOUCHED, STATE_MASK, SW_META_LEN,
+    pair_of, ReuseState, SwMeta, SwState, A_SIDE, HALF_MARKER, M_MARKED, M_REPLAY, M_TOUCHED, STATE_MASK,
+    SW_META_LEN,
 };
 use crate::blocks::BlockState;
 use crate::map::MappingTable;
@@ -96,10 +97,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 };
                 self.mount_bits(b, M_TOUCHED, true);
                 let pb = BlockId(m.partner);
+                // The partner: the next plane of the pair, or (same-plane pairs) this plane.
                 if m.half != 0
-                    || !pair_of(plane).1
                     || !self.geo.contains_block(pb)
-                    || self.geo.plane_index(pb) != plane + 1
+                    || pb == b
+                    || !((self.geo.plane_index(pb) == plane + 1 && pair_of(plane).1)
+                        || self.geo.plane_index(pb) == plane)
                 {
                     continue;
                 }
@@ -114,6 +117,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 if m.seq > ckpt_seq {
                     self.mount_bits(b, M_REPLAY, true);
                 }
+                self.mount_bits(b, A_SIDE, true);
                 if let Some(r) = self.reuse.as_mut() {
                     r.set_second(self.geo.page(b, i), true);
                     r.set_second(self.geo.page(pb, i), true);
@@ -205,7 +209,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         for b in 0..geo.total_blocks() {
             let b = BlockId(b);
             let touched = self.has_mount_bits(b, M_TOUCHED);
-            self.mount_bits(b, !STATE_MASK, false);
+            self.mount_bits(b, !(STATE_MASK | A_SIDE), false);
             if touched && self.blocks.state(b) == BlockState::Used {
                 if let Some(r) = self.reuse.as_mut() {
                     r.set_state(&geo, b, ReuseState::Reused);

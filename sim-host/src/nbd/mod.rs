@@ -146,9 +146,12 @@ pub fn open_or_create(path: &Path, spec: &DeviceSpec) -> Result<(PersistentNand,
 /// line `ftl-sim serve: listening on ADDR ...` on standard output and serves until killed.
 pub fn serve_command(args: &ServeArgs, spec: &DeviceSpec) -> Result<(), String> {
     let features = crate::sim::parse_features(&args.features)?;
-    if let Some(f) =
-        features.iter().find(|f| matches!(f, crate::sim::Feature::Wom | crate::sim::Feature::WomNoPrefetch))
-    {
+    if let Some(f) = features.iter().find(|f| {
+        matches!(
+            f,
+            crate::sim::Feature::Wom | crate::sim::Feature::WomNoPrefetch | crate::sim::Feature::WomSamePlane
+        )
+    }) {
         return Err(format!("feature {f:?} is not implemented in the NBD server (the simulator runs it)"));
     }
     let addrs = server::resolve_listen(&args.listen, args.allow_remote)?;

@@ -127,6 +127,9 @@ pub enum Feature {
     Wom,
     /// Second writes without prefetching (`wom-noprefetch`).
     WomNoPrefetch,
+    /// Second writes with both halves in one plane (`wom-sameplane`, prefetching on): the cost
+    /// model of the paper's sequential variant.
+    WomSamePlane,
     /// Inline deduplication.
     Dedup,
     /// Flexible ECC.
@@ -145,25 +148,24 @@ pub fn parse_features(s: &str) -> Result<Vec<Feature>, String> {
         let f = match name {
             "wom" => Feature::Wom,
             "wom-noprefetch" => Feature::WomNoPrefetch,
+            "wom-sameplane" => Feature::WomSamePlane,
             "dedup" => Feature::Dedup,
             "flex-ecc" => Feature::FlexEcc,
             "eti" => Feature::Eti,
             "cdm" => Feature::Cdm,
             _ => {
                 return Err(format!(
-                    "unknown feature '{name}' (expected wom, wom-noprefetch, dedup, flex-ecc, eti or cdm)"
+                    "unknown feature '{name}' (expected wom, wom-noprefetch, wom-sameplane, dedup, flex-ecc, eti or cdm)"
                 ))
             }
         };
         out.push(f);
     }
-    if out.iter().filter(|f| matches!(f, Feature::Wom | Feature::WomNoPrefetch)).count() > 1 {
-        return Err("give one of wom and wom-noprefetch".into());
+    let wom = |f: &&Feature| matches!(f, Feature::Wom | Feature::WomNoPrefetch | Feature::WomSamePlane);
+    if out.iter().filter(wom).count() > 1 {
+        return Err("give one of wom, wom-noprefetch and wom-sameplane".into());
     }
-    if let Some(f) = out
-        .iter()
-        .find(|f| !matches!(f, Feature::Eti | Feature::FlexEcc | Feature::Wom | Feature::WomNoPrefetch))
-    {
+    if let Some(f) = out.iter().find(|f| !matches!(f, Feature::Eti | Feature::FlexEcc) && !wom(f)) {
         return Err(format!(
             "feature {f:?} is not implemented in the simulator yet; it lands with its own issue"
         ));
@@ -368,8 +370,9 @@ where
     let (map, m) = mem.parts();
     let mut reuse_buffers = wom::ReuseBuffers::new(&geo);
     let mut wom_codec = wom::SimulatedWom::new(&geo, 0, 950, 2, cfg.seed);
-    let wom_cfg = wom::enabled(cfg).map(|prefetch| ftl_core::reuse::ReuseConfig {
+    let wom_cfg = wom::enabled(cfg).map(|(prefetch, same_plane)| ftl_core::reuse::ReuseConfig {
         prefetch,
+        same_plane,
         recycle_max_valid_permille: cfg.wom_recycle_max_valid_permille,
         ..ftl_core::reuse::ReuseConfig::paper(&geo, &fcfg)
     });
@@ -613,6 +616,7 @@ mod tests {
         assert_eq!(parse_features("wom"), Ok(vec![Feature::Wom]));
         assert_eq!(parse_features("wom-noprefetch"), Ok(vec![Feature::WomNoPrefetch]));
         assert!(parse_features("wom,wom-noprefetch").is_err());
+        assert_eq!(parse_features("wom-sameplane"), Ok(vec![Feature::WomSamePlane]));
         assert!(parse_features("dedup").unwrap_err().contains("not implemented"));
         assert_eq!(parse_features("flex-ecc"), Ok(vec![Feature::FlexEcc]));
         assert!(parse_features("bogus").unwrap_err().contains("unknown feature"));

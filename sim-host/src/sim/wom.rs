@@ -156,11 +156,12 @@ pub fn check_device(geometry: &Geometry) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether `cfg` runs second writes, and with prefetching.
-pub fn enabled(cfg: &super::SimConfig) -> Option<bool> {
+/// Whether `cfg` runs second writes: (prefetching, same-plane pairs).
+pub fn enabled(cfg: &super::SimConfig) -> Option<(bool, bool)> {
     cfg.features.iter().find_map(|f| match f {
-        super::Feature::Wom => Some(true),
-        super::Feature::WomNoPrefetch => Some(false),
+        super::Feature::Wom => Some((true, false)),
+        super::Feature::WomNoPrefetch => Some((false, false)),
+        super::Feature::WomSamePlane => Some((true, true)),
         _ => None,
     })
 }
@@ -185,6 +186,7 @@ pub fn report(
         "cap_blocks": cfg.map(|c| c.cap_blocks),
         "gc_threshold": cfg.map(|c| c.gc_threshold),
         "prefetch": cfg.map(|c| c.prefetch),
+        "same_plane": cfg.map(|c| c.same_plane),
         "recycle_max_valid_permille": cfg.map(|c| c.recycle_max_valid_permille),
         "success_per_attempt": 0.95,
         "attempts": 2,
