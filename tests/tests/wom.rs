@@ -8,8 +8,12 @@
 //! - encode failures fall back to first writes; a codec that would need a 0 -> 1 change is
 //!   stopped by the emulator and the FTL recovers;
 //! - structured data (0x00, 0xFF, 0x55, ASCII) second-writes thanks to the scrambler;
+//! - NOP 3 suffices; blocks whose first writes read back with too many corrected bits take no
+//!   more second writes;
 //! - the model test and the power-cut torture of `model.rs` / `torture.rs` with second writes
-//!   on (`PROPTEST_CASES`, `FTL_WOM_CUTS` raise their sizes).
+//!   on, a deterministic torn second write with whole metadata, program/erase failures and bad
+//!   blocks under cuts, several plane pairs (4 planes, 2 LUNs) and same-plane pairs
+//!   (`PROPTEST_CASES`, `FTL_WOM_CUTS`, `FTL_WOM_FAULT_SEEDS`, `FTL_WOM_CUT_STEP` size them).
 //!
 //! Geometry: 4 KiB + 368-byte spare (9 %, the paper's), 2 planes, NOP 4, pages programmed in any
 //! order. The code: polar, N = 2^16, 2 attempts, the lowest rate that fits the spare.
