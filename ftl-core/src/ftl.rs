@@ -62,10 +62,13 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     pub(crate) codec_len: usize,
     /// Whether anything changed since the last checkpoint (for `unmount`).
     pub(crate) dirty: bool,
+    /// The NV cache (CDM or NVM-basic), if the FTL runs with one.
+    #[cfg(feature = "cdm")]
+    pub(crate) nv: Option<crate::cdm::NvCache<'m>>,
 }
 
 impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
-    fn new(nand: N, policies: P, map: M, mem: Memory<'m>, cfg: Config) -> Result<Self, Error> {
+    pub(crate) fn new(nand: N, policies: P, map: M, mem: Memory<'m>, cfg: Config) -> Result<Self, Error> {
         let geo = nand.geometry();
         let codec_len = policies.codec_ref().spare_len();
         cfg.validate(&geo, codec_len)?;
@@ -97,6 +100,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             counters: Counters::default(),
             codec_len,
             dirty: false,
+            #[cfg(feature = "cdm")]
+            nv: None,
         })
     }
 
@@ -213,6 +218,10 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     }
 
     fn read_one(&mut self, lpn: u32, out: &mut [u8]) -> Result<(), Error> {
+        #[cfg(feature = "cdm")]
+        if self.nv_read_hit(lpn, out)? {
+            return Ok(());
+        }
         let Some(page) = self.map.get(lpn) else {
             out.fill(0);
             return Ok(());
@@ -221,12 +230,14 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let spare_len = META_LEN + self.codec_len;
         self.counters.nand_reads += 1;
         self.nand.read_page(page, out, &mut self.buf[d..d + spare_len])?;
-        match PageMeta::decode(&self.buf[d..d + spare_len]) {
-            SpareState::Valid(m) if m.kind == PageKind::Data && m.tag == lpn => {}
+        let _seq = match PageMeta::decode(&self.buf[d..d + spare_len]) {
+            SpareState::Valid(m) if m.kind == PageKind::Data && m.tag == lpn => m.seq,
             _ => return Err(Error::Uncorrectable { lpn }),
-        }
+        };
         let stored = &self.buf[d + META_LEN..d + spare_len];
         self.policies.codec().decode(out, stored).map_err(|_| Error::Uncorrectable { lpn })?;
+        #[cfg(feature = "cdm")]
+        self.nv_fill(lpn, out, _seq)?;
         Ok(())
     }
 
@@ -250,6 +261,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             let page = self.append_host(plane, stream, l, chunk)?;
             self.remap(l, Some(page));
             self.counters.host_write_pages += 1;
+            // `append` gave the page the sequence number just before `self.seq`.
+            #[cfg(feature = "cdm")]
+            self.nv_after_write(l, chunk, self.seq - 1)?;
         }
         self.maintenance()
     }
@@ -272,6 +286,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         self.trims.push(lpn, count);
         self.counters.host_trim_pages += count as u64;
         self.dirty = true;
+        #[cfg(feature = "cdm")]
+        self.nv_trim(lpn, count)?;
         self.maintenance()
     }
 
@@ -325,7 +341,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     }
 
     /// Format: erase all good blocks, write the first checkpoint.
-    fn format_device(&mut self) -> Result<(), Error> {
+    pub(crate) fn format_device(&mut self) -> Result<(), Error> {
         self.blocks.reset();
         self.map.clear();
         self.valid.fill(0);

@@ -79,6 +79,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     }
 
     fn move_valid_pages(&mut self, b: BlockId) -> Result<(), Error> {
+        #[cfg(feature = "cdm")]
+        self.nv_drop_removable(b);
         let plane = self.geo.plane_index(b);
         for i in 0..self.geo.pages_per_block {
             let page = self.geo.page(b, i);

@@ -23,6 +23,8 @@
 mod fmt;
 
 pub mod blocks;
+#[cfg(feature = "cdm")]
+pub mod cdm;
 pub mod checkpoint;
 mod config;
 mod counters;

@@ -82,6 +82,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
 
         let replayed = self.replay(ckpt_seq)?;
+        #[cfg(feature = "cdm")]
+        self.nv_reconcile()?;
         self.rebuild()?;
 
         let newest = max_seen.max(next_seq).max(replayed.max_seq);

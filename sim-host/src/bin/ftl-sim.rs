@@ -5,9 +5,11 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand};
+use ftl_core::cdm::NvPolicy;
 use ftl_core::Config;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nand_hal::Geometry;
+use sim_host::sim::cdm::take_nv_cache;
 use sim_host::sim::device::{GeometryFlags, Preset};
 use sim_host::sim::report::compare_table;
 use sim_host::sim::{
@@ -195,6 +197,14 @@ struct RunOpts {
     /// No progress bar, no table (for scripts).
     #[arg(long)]
     quiet: bool,
+    /// NV cache capacity in pages (feature cdm). In `run` it turns the cache on; in `compare` it
+    /// sizes the cache of the configurations named `cdm` or `nvm-basic`.
+    #[arg(long)]
+    nv_cache_pages: Option<u32>,
+    /// NV cache policy: cdm (GC drops cached valid pages) or basic (the same NVM managed like a
+    /// volatile LRU cache). Default cdm.
+    #[arg(long)]
+    nv_policy: Option<String>,
 }
 
 /// The requests of an input, replayable.
@@ -328,6 +338,7 @@ fn base_config(
         open_loop: has_times && !opts.closed_loop,
         seed: input.seed,
         write_limit_pages: None,
+        nv_cache: None,
     };
     if let Some(f) = input.until_written {
         if !(f.is_finite() && f > 0.0) {
@@ -423,9 +434,15 @@ fn cmd_run(
         Input::Workload(_) => 0,
     };
     let mut cfg = base_config(device, input, opts, &inp)?;
-    cfg.features = parse_features(features)?;
+    let (rest, nv) = take_nv_cache(features, opts.nv_cache_pages, opts.nv_policy.as_deref(), true)?;
+    cfg.features = parse_features(&rest)?;
+    cfg.nv_cache = nv;
     cfg.classifier = classifier.parse()?;
-    let names: Vec<&str> = features.split([',', '+']).map(str::trim).filter(|f| !f.is_empty()).collect();
+    let mut names: Vec<&str> = rest.split([',', '+']).map(str::trim).filter(|f| !f.is_empty()).collect();
+    if let Some(spec) = nv.filter(|s| s.policy == NvPolicy::Basic) {
+        names.retain(|n| *n != "cdm");
+        names.push(if spec.policy == NvPolicy::Basic { "nvm-basic" } else { "cdm" });
+    }
     let base = if names.is_empty() { "baseline".to_string() } else { names.join("+") };
     cfg.label = if cfg.classifier != ClassifierKind::None { format!("{base}@{classifier}") } else { base };
     let bar = progress_bar(inp.len_hint(input.loops), opts.quiet, &cfg.label);
@@ -456,7 +473,9 @@ fn cmd_compare(device: &DeviceArgs, input: &InputArgs, opts: &RunOpts, configs: 
     for item in configs.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let (feat, class) = item.split_once('@').unwrap_or((item, "none"));
         let mut c = base.clone();
-        c.features = parse_features(feat)?;
+        let (rest, nv) = take_nv_cache(feat, opts.nv_cache_pages, opts.nv_policy.as_deref(), false)?;
+        c.features = parse_features(&rest)?;
+        c.nv_cache = nv;
         c.classifier = class.parse()?;
         c.label = item.to_string();
         cfgs.push(c);
@@ -591,6 +610,8 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         json: Some(out.join("heimdall1370_compare.json")),
         plots: Some(out.join("heimdall1370_plots")),
         quiet: false,
+        nv_cache_pages: None,
+        nv_policy: None,
     };
     cmd_compare(&device, &input, &opts, "baseline,baseline@size,baseline@mhf,eti")?;
     println!("(JSON and plots in {})", out.display());

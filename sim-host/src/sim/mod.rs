@@ -9,6 +9,7 @@
 //! plane and its LUN's bus are free; the request completes when the last of them does. Partial
 //! pages of a write are read first (read-modify-write) and counted.
 
+pub mod cdm;
 pub mod device;
 pub mod metrics;
 pub mod plot;
@@ -141,7 +142,7 @@ pub fn parse_features(s: &str) -> Result<Vec<Feature>, String> {
         };
         out.push(f);
     }
-    if let Some(f) = out.iter().find(|f| **f != Feature::Eti) {
+    if let Some(f) = out.iter().find(|f| !matches!(f, Feature::Eti | Feature::Cdm)) {
         return Err(format!(
             "feature {f:?} is not implemented in the simulator yet; it lands with its own issue"
         ));
@@ -222,6 +223,8 @@ pub struct SimConfig {
     pub seed: u64,
     /// Stop the measured part once the host has written this many pages.
     pub write_limit_pages: Option<u64>,
+    /// The NV cache (CDM or NVM-basic), if any.
+    pub nv_cache: Option<cdm::NvCacheSpec>,
 }
 
 /// What one simulation produced.
@@ -323,8 +326,14 @@ where
     let fcfg = Config::with_logical_pages(&geo, cfg.logical_pages());
     let mut mem = FtlMemory::new(&geo, &fcfg);
     let (map, m) = mem.parts();
-    let mut ftl = Ftl::format(&mut emu, policies, map, m, fcfg)
-        .map_err(|e| format!("cannot format the device at {}% over-provisioning: {e}", cfg.op_percent))?;
+    let mut nv_mem = cfg.nv_cache.map(|s| cdm::SimNvCache::new(s, geo.data_bytes)).transpose()?;
+    let mut ftl = match nv_mem.as_mut() {
+        Some(c) => Ftl::format_with_cache(&mut emu, policies, map, m, fcfg, c.cache()?),
+        None => Ftl::format(&mut emu, policies, map, m, fcfg),
+    }
+    .map_err(|e| format!("cannot format the device at {}% over-provisioning: {e}", cfg.op_percent))?;
+    let nv_timing = cdm::NvmTiming::DEFAULT;
+    let mut nv_busy_ns = 0u64;
     let n = fcfg.logical_pages;
     let mut buf = vec![0u8; page_bytes as usize * 64];
 
@@ -347,6 +356,7 @@ where
         }
     }
     ftl.reset_counters();
+    ftl.reset_nv_counters();
     let erase_base: Vec<u32> = ftl.nand().erase_counts().to_vec();
     let t0 = ftl.nand().idle_at_ns();
 
@@ -407,6 +417,7 @@ where
                 }
             }
         };
+        let nv_before = ftl.nv_counters();
         let emu = ftl.nand_mut();
         emu.set_now_ns(arrival);
         emu.open_window();
@@ -439,7 +450,12 @@ where
             }
             run_start = run_end;
         }
-        let done = ftl.nand().window_completion_ns();
+        let nv_ns = match (nv_before, ftl.nv_counters()) {
+            (Some(a), Some(b)) => nv_timing.cost_ns(&a, &b),
+            _ => 0,
+        };
+        nv_busy_ns += nv_ns;
+        let done = ftl.nand().window_completion_ns() + nv_ns;
         let latency = done - arrival;
         match req.op {
             Op::Read => read_latency.push(latency),
@@ -508,6 +524,11 @@ where
         sim_requests_per_second: if wall_s > 0.0 { requests_done as f64 / wall_s } else { 0.0 },
         features: ftl.policies_mut().classifier().feature_report().into_iter().collect(),
     };
+    let mut report = report;
+    if let (Some(spec), Some(c), Some(nv)) = (cfg.nv_cache, ftl.nv_counters(), ftl.nv_cache()) {
+        let (k, v) = cdm::report(&spec, geo.data_bytes, &c, nv.only_copies(), nv_busy_ns, &nv_timing);
+        report.features.insert(k, v);
+    }
     let step = classifier_series.len().div_ceil(200).max(1);
     let classifier_series: Vec<(f64, u64)> = classifier_series.into_iter().step_by(step).collect();
     Ok(SimOutput { report, erase_counts, waf_series, classifier_series, read_latency, write_latency })
