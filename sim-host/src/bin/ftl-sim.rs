@@ -199,8 +199,11 @@ struct RunOpts {
     quiet: bool,
     /// NV cache capacity in pages (feature cdm). In `run` it turns the cache on; in `compare` it
     /// sizes the cache of the configurations named `cdm` or `nvm-basic`.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "nv_cache_percent")]
     nv_cache_pages: Option<u32>,
+    /// NV cache capacity in percent of the device's logical pages (instead of --nv-cache-pages).
+    #[arg(long)]
+    nv_cache_percent: Option<f64>,
     /// NV cache policy: cdm (GC drops cached valid pages) or basic (the same NVM managed like a
     /// volatile LRU cache). Default cdm.
     #[arg(long)]
@@ -352,6 +355,17 @@ fn base_config(
 /// The geometry with the fewest blocks (a multiple of the planes) whose logical capacity at `op`
 /// percent over-provisioning holds `footprint` pages and which the FTL accepts (its own reserve of
 /// free, open and checkpoint blocks comes on top where the over-provisioning alone is too small).
+/// `--nv-cache-pages`, or `--nv-cache-percent` of the logical pages.
+fn nv_cache_pages(opts: &RunOpts, cfg: &SimConfig) -> Result<Option<u32>, String> {
+    match opts.nv_cache_percent {
+        None => Ok(opts.nv_cache_pages),
+        Some(p) if p.is_finite() && p > 0.0 && p <= 100.0 => {
+            Ok(Some(((p / 100.0 * cfg.logical_pages() as f64).ceil() as u32).max(1)))
+        }
+        Some(p) => Err(format!("--nv-cache-percent {p} is not a percentage in (0, 100]")),
+    }
+}
+
 fn fit_geometry(g: Geometry, footprint: u64, op: f64) -> Result<Geometry, String> {
     let units = g.planes_per_lun * g.luns;
     let raw = (footprint as f64 * (1.0 + op / 100.0)).ceil() as u64;
@@ -434,7 +448,8 @@ fn cmd_run(
         Input::Workload(_) => 0,
     };
     let mut cfg = base_config(device, input, opts, &inp)?;
-    let (rest, nv) = take_nv_cache(features, opts.nv_cache_pages, opts.nv_policy.as_deref(), true)?;
+    let pages = nv_cache_pages(opts, &cfg)?;
+    let (rest, nv) = take_nv_cache(features, pages, opts.nv_policy.as_deref(), true)?;
     cfg.features = parse_features(&rest)?;
     cfg.nv_cache = nv;
     cfg.classifier = classifier.parse()?;
@@ -473,7 +488,7 @@ fn cmd_compare(device: &DeviceArgs, input: &InputArgs, opts: &RunOpts, configs: 
     for item in configs.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let (feat, class) = item.split_once('@').unwrap_or((item, "none"));
         let mut c = base.clone();
-        let (rest, nv) = take_nv_cache(feat, opts.nv_cache_pages, opts.nv_policy.as_deref(), false)?;
+        let (rest, nv) = take_nv_cache(feat, nv_cache_pages(opts, &base)?, opts.nv_policy.as_deref(), false)?;
         c.features = parse_features(&rest)?;
         c.nv_cache = nv;
         c.classifier = class.parse()?;
@@ -611,6 +626,7 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         plots: Some(out.join("heimdall1370_plots")),
         quiet: false,
         nv_cache_pages: None,
+        nv_cache_percent: None,
         nv_policy: None,
     };
     cmd_compare(&device, &input, &opts, "baseline,baseline@size,baseline@mhf,eti")?;

@@ -138,46 +138,82 @@ impl SimNvCache {
     }
 }
 
-/// The report's `cdm` object.
-pub fn report(
-    spec: &NvCacheSpec,
-    page_bytes: u32,
-    c: &NvCounters,
-    only_copies: u32,
-    nvm_ns: u64,
-    timing: &NvmTiming,
-) -> (String, serde_json::Value) {
-    let lay = NvCacheLayout::new(spec.pages);
-    let lookups = c.read_hits + c.read_misses;
-    (
-        "cdm".into(),
-        serde_json::json!({
-            "policy": policy_name(spec.policy),
-            "cache_pages": spec.pages,
-            "nvm_bytes": lay.nvm_bytes(page_bytes),
-            "ram_bytes": lay.ram_bytes(),
-            "read_hits": c.read_hits,
-            "read_misses": c.read_misses,
-            "read_hit_ratio": if lookups == 0 { 0.0 } else { c.read_hits as f64 / lookups as f64 },
-            "write_hits": c.write_hits,
-            "write_inserts": c.write_inserts,
-            "read_fills": c.read_fills,
-            "evictions": c.evictions,
-            "write_backs": c.write_backs,
-            "removable_drops": c.gc_drops,
-            "only_copies_at_end": only_copies,
-            "nvm_reads": c.nvm_reads,
-            "nvm_writes": c.nvm_writes,
-            "nvm_read_bytes": c.nvm_read_bytes,
-            "nvm_write_bytes": c.nvm_write_bytes,
-            "nvm_busy_us": nvm_ns as f64 / 1000.0,
-            "nvm_timing": {
-                "access_ns": timing.access_ns,
-                "read_ps_per_byte": timing.read_ps_per_byte,
-                "write_ps_per_byte": timing.write_ps_per_byte,
-            },
-        }),
-    )
+/// What one simulation measures of the cache beyond its counters: NVM busy time and the mean
+/// number of only copies (pages whose flash copy GC dropped) held per request.
+#[derive(Clone, Debug)]
+pub struct NvRun {
+    /// NVM timing.
+    pub timing: NvmTiming,
+    busy_ns: u64,
+    only_copies_sum: u64,
+    requests: u64,
+}
+
+impl Default for NvRun {
+    fn default() -> Self {
+        NvRun { timing: NvmTiming::DEFAULT, busy_ns: 0, only_copies_sum: 0, requests: 0 }
+    }
+}
+
+impl NvRun {
+    /// Accounts one request: counters before and after it, only copies after it. Returns the
+    /// NVM time to charge to it.
+    pub fn request(
+        &mut self,
+        before: Option<NvCounters>,
+        after: Option<NvCounters>,
+        only_copies: u32,
+    ) -> u64 {
+        let (Some(a), Some(b)) = (before, after) else { return 0 };
+        let ns = self.timing.cost_ns(&a, &b);
+        self.busy_ns += ns;
+        self.only_copies_sum += only_copies as u64;
+        self.requests += 1;
+        ns
+    }
+
+    /// The report's `cdm` object.
+    pub fn report(
+        &self,
+        spec: &NvCacheSpec,
+        page_bytes: u32,
+        c: &NvCounters,
+        only_copies: u32,
+    ) -> (String, serde_json::Value) {
+        let lay = NvCacheLayout::new(spec.pages);
+        let lookups = c.read_hits + c.read_misses;
+        let t = &self.timing;
+        (
+            "cdm".into(),
+            serde_json::json!({
+                "policy": policy_name(spec.policy),
+                "cache_pages": spec.pages,
+                "nvm_bytes": lay.nvm_bytes(page_bytes),
+                "ram_bytes": lay.ram_bytes(),
+                "read_hits": c.read_hits,
+                "read_misses": c.read_misses,
+                "read_hit_ratio": if lookups == 0 { 0.0 } else { c.read_hits as f64 / lookups as f64 },
+                "write_hits": c.write_hits,
+                "write_inserts": c.write_inserts,
+                "read_fills": c.read_fills,
+                "evictions": c.evictions,
+                "write_backs": c.write_backs,
+                "removable_drops": c.gc_drops,
+                "only_copies_mean": if self.requests == 0 { 0.0 } else { self.only_copies_sum as f64 / self.requests as f64 },
+                "only_copies_at_end": only_copies,
+                "nvm_reads": c.nvm_reads,
+                "nvm_writes": c.nvm_writes,
+                "nvm_read_bytes": c.nvm_read_bytes,
+                "nvm_write_bytes": c.nvm_write_bytes,
+                "nvm_busy_us": self.busy_ns as f64 / 1000.0,
+                "nvm_timing": {
+                    "access_ns": t.access_ns,
+                    "read_ps_per_byte": t.read_ps_per_byte,
+                    "write_ps_per_byte": t.write_ps_per_byte,
+                },
+            }),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -198,6 +234,59 @@ mod tests {
         assert!(take_nv_cache("cdm", Some(0), None, false).unwrap_err().contains("at least 1"));
         assert!(take_nv_cache("cdm", Some(8), Some("lru"), false).unwrap_err().contains("--nv-policy"));
         assert!(take_nv_cache("", None, Some("cdm"), true).unwrap_err().contains("--nv-cache-pages"));
+    }
+
+    fn sim(nv: Option<NvCacheSpec>) -> crate::sim::report::Report {
+        use crate::sim::{device::Preset, simulate, AddressMode, ClassifierKind, Precondition, SimConfig};
+        use crate::workload::{generate, Pattern, RequestPages, WorkloadSpec};
+        let device = Preset::Small.device();
+        let cfg = SimConfig {
+            label: "t".into(),
+            device,
+            op_percent: 15.0,
+            classifier: ClassifierKind::None,
+            features: Vec::new(),
+            precondition: Precondition::Sequential,
+            address: AddressMode::Strict,
+            queue_depth: 1,
+            open_loop: false,
+            seed: 1,
+            write_limit_pages: None,
+            nv_cache: nv,
+        };
+        let spec = WorkloadSpec {
+            pattern: Pattern::Uniform,
+            writes: 40_000,
+            read_ratio: 0.5,
+            request_pages: RequestPages::Fixed(1),
+            duplicate_ratio: 0.0,
+            seed: 3,
+        };
+        let w = generate(&spec, cfg.logical_pages() as u64, 2048).unwrap();
+        simulate(&cfg, w, &mut |_| {}).unwrap().report
+    }
+
+    /// In the simulator NVM-basic programs exactly what no cache programs and serves some reads
+    /// from the NVM (faster); CDM drops removable pages and reports them.
+    #[test]
+    fn simulated_basic_matches_no_cache_on_flash_and_cdm_reports_drops() {
+        let none = sim(None);
+        let basic = sim(Some(NvCacheSpec { pages: 200, policy: NvPolicy::Basic }));
+        let cdm = sim(Some(NvCacheSpec { pages: 200, policy: NvPolicy::Cdm }));
+        assert_eq!((basic.nand_programs, basic.gc_page_copies), (none.nand_programs, none.gc_page_copies));
+        assert!(!none.features.contains_key("cdm"));
+        let b = &basic.features["cdm"];
+        assert_eq!(b["removable_drops"], 0);
+        assert!(b["read_hits"].as_u64().unwrap() > 0);
+        let c = &cdm.features["cdm"];
+        assert_eq!(c["policy"], "cdm");
+        assert!(c["removable_drops"].as_u64().unwrap() > 0);
+        // Every program is a host write, a GC copy, a write-back, or checkpoint/journal work.
+        let wb = c["write_backs"].as_u64().unwrap();
+        assert_eq!(
+            cdm.nand_programs,
+            cdm.host_write_pages + cdm.gc_page_copies + wb + cdm.checkpoint_pages + cdm.journal_pages
+        );
     }
 
     #[test]

@@ -332,8 +332,7 @@ where
         None => Ftl::format(&mut emu, policies, map, m, fcfg),
     }
     .map_err(|e| format!("cannot format the device at {}% over-provisioning: {e}", cfg.op_percent))?;
-    let nv_timing = cdm::NvmTiming::DEFAULT;
-    let mut nv_busy_ns = 0u64;
+    let mut nv_run = cdm::NvRun::default();
     let n = fcfg.logical_pages;
     let mut buf = vec![0u8; page_bytes as usize * 64];
 
@@ -450,11 +449,8 @@ where
             }
             run_start = run_end;
         }
-        let nv_ns = match (nv_before, ftl.nv_counters()) {
-            (Some(a), Some(b)) => nv_timing.cost_ns(&a, &b),
-            _ => 0,
-        };
-        nv_busy_ns += nv_ns;
+        let nv_ns =
+            nv_run.request(nv_before, ftl.nv_counters(), ftl.nv_cache().map_or(0, |c| c.only_copies()));
         let done = ftl.nand().window_completion_ns() + nv_ns;
         let latency = done - arrival;
         match req.op {
@@ -526,7 +522,7 @@ where
     };
     let mut report = report;
     if let (Some(spec), Some(c), Some(nv)) = (cfg.nv_cache, ftl.nv_counters(), ftl.nv_cache()) {
-        let (k, v) = cdm::report(&spec, geo.data_bytes, &c, nv.only_copies(), nv_busy_ns, &nv_timing);
+        let (k, v) = nv_run.report(&spec, geo.data_bytes, &c, nv.only_copies());
         report.features.insert(k, v);
     }
     let step = classifier_series.len().div_ceil(200).max(1);

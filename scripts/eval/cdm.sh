@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Issue #10's evaluation: CDM (GC drops pages whose data is in the NV cache) against NVM-basic (the
+# same NVM managed like a volatile LRU cache) and no cache, in the CDM talk's setup (`--device cdm`:
+# 4 KiB pages, 64-page blocks, 25 us / 200 us / 1.5 ms, 100 us per page transfer, 15% OP; scaled
+# down), over NV cache sizes of 1-20% of the logical capacity, on
+# - the TPC-C trace (device sized to its footprint, preconditioned, replayed until 2x the logical
+#   capacity is written), and
+# - a JEDEC-like client workload (see docs/eval/cdm/README.md): write-only, JESD219-style request
+#   sizes, 80% of the accesses on 20% of the space, on a 512 MiB device.
+# Both closed loop at queue depth 1. Writes docs/eval/cdm/ (JSON per run, plots for the 10% cache,
+# results.md table, waf_vs_cache.svg).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=docs/eval/cdm
+mkdir -p "$out"
+cargo build --release -q -p sim-host --bin ftl-sim
+sim=${CARGO_TARGET_DIR:-target}/release/ftl-sim
+configs=baseline,nvm-basic,cdm
+common=(--device cdm --precondition eti --closed-loop --quiet --configs "$configs")
+tpcc=(--trace testdata/traces/mqsim_umass_tpcc_websearch/tpcc-small.trace --format disksim --compact --fit
+  --until-written 2)
+jedec=(--workload hotcold:20/80 --request-pages 1:77,2:10,4:7,8:3,16:3 --writes 300000 --blocks 2048)
+for pct in 1 2 5 10 20; do
+  plots=()
+  if [ "$pct" = 10 ]; then plots=(--plots "$out/tpcc-10"); fi
+  "$sim" compare "${tpcc[@]}" "${common[@]}" --nv-cache-percent "$pct" --json "$out/tpcc-$pct.json" "${plots[@]}"
+  if [ "$pct" = 10 ]; then plots=(--plots "$out/jedec-10"); fi
+  "$sim" compare "${jedec[@]}" "${common[@]}" --nv-cache-percent "$pct" --json "$out/jedec-$pct.json" "${plots[@]}"
+done
+python3 scripts/eval/cdm_table.py "$out" > "$out/results.md"
+cat "$out/results.md"

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Table and plot of issue #10's evaluation (CDM vs NVM-basic vs no cache).
+
+usage: cdm_table.py DIR ; reads DIR/{tpcc,jedec}-PCT.json (written by scripts/eval/cdm.sh; each a
+JSON array of the reports of baseline, nvm-basic and cdm), prints a markdown table on stdout and
+writes DIR/waf_vs_cache.svg (change of CDM against NVM-basic over the cache size, with the talk's
+WAF ranges)."""
+import glob
+import json
+import math
+import os
+import re
+import sys
+
+WORKLOADS = [("jedec", "JEDEC-like client"), ("tpcc", "TPC-C (OLTP)")]
+# The talk's WAF reductions of CDM against NVM-basic (percent, over its cache sizes).
+TALK_WAF = {"jedec": (2.1, 17.6), "tpcc": (4.3, 38.2)}
+TALK_RESP = {"jedec": 9.7, "tpcc": 20.3}
+TALK_STD = {"jedec": 31.0, "tpcc": 39.0}
+
+
+def overall(report):
+    """Mean and population standard deviation of all requests' response times (us)."""
+    groups = [report["read_latency_us"], report["write_latency_us"]]
+    n = sum(g["count"] for g in groups)
+    if n == 0:
+        return 0.0, 0.0
+    mean = sum(g["mean"] * g["count"] for g in groups) / n
+    ex2 = sum(g["count"] * (g["stddev"] ** 2 + g["mean"] ** 2) for g in groups) / n
+    return mean, math.sqrt(max(ex2 - mean * mean, 0.0))
+
+
+def load(d):
+    rows = {}
+    for f in glob.glob(os.path.join(d, "*-*.json")):
+        m = re.match(r"(\w+)-(\d+(?:\.\d+)?)\.json$", os.path.basename(f))
+        if not m:
+            continue
+        reports = {r["label"]: r for r in json.load(open(f))}
+        rows.setdefault(m.group(1), []).append((float(m.group(2)), reports))
+    for v in rows.values():
+        v.sort(key=lambda x: x[0])
+    return rows
+
+
+def change(new, old):
+    return (new / old - 1.0) * 100.0 if old else 0.0
+
+
+def table(rows):
+    out = []
+    out.append(
+        "| workload | cache (% of logical) | cache pages | WAF none | WAF basic | WAF cdm | WAF cdm vs basic "
+        "| resp. mean basic (us) | resp. mean cdm (us) | mean cdm vs basic | resp. stddev basic | resp. stddev cdm "
+        "| stddev cdm vs basic | read hit ratio | removable drops | write-backs |"
+    )
+    out.append("|---" * 16 + "|")
+    series = {}
+    for key, name in WORKLOADS:
+        for pct, r in rows.get(key, []):
+            none, basic, cdm = r["baseline"], r["nvm-basic"], r["cdm"]
+            mb, sb = overall(basic)
+            mc, sc = overall(cdm)
+            c = cdm["features"]["cdm"]
+            dw, dm, ds = change(cdm["waf"], basic["waf"]), change(mc, mb), change(sc, sb)
+            series.setdefault(key, []).append((pct, dw, dm, ds))
+            out.append(
+                f"| {name} | {pct:g} | {c['cache_pages']} | {none['waf']:.3f} | {basic['waf']:.3f} | "
+                f"{cdm['waf']:.3f} | {dw:+.1f}% | {mb:.0f} | {mc:.0f} | {dm:+.1f}% | {sb:.0f} | {sc:.0f} | "
+                f"{ds:+.1f}% | {c['read_hit_ratio']:.3f} | {c['removable_drops']} | {c['write_backs']} |"
+            )
+    out.append("")
+    out.append("The talk (CDM against NVM-basic): WAF -2.1..-17.6% (JEDEC), -4.3..-38.2% (OLTP); mean "
+               "response time -9.7% / -20.3%; response-time standard deviation -31% / -39%.")
+    return "\n".join(out), series
+
+
+def svg(series, path):
+    w, h, pad = 440, 320, 50
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * w}" height="{h + 40}" '
+             f'font-family="sans-serif" font-size="12">', '<rect width="100%" height="100%" fill="white"/>']
+    colors = {"WAF": "#1f77b4", "mean response": "#2ca02c", "response stddev": "#d62728"}
+    for i, (key, name) in enumerate(WORKLOADS):
+        pts = series.get(key, [])
+        if not pts:
+            continue
+        x0 = i * w
+        xs = [p[0] for p in pts]
+        ys = [v for p in pts for v in p[1:]] + [-TALK_WAF[key][1], 0.0, 5.0]
+        ymin, ymax = math.floor(min(ys) / 10) * 10, math.ceil(max(ys) / 10) * 10
+        lx = lambda x: x0 + pad + (math.log(x) - math.log(xs[0])) / ((math.log(xs[-1]) - math.log(xs[0])) or 1) * (w - 2 * pad)
+        ly = lambda y: 20 + (ymax - y) / ((ymax - ymin) or 1) * (h - pad - 20)
+        lo, hi = TALK_WAF[key]
+        parts.append(f'<rect x="{x0 + pad}" y="{ly(-lo)}" width="{w - 2 * pad}" height="{ly(-hi) - ly(-lo)}" '
+                     f'fill="#1f77b4" opacity="0.12"/>')
+        parts.append(f'<text x="{x0 + pad + 4}" y="{ly(-hi) + 14}" fill="#1f77b4">talk: WAF -{lo}..-{hi}%</text>')
+        parts.append(f'<line x1="{x0 + pad}" y1="{ly(0)}" x2="{x0 + w - pad}" y2="{ly(0)}" stroke="#888"/>')
+        parts.append(f'<line x1="{x0 + pad}" y1="20" x2="{x0 + pad}" y2="{h - pad}" stroke="#000"/>')
+        parts.append(f'<line x1="{x0 + pad}" y1="{h - pad}" x2="{x0 + w - pad}" y2="{h - pad}" stroke="#000"/>')
+        for y in range(int(ymin), int(ymax) + 1, 10):
+            parts.append(f'<text x="{x0 + pad - 6}" y="{ly(y) + 4}" text-anchor="end">{y}%</text>')
+        for x in xs:
+            parts.append(f'<text x="{lx(x)}" y="{h - pad + 16}" text-anchor="middle">{x:g}%</text>')
+        parts.append(f'<text x="{x0 + w / 2}" y="{h - 12}" text-anchor="middle">NV cache, % of logical capacity</text>')
+        parts.append(f'<text x="{x0 + w / 2}" y="14" text-anchor="middle" font-weight="bold">{name}: CDM vs NVM-basic</text>')
+        for j, label in enumerate(["WAF", "mean response", "response stddev"]):
+            pl = " ".join(f"{lx(p[0]):.1f},{ly(p[1 + j]):.1f}" for p in pts)
+            parts.append(f'<polyline points="{pl}" fill="none" stroke="{colors[label]}" stroke-width="2"/>')
+            for p in pts:
+                parts.append(f'<circle cx="{lx(p[0]):.1f}" cy="{ly(p[1 + j]):.1f}" r="3" fill="{colors[label]}"/>')
+            parts.append(f'<text x="{x0 + w - pad - 110}" y="{h - pad - 50 + 14 * j}" fill="{colors[label]}">{label}</text>')
+    parts.append("</svg>")
+    open(path, "w").write("\n".join(parts) + "\n")
+
+
+def main():
+    d = sys.argv[1]
+    rows = load(d)
+    text, series = table(rows)
+    print(text)
+    svg(series, os.path.join(d, "waf_vs_cache.svg"))
+
+
+if __name__ == "__main__":
+    main()
