@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Table and plot of issue #10's evaluation (CDM vs NVM-basic vs no cache).
 
-usage: cdm_table.py DIR ; reads DIR/{tpcc,jedec}-PCT.json (written by scripts/eval/cdm.sh; each a
+usage: cdm_table.py DIR ; reads DIR/{tpcc,jedec}-PCT-sSEED.json (written by scripts/eval/cdm.sh; each a
 JSON array of the reports of baseline, nvm-basic and cdm), prints a markdown table on stdout and
-writes DIR/waf_vs_cache.svg (change of CDM against NVM-basic over the cache size, with the talk's
-WAF ranges)."""
+writes DIR/waf_vs_cache.svg (change of CDM against NVM-basic over the cache size: means over the seeds, the WAF's
+range as whiskers, the talk's WAF range shaded)."""
 import glob
 import json
 import math
@@ -12,11 +12,9 @@ import os
 import re
 import sys
 
-WORKLOADS = [("jedec", "JEDEC-like client"), ("tpcc", "TPC-C (OLTP)")]
+WORKLOADS = [("jedec", "JEDEC-like client"), ("oltp", "OLTP-like synthetic"), ("tpcc", "TPC-C trace (OLTP)")]
 # The talk's WAF reductions of CDM against NVM-basic (percent, over its cache sizes).
-TALK_WAF = {"jedec": (2.1, 17.6), "tpcc": (4.3, 38.2)}
-TALK_RESP = {"jedec": 9.7, "tpcc": 20.3}
-TALK_STD = {"jedec": 31.0, "tpcc": 39.0}
+TALK_WAF = {"jedec": (2.1, 17.6), "oltp": (4.3, 38.2), "tpcc": (4.3, 38.2)}
 
 
 def overall(report):
@@ -31,44 +29,67 @@ def overall(report):
 
 
 def load(d):
+    """{workload: [(pct, [reports by label, one per seed])]}"""
     rows = {}
-    for f in glob.glob(os.path.join(d, "*-*.json")):
-        m = re.match(r"(\w+)-(\d+(?:\.\d+)?)\.json$", os.path.basename(f))
+    for f in glob.glob(os.path.join(d, "*.json")):
+        m = re.match(r"(\w+)-(\d+(?:\.\d+)?)(?:-s\d+)?\.json$", os.path.basename(f))
         if not m:
             continue
         reports = {r["label"]: r for r in json.load(open(f))}
-        rows.setdefault(m.group(1), []).append((float(m.group(2)), reports))
-    for v in rows.values():
-        v.sort(key=lambda x: x[0])
-    return rows
+        rows.setdefault(m.group(1), {}).setdefault(float(m.group(2)), []).append(reports)
+    return {k: sorted(v.items()) for k, v in rows.items()}
 
 
 def change(new, old):
     return (new / old - 1.0) * 100.0 if old else 0.0
 
 
+def mean(xs):
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def cell(xs):
+    """Mean change and its range over the seeds."""
+    return f"{mean(xs):+.1f}% ({min(xs):+.1f}..{max(xs):+.1f})"
+
+
 def table(rows):
     out = []
     out.append(
-        "| workload | cache (% of logical) | cache pages | WAF none | WAF basic | WAF cdm | WAF cdm vs basic "
-        "| resp. mean basic (us) | resp. mean cdm (us) | mean cdm vs basic | resp. stddev basic | resp. stddev cdm "
-        "| stddev cdm vs basic | read hit ratio | removable drops | write-backs |"
+        "| workload | cache (% of logical) | cache pages | seeds | WAF none | WAF basic | WAF cdm "
+        "| WAF cdm vs basic | resp. mean basic (us) | resp. mean cdm (us) | mean cdm vs basic "
+        "| resp. stddev basic (us) | resp. stddev cdm (us) | stddev cdm vs basic | read hit ratio "
+        "| removable drops | write-backs |"
     )
-    out.append("|---" * 16 + "|")
+    out.append("|---" * 17 + "|")
     series = {}
     for key, name in WORKLOADS:
-        for pct, r in rows.get(key, []):
-            none, basic, cdm = r["baseline"], r["nvm-basic"], r["cdm"]
-            mb, sb = overall(basic)
-            mc, sc = overall(cdm)
-            c = cdm["features"]["cdm"]
-            dw, dm, ds = change(cdm["waf"], basic["waf"]), change(mc, mb), change(sc, sb)
-            series.setdefault(key, []).append((pct, dw, dm, ds))
+        for pct, runs in rows.get(key, []):
+            dw, dm, ds = [], [], []
+            acc = {k: [] for k in ["wn", "wb", "wc", "mb", "mc", "sb", "sc", "hit", "drops", "wbk"]}
+            for r in runs:
+                none, basic, cdm = r["baseline"], r["nvm-basic"], r["cdm"]
+                mb, sb = overall(basic)
+                mc, sc = overall(cdm)
+                c = cdm["features"]["cdm"]
+                dw.append(change(cdm["waf"], basic["waf"]))
+                dm.append(change(mc, mb))
+                ds.append(change(sc, sb))
+                for k, v in [("wn", none["waf"]), ("wb", basic["waf"]), ("wc", cdm["waf"]), ("mb", mb),
+                             ("mc", mc), ("sb", sb), ("sc", sc), ("hit", c["read_hit_ratio"]),
+                             ("drops", c["removable_drops"]), ("wbk", c["write_backs"])]:
+                    acc[k].append(v)
+            pages = runs[0]["cdm"]["features"]["cdm"]["cache_pages"]
+            a = {k: mean(v) for k, v in acc.items()}
+            series.setdefault(key, []).append((pct, mean(dw), mean(dm), mean(ds), min(dw), max(dw)))
             out.append(
-                f"| {name} | {pct:g} | {c['cache_pages']} | {none['waf']:.3f} | {basic['waf']:.3f} | "
-                f"{cdm['waf']:.3f} | {dw:+.1f}% | {mb:.0f} | {mc:.0f} | {dm:+.1f}% | {sb:.0f} | {sc:.0f} | "
-                f"{ds:+.1f}% | {c['read_hit_ratio']:.3f} | {c['removable_drops']} | {c['write_backs']} |"
+                f"| {name} | {pct:g} | {pages} | {len(runs)} | {a['wn']:.3f} | {a['wb']:.3f} | {a['wc']:.3f} | "
+                f"{cell(dw)} | {a['mb']:.0f} | {a['mc']:.0f} | {cell(dm)} | {a['sb']:.0f} | {a['sc']:.0f} | "
+                f"{cell(ds)} | {a['hit']:.3f} | {a['drops']:.0f} | {a['wbk']:.0f} |"
             )
+    out.append("")
+    out.append("Values are means over the seeds; changes are CDM against NVM-basic per seed, mean (min..max). "
+               "Response times are over all requests (reads and writes), closed loop at queue depth 1.")
     out.append("")
     out.append("The talk (CDM against NVM-basic): WAF -2.1..-17.6% (JEDEC), -4.3..-38.2% (OLTP); mean "
                "response time -9.7% / -20.3%; response-time standard deviation -31% / -39%.")
@@ -77,7 +98,7 @@ def table(rows):
 
 def svg(series, path):
     w, h, pad = 440, 320, 50
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * w}" height="{h + 40}" '
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{len(WORKLOADS) * w}" height="{h + 40}" '
              f'font-family="sans-serif" font-size="12">', '<rect width="100%" height="100%" fill="white"/>']
     colors = {"WAF": "#1f77b4", "mean response": "#2ca02c", "response stddev": "#d62728"}
     for i, (key, name) in enumerate(WORKLOADS):
@@ -103,6 +124,9 @@ def svg(series, path):
             parts.append(f'<text x="{lx(x)}" y="{h - pad + 16}" text-anchor="middle">{x:g}%</text>')
         parts.append(f'<text x="{x0 + w / 2}" y="{h - 12}" text-anchor="middle">NV cache, % of logical capacity</text>')
         parts.append(f'<text x="{x0 + w / 2}" y="14" text-anchor="middle" font-weight="bold">{name}: CDM vs NVM-basic</text>')
+        for p in pts:
+            parts.append(f'<line x1="{lx(p[0]):.1f}" y1="{ly(p[4]):.1f}" x2="{lx(p[0]):.1f}" y2="{ly(p[5]):.1f}" '
+                         f'stroke="{colors["WAF"]}" stroke-width="1"/>')
         for j, label in enumerate(["WAF", "mean response", "response stddev"]):
             pl = " ".join(f"{lx(p[0]):.1f},{ly(p[1 + j]):.1f}" for p in pts)
             parts.append(f'<polyline points="{pl}" fill="none" stroke="{colors[label]}" stroke-width="2"/>')

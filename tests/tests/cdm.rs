@@ -558,6 +558,18 @@ fn dropped_page_survives_checkpoint_and_cut() {
     let mut f = mount_dev(&mut emu, &mut nvm, &mut mem, &mut slots, &mut index, cfg, cc).unwrap();
     f.read(0, &mut b).unwrap();
     assert_eq!(identify(0, &b), Found::Content(Some(1)));
+    // Detaching the cache: write the only copies back, unmount, mount without the cache.
+    assert_eq!(f.nv_cache().unwrap().only_copies(), 1);
+    f.nv_write_back_all().unwrap();
+    assert_eq!(f.nv_cache().unwrap().only_copies(), 0);
+    drop(f.unmount().unwrap());
+    let mut f = ftl_tests::mount(&mut emu, &mut mem, cfg).unwrap();
+    f.read(0, &mut b).unwrap();
+    assert_eq!(identify(0, &b), Found::Content(Some(1)));
+    for l in 1..LOGICAL {
+        f.read(l, &mut b).unwrap();
+        assert!(matches!(identify(l, &b), Found::Content(Some(_))), "lpn {l}");
+    }
 }
 
 /// Mount refuses an NVM that holds no cache (never formatted) with a typed error.
@@ -581,4 +593,81 @@ fn mount_without_a_formatted_cache_is_refused() {
         NvCacheConfig::new(NvPolicy::Cdm),
     );
     assert_eq!(r.err(), Some(Error::NotFormatted));
+}
+
+/// The TPC-C trace's access pattern (testdata/traces/mqsim_umass_tpcc_websearch, 4 KiB pages
+/// compacted onto the logical space) on a device with data stored, CDM with a cache of 5% of the
+/// logical pages: every read returns the last write, and so does every page at the end. NVM-basic
+/// programs exactly what no cache programs on the same pattern.
+#[test]
+fn tpcc_pattern_reads_back_every_write() {
+    use sim_host::trace::{page_span, read_trace, Compactor, Format, Op as TraceOp, ParseOptions};
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/traces/mqsim_umass_tpcc_websearch/tpcc-small.trace");
+    let trace = read_trace(std::path::Path::new(path), Format::Disksim, &ParseOptions { skip_bad: false }).unwrap();
+    let mut compactor = Compactor::new();
+    let reqs: Vec<(bool, Vec<u32>)> = trace
+        .requests
+        .iter()
+        .filter_map(|r| {
+            let s = page_span(r.offset, r.len, 4096)?;
+            let pages = (s.first_page..s.first_page + s.pages).map(|p| compactor.map(p) as u32).collect();
+            Some((r.op == TraceOp::Write, pages))
+        })
+        .collect();
+    let footprint = reqs.iter().flat_map(|r| r.1.iter()).max().unwrap() + 1;
+    let geo = geometry(64, 200, 2);
+    let cfg = Config::with_logical_pages(&geo, footprint);
+    let run = |policy: Option<NvPolicy>| -> (u64, u64) {
+        let mut emu = Emulator::new(EmulatorConfig::new(geo)).unwrap();
+        let mut mem = FtlMemory::new(&geo, &cfg);
+        let slots_n = footprint / 20;
+        let lay = NvCacheLayout::new(slots_n);
+        let mut nvm = SharedNvm::new(slots_n, geo.data_bytes, 5);
+        let (mut slots, mut index) = (vec![Slot::EMPTY; lay.slots], vec![0u32; lay.index_words]);
+        let (map, m) = mem.parts();
+        let mut f = match policy {
+            Some(p) => Ftl::format_with_cache(
+                &mut emu,
+                DefaultPolicies::default(),
+                map,
+                m,
+                cfg,
+                cache(&mut nvm, &mut slots, &mut index, NvCacheConfig::new(p)),
+            ),
+            None => Ftl::format(&mut emu, DefaultPolicies::default(), map, m, cfg),
+        }
+        .unwrap();
+        let mut want = vec![0u64; footprint as usize];
+        let mut id = 0u64;
+        let mut buf = vec![0u8; 512];
+        for l in 0..footprint {
+            id += 1;
+            f.write(l, &page(l, id)).unwrap();
+            want[l as usize] = id;
+        }
+        for _ in 0..3 {
+            for (write, pages) in &reqs {
+                for &l in pages {
+                    if *write {
+                        id += 1;
+                        f.write(l, &page(l, id)).unwrap();
+                        want[l as usize] = id;
+                    } else {
+                        f.read(l, &mut buf).unwrap();
+                        assert_eq!(identify(l, &buf), Found::Content(Some(want[l as usize])), "lpn {l}");
+                    }
+                }
+            }
+        }
+        for l in 0..footprint {
+            f.read(l, &mut buf).unwrap();
+            assert_eq!(identify(l, &buf), Found::Content(Some(want[l as usize])), "lpn {l} at the end");
+        }
+        (f.counters().nand_programs, f.nv_counters().map_or(0, |c| c.gc_drops))
+    };
+    let (none, _) = run(None);
+    let (basic, basic_drops) = run(Some(NvPolicy::Basic));
+    let (_, cdm_drops) = run(Some(NvPolicy::Cdm));
+    assert_eq!((basic, basic_drops), (none, 0));
+    assert!(cdm_drops > 100, "{cdm_drops} drops");
 }

@@ -104,6 +104,19 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         }
     }
 
+    /// Writes every page whose only copy is in the cache to flash (normal writes), so that the
+    /// flash alone holds every page again; the cache keeps its (now clean) contents. Call it,
+    /// then `unmount`, before mounting the device without its cache (e.g. to replace the NVM).
+    pub fn nv_write_back_all(&mut self) -> Result<(), Error> {
+        let n = self.nv.as_ref().map_or(0, |c| c.slot_count());
+        for s in 0..n {
+            if self.nv.as_ref().is_some_and(|c| c.is_live(s) && c.is_dirty(s)) {
+                self.nv_write_back(s)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Read hook: serves `lpn` from the cache if it is there.
     pub(crate) fn nv_read_hit(&mut self, lpn: u32, out: &mut [u8]) -> Result<bool, Error> {
         let Some(nv) = self.nv.as_mut() else { return Ok(false) };
