@@ -9,12 +9,14 @@
 #   sizes, 80% of the accesses on 20% of the space, on a 512 MiB device, and
 # - an OLTP-like synthetic workload (two reads per write, 8 KiB requests, Zipf 0.9 popularity)
 #   on the same device, because the TPC-C trace is short and looped (see README.md).
-# Both closed loop at queue depth 1. Writes docs/eval/cdm/ (JSON per run, plots for the 10% cache,
-# results.md table, waf_vs_cache.svg).
+# All closed loop at queue depth 1. The JSON of every run goes to $CDM_RUNS (default
+# target/eval-cdm); docs/eval/cdm/ gets the plots of the 10% cache runs of seed 1, results.md (the
+# table), runs.json (the runs' key figures) and waf_vs_cache.svg.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=docs/eval/cdm
-mkdir -p "$out"
+runs=${CDM_RUNS:-target/eval-cdm}
+mkdir -p "$out" "$runs"
 cargo build --release -q -p sim-host --bin ftl-sim
 sim=${CARGO_TARGET_DIR:-target}/release/ftl-sim
 configs=baseline,nvm-basic,cdm
@@ -31,14 +33,13 @@ for seed in 1 2 3 4 5; do
     plots=()
     if [ "$pct" = 10 ] && [ "$seed" = 1 ]; then plots=(--plots "$out/tpcc-10"); fi
     "$sim" compare "${tpcc[@]}" "${common[@]}" --seed "$seed" --nv-cache-percent "$pct" \
-      --json "$out/tpcc-$pct-s$seed.json" "${plots[@]}"
+      --json "$runs/tpcc-$pct-s$seed.json" "${plots[@]}"
     if [ "$pct" = 10 ] && [ "$seed" = 1 ]; then plots=(--plots "$out/jedec-10"); fi
     "$sim" compare "${jedec[@]}" "${common[@]}" --seed "$seed" --nv-cache-percent "$pct" \
-      --json "$out/jedec-$pct-s$seed.json" "${plots[@]}"
+      --json "$runs/jedec-$pct-s$seed.json" "${plots[@]}"
     if [ "$pct" = 10 ] && [ "$seed" = 1 ]; then plots=(--plots "$out/oltp-10"); fi
     "$sim" compare "${oltp[@]}" "${common[@]}" --seed "$seed" --nv-cache-percent "$pct" \
-      --json "$out/oltp-$pct-s$seed.json" "${plots[@]}"
+      --json "$runs/oltp-$pct-s$seed.json" "${plots[@]}"
   done
 done
-python3 scripts/eval/cdm_table.py "$out" > "$out/results.md"
-cat "$out/results.md"
+python3 scripts/eval/cdm_table.py "$runs" "$out"

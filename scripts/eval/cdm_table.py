@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Table and plot of issue #10's evaluation (CDM vs NVM-basic vs no cache).
 
-usage: cdm_table.py DIR ; reads DIR/{tpcc,jedec}-PCT-sSEED.json (written by scripts/eval/cdm.sh; each a
-JSON array of the reports of baseline, nvm-basic and cdm), prints a markdown table on stdout and
-writes DIR/waf_vs_cache.svg (change of CDM against NVM-basic over the cache size: means over the seeds, the WAF's
+usage: cdm_table.py RUNS OUT ; reads RUNS/{jedec,oltp,tpcc}-PCT-sSEED.json (written by
+scripts/eval/cdm.sh; each a JSON array of the reports of baseline, nvm-basic and cdm), writes the
+markdown table to OUT/results.md (and stdout), the runs' key figures to OUT/runs.json and
+OUT/waf_vs_cache.svg (change of CDM against NVM-basic over the cache size: means over the seeds, the WAF's
 range as whiskers, the talk's WAF range shaded)."""
 import glob
 import json
@@ -114,7 +115,7 @@ def svg(series, path):
         lo, hi = TALK_WAF[key]
         parts.append(f'<rect x="{x0 + pad}" y="{ly(-lo)}" width="{w - 2 * pad}" height="{ly(-hi) - ly(-lo)}" '
                      f'fill="#1f77b4" opacity="0.12"/>')
-        parts.append(f'<text x="{x0 + pad + 4}" y="{ly(-hi) + 14}" fill="#1f77b4">talk: WAF -{lo}..-{hi}%</text>')
+        parts.append(f'<text x="{x0 + pad + 4}" y="{ly(-lo) + 14}" fill="#1f77b4">talk: WAF -{lo}..-{hi}%</text>')
         parts.append(f'<line x1="{x0 + pad}" y1="{ly(0)}" x2="{x0 + w - pad}" y2="{ly(0)}" stroke="#888"/>')
         parts.append(f'<line x1="{x0 + pad}" y1="20" x2="{x0 + pad}" y2="{h - pad}" stroke="#000"/>')
         parts.append(f'<line x1="{x0 + pad}" y1="{h - pad}" x2="{x0 + w - pad}" y2="{h - pad}" stroke="#000"/>')
@@ -132,17 +133,37 @@ def svg(series, path):
             parts.append(f'<polyline points="{pl}" fill="none" stroke="{colors[label]}" stroke-width="2"/>')
             for p in pts:
                 parts.append(f'<circle cx="{lx(p[0]):.1f}" cy="{ly(p[1 + j]):.1f}" r="3" fill="{colors[label]}"/>')
-            parts.append(f'<text x="{x0 + w - pad - 110}" y="{h - pad - 50 + 14 * j}" fill="{colors[label]}">{label}</text>')
+            parts.append(f'<text x="{x0 + pad + 8}" y="{h - pad - 36 + 14 * j}" fill="{colors[label]}">{label}</text>')
     parts.append("</svg>")
     open(path, "w").write("\n".join(parts) + "\n")
 
 
+def summary(rows):
+    """The runs behind the table, compact: per workload, cache size and seed, each configuration's
+    WAF, programs, copies, response times and cdm object."""
+    keep = ["waf", "host_write_pages", "host_read_pages", "nand_programs", "nand_erases", "gc_page_copies",
+            "read_latency_us", "write_latency_us"]
+    out = {}
+    for key, runs in rows.items():
+        for pct, seeds in runs:
+            out.setdefault(key, {})[f"{pct:g}"] = [
+                {label: {**{k: r[k] for k in keep}, "cdm": r["features"].get("cdm")} for label, r in s.items()}
+                for s in seeds
+            ]
+    return out
+
+
 def main():
-    d = sys.argv[1]
-    rows = load(d)
+    runs, out = sys.argv[1], sys.argv[2]
+    rows = load(runs)
     text, series = table(rows)
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write(text + "\n")
+    with open(os.path.join(out, "runs.json"), "w") as f:
+        json.dump(summary(rows), f, sort_keys=True)
+        f.write("\n")
+    svg(series, os.path.join(out, "waf_vs_cache.svg"))
     print(text)
-    svg(series, os.path.join(d, "waf_vs_cache.svg"))
 
 
 if __name__ == "__main__":

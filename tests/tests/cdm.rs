@@ -17,7 +17,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use ftl_core::cdm::{NvCache, NvCacheConfig, NvCacheLayout, NvPolicy, Nvm, Slot};
+use ftl_core::cdm::{NvCache, NvCacheConfig, NvCacheLayout, NvPolicy, Nvm, ReadFill, Slot};
 use ftl_core::policy::DefaultPolicies;
 use ftl_core::{Config, Error, Ftl};
 use ftl_tests::{
@@ -352,13 +352,13 @@ proptest! {
     fn cdm_matches_model(
         ops in proptest::collection::vec(op(config().logical_pages), 1..300),
         slots in 1..=64u32,
-        fill_on_read in any::<bool>(),
+        read_fill in prop_oneof![Just(ReadFill::Lru), Just(ReadFill::Clean), Just(ReadFill::Off)],
         basic in proptest::bool::weighted(0.2),
         torn in prop_oneof![Just(0.5), Just(1.0), Just(0.01)],
         seed in any::<u64>(),
     ) {
         let policy = if basic { NvPolicy::Basic } else { NvPolicy::Cdm };
-        let cc = NvCacheConfig { policy, fill_on_read };
+        let cc = NvCacheConfig { policy, read_fill };
         let mut env = CdmEnv::new(emulator(torn, 0.5), config(), slots, cc, seed);
         // Start full and in steady state (random overwrites and reads, so GC runs and the cache
         // holds removable pages and only copies when the generated sequence begins).
@@ -516,7 +516,7 @@ fn dropped_page_survives_checkpoint_and_cut() {
     let mut mem = FtlMemory::new(&geo, &cfg);
     let lay = NvCacheLayout::new(4);
     let (mut slots, mut index) = (vec![Slot::EMPTY; lay.slots], vec![0u32; lay.index_words]);
-    let cc = NvCacheConfig { policy: NvPolicy::Cdm, fill_on_read: false };
+    let cc = NvCacheConfig { policy: NvPolicy::Cdm, read_fill: ReadFill::Off };
     let mut id = 0u64;
     let mut f = format_dev(&mut emu, &mut nvm, &mut mem, &mut slots, &mut index, cfg, cc).unwrap();
     // lpn 0 written once and cached; then other pages overwritten until GC has dropped it.
@@ -602,8 +602,12 @@ fn mount_without_a_formatted_cache_is_refused() {
 #[test]
 fn tpcc_pattern_reads_back_every_write() {
     use sim_host::trace::{page_span, read_trace, Compactor, Format, Op as TraceOp, ParseOptions};
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/traces/mqsim_umass_tpcc_websearch/tpcc-small.trace");
-    let trace = read_trace(std::path::Path::new(path), Format::Disksim, &ParseOptions { skip_bad: false }).unwrap();
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../testdata/traces/mqsim_umass_tpcc_websearch/tpcc-small.trace"
+    );
+    let trace =
+        read_trace(std::path::Path::new(path), Format::Disksim, &ParseOptions { skip_bad: false }).unwrap();
     let mut compactor = Compactor::new();
     let reqs: Vec<(bool, Vec<u32>)> = trace
         .requests
@@ -670,4 +674,95 @@ fn tpcc_pattern_reads_back_every_write() {
     let (_, cdm_drops) = run(Some(NvPolicy::Cdm));
     assert_eq!((basic, basic_drops), (none, 0));
     assert!(cdm_drops > 100, "{cdm_drops} drops");
+}
+
+/// A cut at any NVM write or any of the first NAND operations of `format_with_cache`: mount then
+/// fails with `NotFormatted`/`Corrupt` or finds an empty device, and a new format works.
+#[test]
+fn cut_during_format() {
+    let geo = geometry(PPB, BLOCKS_PER_PLANE, PLANES);
+    let cfg = config();
+    let cc = NvCacheConfig::new(NvPolicy::Cdm);
+    let lay = NvCacheLayout::new(8);
+    // The operations of an uncut format.
+    let (nand_ops, nvm_writes) = {
+        let mut emu = Emulator::new(EmulatorConfig::new(geo)).unwrap();
+        let mut nvm = SharedNvm::new(8, geo.data_bytes, 0);
+        let mut mem = FtlMemory::new(&geo, &cfg);
+        let (mut slots, mut index) = (vec![Slot::EMPTY; lay.slots], vec![0u32; lay.index_words]);
+        drop(format_dev(&mut emu, &mut nvm, &mut mem, &mut slots, &mut index, cfg, cc).unwrap());
+        (emu.ops_issued(), nvm.with(|r| r.writes_issued()))
+    };
+    let cuts = (0..nvm_writes).map(|k| (true, k)).chain((0..nand_ops).step_by(7).map(|k| (false, k)));
+    for (on_nvm, k) in cuts {
+        let mut emu = Emulator::new(EmulatorConfig::new(geo)).unwrap();
+        let mut nvm = SharedNvm::new(8, geo.data_bytes, k);
+        let mut mem = FtlMemory::new(&geo, &cfg);
+        let (mut slots, mut index) = (vec![Slot::EMPTY; lay.slots], vec![0u32; lay.index_words]);
+        if on_nvm {
+            nvm.with(|r| r.schedule_power_cut(k));
+        } else {
+            emu.schedule_power_cut(k);
+        }
+        let r = format_dev(&mut emu, &mut nvm, &mut mem, &mut slots, &mut index, cfg, cc).map(drop);
+        assert!(matches!(r, Err(e) if is_power_loss(&e)), "cut {k} did not fire: {r:?}");
+        emu.restore_power();
+        nvm.with(|r| r.restore_power());
+        match mount_dev(&mut emu, &mut nvm, &mut mem, &mut slots, &mut index, cfg, cc) {
+            Ok(mut f) => {
+                let mut b = vec![0u8; 512];
+                for l in 0..LOGICAL {
+                    f.read(l, &mut b).unwrap();
+                    assert_eq!(identify(l, &b), Found::Content(None), "cut {k}: lpn {l}");
+                }
+            }
+            Err(Error::NotFormatted | Error::Corrupt) => {}
+            Err(e) => panic!("cut {k}: mount returned {e:?}"),
+        }
+        let mut f = format_dev(&mut emu, &mut nvm, &mut mem, &mut slots, &mut index, cfg, cc).unwrap();
+        f.write(3, &page(3, 1)).unwrap();
+        drop(f.unmount().unwrap());
+        let mut f = mount_dev(&mut emu, &mut nvm, &mut mem, &mut slots, &mut index, cfg, cc).unwrap();
+        let mut b = vec![0u8; 512];
+        f.read(3, &mut b).unwrap();
+        assert_eq!(identify(3, &b), Found::Content(Some(1)));
+    }
+}
+
+/// With `ReadFill::Clean` a read never programs flash (only copies are written back by writes),
+/// while `ReadFill::Lru` reads do write back evicted only copies on this workload.
+#[test]
+fn clean_read_fill_never_programs_on_reads() {
+    let geo = geometry(PPB, BLOCKS_PER_PLANE, PLANES);
+    let cfg = config();
+    let mut reads_programmed = [0u64; 2];
+    for (i, read_fill) in [ReadFill::Clean, ReadFill::Lru].into_iter().enumerate() {
+        let mut emu = Emulator::new(EmulatorConfig::new(geo)).unwrap();
+        let mut nvm = SharedNvm::new(32, geo.data_bytes, 1);
+        let mut mem = FtlMemory::new(&geo, &cfg);
+        let lay = NvCacheLayout::new(32);
+        let (mut slots, mut index) = (vec![Slot::EMPTY; lay.slots], vec![0u32; lay.index_words]);
+        let cc = NvCacheConfig { policy: NvPolicy::Cdm, read_fill };
+        let mut f = format_dev(&mut emu, &mut nvm, &mut mem, &mut slots, &mut index, cfg, cc).unwrap();
+        let mut want = vec![None; LOGICAL as usize];
+        let mut b = vec![0u8; 512];
+        let mut x = 99u64;
+        for id in 1..6000u64 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let l = if id <= LOGICAL as u64 { id as u32 - 1 } else { (x >> 33) as u32 % LOGICAL };
+            f.write(l, &page(l, id)).unwrap();
+            want[l as usize] = Some(id);
+            for _ in 0..2 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let r = (x >> 33) as u32 % LOGICAL;
+                let before = f.counters().nand_programs;
+                f.read(r, &mut b).unwrap();
+                reads_programmed[i] += f.counters().nand_programs - before;
+                assert_eq!(identify(r, &b), Found::Content(want[r as usize]));
+            }
+        }
+        assert!(f.nv_counters().unwrap().gc_drops > 0);
+    }
+    assert_eq!(reads_programmed[0], 0);
+    assert!(reads_programmed[1] > 0);
 }

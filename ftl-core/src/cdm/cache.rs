@@ -55,20 +55,34 @@ pub enum NvPolicy {
     Basic,
 }
 
+/// What a read miss does with the page it read from flash.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ReadFill {
+    /// Nothing: only writes fill the cache.
+    Off,
+    /// Cache it, evicting the least recently used slot (the talk's "cache data on access, LRU");
+    /// evicting an only copy writes it to flash, so such a read waits for a program.
+    Lru,
+    /// Cache it only if a slot is free or the least recently used slot is not an only copy:
+    /// reads never program flash (only copies are written back by the writes that evict them).
+    Clean,
+}
+
 /// Runtime settings of the cache (its capacity is the slot count of the memory it is given).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct NvCacheConfig {
     /// CDM or basic.
     pub policy: NvPolicy,
-    /// Cache pages read from flash on a read miss ("cache data on access"); default true.
-    pub fill_on_read: bool,
+    /// Read misses; default [`ReadFill::Lru`].
+    pub read_fill: ReadFill,
 }
 
 impl NvCacheConfig {
     /// The defaults for a policy.
     pub const fn new(policy: NvPolicy) -> Self {
-        NvCacheConfig { policy, fill_on_read: true }
+        NvCacheConfig { policy, read_fill: ReadFill::Lru }
     }
 }
 
@@ -494,6 +508,11 @@ impl<'m> NvCache<'m> {
     fn give_free(&mut self, s: u32) {
         self.slots[s as usize] = Slot { lpn: 0, prev: NIL, next: self.free, flags: 0 };
         self.free = s;
+    }
+
+    /// Whether a slot is free.
+    pub(crate) fn has_free(&self) -> bool {
+        self.free != NIL
     }
 
     /// The least recently used slot.

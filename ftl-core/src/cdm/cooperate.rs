@@ -24,7 +24,7 @@
 
 use nand_hal::{BlockId, NandFlash};
 
-use super::cache::{NvCache, NvCounters, NvPolicy};
+use super::cache::{NvCache, NvCounters, NvPolicy, ReadFill};
 use crate::blocks::BlockState;
 use crate::frontier::Source;
 use crate::map::MappingTable;
@@ -136,9 +136,15 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
 
     /// Read hook: `data` of `lpn` was read from the flash page with sequence `seq`; cache it.
     pub(crate) fn nv_fill(&mut self, lpn: u32, data: &[u8], seq: u64) -> Result<(), Error> {
-        match self.nv.as_ref() {
-            Some(nv) if nv.config().fill_on_read => {}
-            _ => return Ok(()),
+        let Some(nv) = self.nv.as_ref() else { return Ok(()) };
+        match nv.config().read_fill {
+            ReadFill::Off => return Ok(()),
+            ReadFill::Lru => {}
+            ReadFill::Clean => {
+                if !nv.has_free() && nv.lru().is_some_and(|v| nv.is_dirty(v)) {
+                    return Ok(());
+                }
+            }
         }
         let s = self.nv_free_slot()?;
         if let Some(nv) = self.nv.as_mut() {

@@ -25,5 +25,7 @@ mod cache;
 mod cooperate;
 mod nvm;
 
-pub use cache::{NvCache, NvCacheConfig, NvCacheLayout, NvCounters, NvPolicy, Slot, ENTRY_LEN, HEADER_LEN};
+pub use cache::{
+    NvCache, NvCacheConfig, NvCacheLayout, NvCounters, NvPolicy, ReadFill, Slot, ENTRY_LEN, HEADER_LEN,
+};
 pub use nvm::{Nvm, SliceNvm};

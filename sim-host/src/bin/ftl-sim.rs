@@ -9,7 +9,7 @@ use ftl_core::cdm::NvPolicy;
 use ftl_core::Config;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nand_hal::Geometry;
-use sim_host::sim::cdm::take_nv_cache;
+use sim_host::sim::cdm::{parse_read_fill, take_nv_cache, NvCacheSpec};
 use sim_host::sim::device::{GeometryFlags, Preset};
 use sim_host::sim::report::compare_table;
 use sim_host::sim::{
@@ -208,6 +208,11 @@ struct RunOpts {
     /// volatile LRU cache). Default cdm.
     #[arg(long)]
     nv_policy: Option<String>,
+    /// What an NV cache read miss does: lru (cache the page, evicting the least recently used
+    /// slot, written back first if it is an only copy), clean (cache it only when that needs no
+    /// write-back), off.
+    #[arg(long, default_value = "lru")]
+    nv_read_fill: String,
 }
 
 /// The requests of an input, replayable.
@@ -355,6 +360,12 @@ fn base_config(
 /// The geometry with the fewest blocks (a multiple of the planes) whose logical capacity at `op`
 /// percent over-provisioning holds `footprint` pages and which the FTL accepts (its own reserve of
 /// free, open and checkpoint blocks comes on top where the over-provisioning alone is too small).
+/// Applies `--nv-read-fill` to the cache, if any.
+fn with_read_fill(nv: Option<NvCacheSpec>, opts: &RunOpts) -> Result<Option<NvCacheSpec>, String> {
+    let read_fill = parse_read_fill(&opts.nv_read_fill)?;
+    Ok(nv.map(|s| NvCacheSpec { read_fill, ..s }))
+}
+
 /// `--nv-cache-pages`, or `--nv-cache-percent` of the logical pages.
 fn nv_cache_pages(opts: &RunOpts, cfg: &SimConfig) -> Result<Option<u32>, String> {
     match opts.nv_cache_percent {
@@ -451,7 +462,7 @@ fn cmd_run(
     let pages = nv_cache_pages(opts, &cfg)?;
     let (rest, nv) = take_nv_cache(features, pages, opts.nv_policy.as_deref(), true)?;
     cfg.features = parse_features(&rest)?;
-    cfg.nv_cache = nv;
+    cfg.nv_cache = with_read_fill(nv, opts)?;
     cfg.classifier = classifier.parse()?;
     let mut names: Vec<&str> = rest.split([',', '+']).map(str::trim).filter(|f| !f.is_empty()).collect();
     if let Some(spec) = nv.filter(|s| s.policy == NvPolicy::Basic) {
@@ -490,7 +501,7 @@ fn cmd_compare(device: &DeviceArgs, input: &InputArgs, opts: &RunOpts, configs: 
         let mut c = base.clone();
         let (rest, nv) = take_nv_cache(feat, nv_cache_pages(opts, &base)?, opts.nv_policy.as_deref(), false)?;
         c.features = parse_features(&rest)?;
-        c.nv_cache = nv;
+        c.nv_cache = with_read_fill(nv, opts)?;
         c.classifier = class.parse()?;
         c.label = item.to_string();
         cfgs.push(c);
@@ -628,6 +639,7 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         nv_cache_pages: None,
         nv_cache_percent: None,
         nv_policy: None,
+        nv_read_fill: "lru".into(),
     };
     cmd_compare(&device, &input, &opts, "baseline,baseline@size,baseline@mhf,eti")?;
     println!("(JSON and plots in {})", out.display());

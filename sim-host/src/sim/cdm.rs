@@ -8,7 +8,7 @@
 //! writes are slower). A request's NVM accesses are charged after its NAND work (serially: the
 //! conservative choice; they are 1-4 us against >= 225 us for a NAND page read with transfer).
 
-use ftl_core::cdm::{NvCache, NvCacheConfig, NvCacheLayout, NvCounters, NvPolicy, Slot};
+use ftl_core::cdm::{NvCache, NvCacheConfig, NvCacheLayout, NvCounters, NvPolicy, ReadFill, Slot};
 
 use crate::emulator::NvRam;
 
@@ -19,6 +19,18 @@ pub struct NvCacheSpec {
     pub pages: u32,
     /// CDM or basic.
     pub policy: NvPolicy,
+    /// Read misses.
+    pub read_fill: ReadFill,
+}
+
+/// Parses `--nv-read-fill`.
+pub fn parse_read_fill(s: &str) -> Result<ReadFill, String> {
+    match s {
+        "lru" => Ok(ReadFill::Lru),
+        "clean" => Ok(ReadFill::Clean),
+        "off" => Ok(ReadFill::Off),
+        _ => Err(format!("unknown --nv-read-fill '{s}' (expected lru, clean or off)")),
+    }
 }
 
 /// Parses `--nv-policy`.
@@ -75,7 +87,7 @@ pub fn take_nv_cache(
         Some(p) => p,
         None => return Err("the NV cache (cdm, nvm-basic) needs --nv-cache-pages N".into()),
     };
-    Ok((rest, Some(NvCacheSpec { pages, policy })))
+    Ok((rest, Some(NvCacheSpec { pages, policy, read_fill: ReadFill::Lru })))
 }
 
 /// NVM access latencies.
@@ -133,7 +145,8 @@ impl SimNvCache {
 
     /// The cache over this memory, for one FTL.
     pub fn cache(&mut self) -> Result<NvCache<'_>, String> {
-        NvCache::new(&mut self.nvram, &mut self.slots, &mut self.index, NvCacheConfig::new(self.spec.policy))
+        let cfg = NvCacheConfig { policy: self.spec.policy, read_fill: self.spec.read_fill };
+        NvCache::new(&mut self.nvram, &mut self.slots, &mut self.index, cfg)
             .map_err(|e| format!("NV cache: {e}"))
     }
 }
@@ -187,6 +200,7 @@ impl NvRun {
             "cdm".into(),
             serde_json::json!({
                 "policy": policy_name(spec.policy),
+                "read_fill": format!("{:?}", spec.read_fill).to_lowercase(),
                 "cache_pages": spec.pages,
                 "nvm_bytes": lay.nvm_bytes(page_bytes),
                 "ram_bytes": lay.ram_bytes(),
@@ -223,7 +237,10 @@ mod tests {
     #[test]
     fn tokens_and_flags() {
         let (rest, s) = take_nv_cache("cdm", Some(64), None, false).unwrap();
-        assert_eq!((rest.as_str(), s), ("cdm", Some(NvCacheSpec { pages: 64, policy: NvPolicy::Cdm })));
+        assert_eq!(
+            (rest.as_str(), s),
+            ("cdm", Some(NvCacheSpec { pages: 64, policy: NvPolicy::Cdm, read_fill: ReadFill::Lru }))
+        );
         let (rest, s) = take_nv_cache("nvm-basic", Some(64), None, false).unwrap();
         assert_eq!((rest.as_str(), s.map(|s| s.policy)), ("", Some(NvPolicy::Basic)));
         let (_, s) = take_nv_cache("cdm", Some(8), Some("basic"), false).unwrap();
@@ -271,8 +288,8 @@ mod tests {
     #[test]
     fn simulated_basic_matches_no_cache_on_flash_and_cdm_reports_drops() {
         let none = sim(None);
-        let basic = sim(Some(NvCacheSpec { pages: 200, policy: NvPolicy::Basic }));
-        let cdm = sim(Some(NvCacheSpec { pages: 200, policy: NvPolicy::Cdm }));
+        let basic = sim(Some(NvCacheSpec { pages: 200, policy: NvPolicy::Basic, read_fill: ReadFill::Lru }));
+        let cdm = sim(Some(NvCacheSpec { pages: 200, policy: NvPolicy::Cdm, read_fill: ReadFill::Lru }));
         assert_eq!((basic.nand_programs, basic.gc_page_copies), (none.nand_programs, none.gc_page_copies));
         assert!(!none.features.contains_key("cdm"));
         let b = &basic.features["cdm"];
@@ -287,6 +304,19 @@ mod tests {
             cdm.nand_programs,
             cdm.host_write_pages + cdm.gc_page_copies + wb + cdm.checkpoint_pages + cdm.journal_pages
         );
+    }
+
+    /// The `cdm` device preset is the talk's Table 2 (capacity scaled down).
+    #[test]
+    fn cdm_preset_is_the_talks_setup() {
+        let d = crate::sim::device::Preset::Cdm.device();
+        let g = d.geometry;
+        assert_eq!((g.data_bytes, g.pages_per_block), (4096, 64));
+        assert_eq!((d.timing.t_r_ns, d.timing.t_prog_ns, d.timing.t_bers_ns), (25_000, 200_000, 1_500_000));
+        assert_eq!(d.timing.xfer_ns(4096), 100_000);
+        assert_eq!(d.default_op_percent, 15.0);
+        // 64 GB scaled to 4 GiB by default (`--blocks` changes it).
+        assert_eq!(g.total_pages() as u64 * 4096, 4 << 30);
     }
 
     #[test]
