@@ -40,6 +40,13 @@ for seed in 1 2 3 4 5; do
     if [ "$pct" = 10 ] && [ "$seed" = 1 ]; then plots=(--plots "$out/oltp-10"); fi
     "$sim" compare "${oltp[@]}" "${common[@]}" --seed "$seed" --nv-cache-percent "$pct" \
       --json "$runs/oltp-$pct-s$seed.json" "${plots[@]}"
+    # CDM with reads that never write back (--nv-read-fill clean); NVM-basic and the write-only
+    # JEDEC-like workload are the same under both read fills.
+    for w in tpcc oltp; do
+      if [ "$w" = tpcc ]; then input=("${tpcc[@]}"); else input=("${oltp[@]}"); fi
+      "$sim" compare "${input[@]}" --device cdm --precondition eti --closed-loop --quiet --configs cdm \
+        --nv-read-fill clean --seed "$seed" --nv-cache-percent "$pct" --json "$runs/$w-clean-$pct-s$seed.json"
+    done
   done
 done
 python3 scripts/eval/cdm_table.py "$runs" "$out"

@@ -32,11 +32,14 @@ def overall(report):
 def load(d):
     """{workload: [(pct, [reports by label, one per seed])]}"""
     rows = {}
-    for f in glob.glob(os.path.join(d, "*.json")):
-        m = re.match(r"(\w+)-(\d+(?:\.\d+)?)(?:-s\d+)?\.json$", os.path.basename(f))
+    for f in sorted(glob.glob(os.path.join(d, "*.json"))):
+        m = re.match(r"([a-z]+)-(\d+(?:\.\d+)?)-s(\d+)\.json$", os.path.basename(f))
         if not m:
             continue
         reports = {r["label"]: r for r in json.load(open(f))}
+        clean = os.path.join(d, f"{m.group(1)}-clean-{m.group(2)}-s{m.group(3)}.json")
+        if os.path.exists(clean):
+            reports["cdm-clean"] = json.load(open(clean))[0]
         rows.setdefault(m.group(1), {}).setdefault(float(m.group(2)), []).append(reports)
     return {k: sorted(v.items()) for k, v in rows.items()}
 
@@ -60,19 +63,27 @@ def table(rows):
         "| workload | cache (% of logical) | cache pages | seeds | WAF none | WAF basic | WAF cdm "
         "| WAF cdm vs basic | resp. mean basic (us) | resp. mean cdm (us) | mean cdm vs basic "
         "| resp. stddev basic (us) | resp. stddev cdm (us) | stddev cdm vs basic | read hit ratio "
-        "| removable drops | write-backs |"
+        "| removable drops | write-backs | clean fill: WAF vs basic | clean fill: mean vs basic "
+        "| clean fill: stddev vs basic |"
     )
-    out.append("|---" * 17 + "|")
+    out.append("|---" * 20 + "|")
     series = {}
     for key, name in WORKLOADS:
         for pct, runs in rows.get(key, []):
             dw, dm, ds = [], [], []
+            cw, cm, cs = [], [], []
             acc = {k: [] for k in ["wn", "wb", "wc", "mb", "mc", "sb", "sc", "hit", "drops", "wbk"]}
             for r in runs:
                 none, basic, cdm = r["baseline"], r["nvm-basic"], r["cdm"]
                 mb, sb = overall(basic)
                 mc, sc = overall(cdm)
                 c = cdm["features"]["cdm"]
+                if "cdm-clean" in r:
+                    cl = r["cdm-clean"]
+                    mcl, scl = overall(cl)
+                    cw.append(change(cl["waf"], basic["waf"]))
+                    cm.append(change(mcl, mb))
+                    cs.append(change(scl, sb))
                 dw.append(change(cdm["waf"], basic["waf"]))
                 dm.append(change(mc, mb))
                 ds.append(change(sc, sb))
@@ -82,15 +93,21 @@ def table(rows):
                     acc[k].append(v)
             pages = runs[0]["cdm"]["features"]["cdm"]["cache_pages"]
             a = {k: mean(v) for k, v in acc.items()}
-            series.setdefault(key, []).append((pct, mean(dw), mean(dm), mean(ds), min(dw), max(dw)))
+            series.setdefault(key, []).append(
+                (pct, mean(dw), mean(dm), mean(ds), min(dw), max(dw), mean(cw) if cw else None))
+            same = "same as lru (write-only)" if key == "jedec" else "-"
             out.append(
                 f"| {name} | {pct:g} | {pages} | {len(runs)} | {a['wn']:.3f} | {a['wb']:.3f} | {a['wc']:.3f} | "
                 f"{cell(dw)} | {a['mb']:.0f} | {a['mc']:.0f} | {cell(dm)} | {a['sb']:.0f} | {a['sc']:.0f} | "
-                f"{cell(ds)} | {a['hit']:.3f} | {a['drops']:.0f} | {a['wbk']:.0f} |"
+                f"{cell(ds)} | {a['hit']:.3f} | {a['drops']:.0f} | {a['wbk']:.0f} | "
+                + (f"{cell(cw)} | {cell(cm)} | {cell(cs)} |" if cw else f"{same} | | |")
             )
     out.append("")
     out.append("Values are means over the seeds; changes are CDM against NVM-basic per seed, mean (min..max). "
-               "Response times are over all requests (reads and writes), closed loop at queue depth 1.")
+               "Response times are over all requests (reads and writes), closed loop at queue depth 1. "
+               "CDM runs with the default read fill (lru: a read miss evicts the LRU slot, writing it back "
+               "first if it is an only copy); the last three columns are CDM with --nv-read-fill clean "
+               "(reads never write back).")
     out.append("")
     out.append("The talk (CDM against NVM-basic): WAF -2.1..-17.6% (JEDEC), -4.3..-38.2% (OLTP); mean "
                "response time -9.7% / -20.3%; response-time standard deviation -31% / -39%.")
@@ -101,14 +118,15 @@ def svg(series, path):
     w, h, pad = 440, 320, 50
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{len(WORKLOADS) * w}" height="{h + 40}" '
              f'font-family="sans-serif" font-size="12">', '<rect width="100%" height="100%" fill="white"/>']
-    colors = {"WAF": "#1f77b4", "mean response": "#2ca02c", "response stddev": "#d62728"}
+    colors = {"WAF": "#1f77b4", "mean response": "#2ca02c", "response stddev": "#d62728",
+              "WAF, clean read fill": "#9467bd"}
     for i, (key, name) in enumerate(WORKLOADS):
         pts = series.get(key, [])
         if not pts:
             continue
         x0 = i * w
         xs = [p[0] for p in pts]
-        ys = [v for p in pts for v in p[1:]] + [-TALK_WAF[key][1], 0.0, 5.0]
+        ys = [v for p in pts for v in p[1:] if v is not None] + [-TALK_WAF[key][1], 0.0, 5.0]
         ymin, ymax = math.floor(min(ys) / 10) * 10, math.ceil(max(ys) / 10) * 10
         lx = lambda x: x0 + pad + (math.log(x) - math.log(xs[0])) / ((math.log(xs[-1]) - math.log(xs[0])) or 1) * (w - 2 * pad)
         ly = lambda y: 20 + (ymax - y) / ((ymax - ymin) or 1) * (h - pad - 20)
@@ -133,7 +151,13 @@ def svg(series, path):
             parts.append(f'<polyline points="{pl}" fill="none" stroke="{colors[label]}" stroke-width="2"/>')
             for p in pts:
                 parts.append(f'<circle cx="{lx(p[0]):.1f}" cy="{ly(p[1 + j]):.1f}" r="3" fill="{colors[label]}"/>')
-            parts.append(f'<text x="{x0 + pad + 8}" y="{h - pad - 36 + 14 * j}" fill="{colors[label]}">{label}</text>')
+            parts.append(f'<text x="{x0 + pad + 8}" y="{h - pad - 50 + 14 * j}" fill="{colors[label]}">{label}</text>')
+        clean = [p for p in pts if p[6] is not None]
+        if clean:
+            pl = " ".join(f"{lx(p[0]):.1f},{ly(p[6]):.1f}" for p in clean)
+            c = colors["WAF, clean read fill"]
+            parts.append(f'<polyline points="{pl}" fill="none" stroke="{c}" stroke-width="2" stroke-dasharray="5,3"/>')
+            parts.append(f'<text x="{x0 + pad + 8}" y="{h - pad - 8}" fill="{c}">WAF, clean read fill</text>')
     parts.append("</svg>")
     open(path, "w").write("\n".join(parts) + "\n")
 
