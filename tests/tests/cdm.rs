@@ -187,7 +187,13 @@ impl CdmEnv {
                 self.cuts += 1;
                 if let Some(m) = mount_cut.take() {
                     self.power_on();
-                    self.emu.schedule_power_cut(m as u64);
+                    // Odd: a NAND operation of the mount; even: one of its NVM writes (freeing
+                    // stale or duplicate slots), if it makes that many.
+                    if m % 2 == 1 {
+                        self.emu.schedule_power_cut(m as u64);
+                    } else {
+                        self.nvm.with(|r| r.schedule_power_cut(m as u64 / 2));
+                    }
                     let r = mount_dev(
                         &mut self.emu,
                         &mut self.nvm,
