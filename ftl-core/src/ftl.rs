@@ -65,6 +65,9 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     /// The NV cache (CDM or NVM-basic), if the FTL runs with one.
     #[cfg(feature = "cdm")]
     pub(crate) nv: Option<crate::cdm::NvCache<'m>>,
+    /// FlexECC: write format, per-page RAM marks, counters.
+    #[cfg(feature = "flex-ecc")]
+    pub(crate) flex: crate::intent::FlexState<'m>,
 }
 
 impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
@@ -102,6 +105,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             dirty: false,
             #[cfg(feature = "cdm")]
             nv: None,
+            #[cfg(feature = "flex-ecc")]
+            flex: crate::intent::FlexState::new(),
         })
     }
 
@@ -249,6 +254,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             self.write_journal()?;
         }
         let pb = self.geo.data_bytes as usize;
+        #[cfg(feature = "flex-ecc")]
+        self.flex_note_write(lpn, n);
         let req = WriteRequest { lpn, pages: n, page_bytes: self.geo.data_bytes };
         let temp = self.policies.classifier().classify_request(&req);
         for (i, chunk) in data.chunks_exact(pb).enumerate() {

@@ -270,6 +270,7 @@ mod tests {
             seed: 1,
             write_limit_pages: None,
             nv_cache: nv,
+            flex: crate::sim::flexecc::FlexSimConfig::default(),
         };
         let spec = WorkloadSpec {
             pattern: Pattern::Uniform,
