@@ -30,7 +30,10 @@ use crate::crc32c::crc32c_append;
 use crate::frontier::Frontier;
 use crate::journal::{journal_capacity, journal_entries};
 use crate::map::{MappingTable, UNMAPPED};
-use crate::meta::{PageKind, PageMeta, SpareState, META_LEN};
+use crate::meta::{
+    is_bad_block_marker, void_zeros, PageKind, PageMeta, SpareState, MAX_SEQ, META_LEN, VOID_CLEAR_MAX_ZEROS,
+    VOID_MIN_ZEROS, VOID_STRONG_ZEROS,
+};
 use crate::policy::{PageCodec, PolicySet, Stream};
 use crate::{Error, Ftl};
 
@@ -85,20 +88,25 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.rebuild()?;
 
         let newest = max_seen.max(next_seq).max(replayed.max_seq);
-        if newest >= u64::MAX / 2 {
+        if newest >= MAX_SEQ / 2 {
             return Err(Error::Corrupt);
         }
+        let mut voids_complete = replayed.voids_complete;
         self.seq = newest + 1;
         self.ckpt = CheckpointState { seq: ckpt_seq, blocks_since: replayed.blocks };
         self.frontiers = [Frontier::NONE; crate::config::MAX_TOTAL_PLANES * crate::frontier::STREAMS];
         for plane in 0..self.geo.total_planes() {
             for (slot, stream) in [Stream::Gc, Stream::Host].into_iter().enumerate() {
                 if let Some((b, p)) = replayed.resume[plane as usize][slot] {
-                    self.resume_frontier(plane, stream, BlockId(b), p)?;
+                    voids_complete &= self.resume_frontier(plane, stream, BlockId(b), p)?;
                 }
             }
         }
         self.dirty = replayed.pages > 0;
+        if !voids_complete {
+            // Step 6: a void this mount needed did not complete; a checkpoint makes it moot.
+            self.write_checkpoint()?;
+        }
         self.counters.mount_replayed_pages = replayed.pages;
         self.counters.mount_reads = self.counters.nand_reads - reads_before;
         crate::fmt::info!("mounted: {} reads, {} pages replayed", self.counters.mount_reads, replayed.pages);
@@ -114,7 +122,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let b = BlockId(b);
             self.counters.nand_reads += 1;
             self.nand.read_spare(self.geo.page(b, 0), &mut self.buf[d..d + META_LEN])?;
-            if self.buf[d] != 0xFF {
+            if is_bad_block_marker(self.buf[d]) {
                 self.blocks.raw_set(b, BlockState::Bad, 0, 0);
                 continue;
             }
@@ -308,9 +316,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             pages: 0,
             max_seq: 0,
             resume: [[None; 2]; crate::config::MAX_TOTAL_PLANES],
+            voids_complete: true,
         };
+        let done = &mut out.voids_complete;
         for c in cursors[..n].iter_mut() {
-            self.load_head(c, ckpt_seq)?;
+            self.load_head(c, ckpt_seq, done)?;
         }
         // The newest data page applied, with the mapping it replaced.
         let mut newest: Option<(u32, Option<PageId>, PageId)> = None;
@@ -328,7 +338,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 PageKind::Journal => {
                     if !self.apply_journal(page, c.tag)? {
                         cursors[k].page += 1;
-                        self.load_head(&mut cursors[k], ckpt_seq)?;
+                        self.load_head(&mut cursors[k], ckpt_seq, done)?;
                         continue;
                     }
                     self.blocks.set_flags(BlockId(c.block), FLAG_LIVE_JOURNAL, true);
@@ -340,12 +350,15 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             out.pages += 1;
             out.max_seq = out.max_seq.max(c.seq);
             cursors[k].page += 1;
-            self.load_head(&mut cursors[k], ckpt_seq)?;
+            self.load_head(&mut cursors[k], ckpt_seq, done)?;
         }
         if let Some((lpn, prev, page)) = newest {
-            if !self.page_is_whole(page)? {
+            // A void mark that is neither clear nor voided is a void a cut interrupted: this page
+            // was found torn (or failed) before, whatever its data reads like now.
+            let d = self.geo.data_bytes as usize;
+            if !self.page_is_whole(page)? || void_zeros(&self.buf[d..d + META_LEN]) > VOID_CLEAR_MAX_ZEROS {
                 self.map.set(lpn, prev);
-                self.void_page(page);
+                out.voids_complete &= self.void_page(page);
             }
         }
         for c in &cursors[..n] {
@@ -364,9 +377,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(out)
     }
 
-    fn resume_frontier(&mut self, plane: u32, stream: Stream, b: BlockId, first: u32) -> Result<(), Error> {
+    /// Resumes a frontier at the first page of `b` a replay found erased; a page that reads
+    /// erased metadata but is not all 0xFF (a program torn before its metadata) is voided and
+    /// skipped. `Ok(false)` if that void did not complete.
+    fn resume_frontier(&mut self, plane: u32, stream: Stream, b: BlockId, first: u32) -> Result<bool, Error> {
         if self.blocks.state(b) != BlockState::Used {
-            return Ok(());
+            return Ok(true);
         }
         let d = self.geo.data_bytes as usize;
         let page = self.geo.page(b, first);
@@ -376,24 +392,31 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             self.nand.read_page(page, data, spare)?;
         }
         let mut next = first;
+        let mut voided = true;
         if self.buf.iter().any(|&x| x != 0xFF) {
-            self.void_page(page);
+            voided = self.void_page(page);
             next += 1;
         }
         if next < self.geo.pages_per_block {
             self.blocks.set_state(b, BlockState::Open);
             self.frontiers[Self::frontier_index(plane, stream)] = Frontier { block: b.0, next_page: next };
         }
-        Ok(())
+        Ok(voided)
     }
 
     /// Reads the metadata of a cursor's page; marks the cursor done at the end of what was written.
-    fn load_head(&mut self, c: &mut Cursor, ckpt_seq: u64) -> Result<(), Error> {
+    /// A page whose void a cut left weak (voided, but fewer than `VOID_STRONG_ZEROS` zero bits)
+    /// is voided again; `voids_complete` turns false if that does not complete.
+    fn load_head(&mut self, c: &mut Cursor, ckpt_seq: u64, voids_complete: &mut bool) -> Result<(), Error> {
         let d = self.geo.data_bytes as usize;
         c.seq = u64::MAX;
         while c.page < self.geo.pages_per_block {
             self.counters.nand_reads += 1;
-            self.nand.read_spare(self.geo.page(BlockId(c.block), c.page), &mut self.buf[d..d + META_LEN])?;
+            let page = self.geo.page(BlockId(c.block), c.page);
+            self.nand.read_spare(page, &mut self.buf[d..d + META_LEN])?;
+            if (VOID_MIN_ZEROS..VOID_STRONG_ZEROS).contains(&void_zeros(&self.buf[d..d + META_LEN])) {
+                *voids_complete &= self.void_page(page);
+            }
             match PageMeta::decode(&self.buf[d..d + META_LEN]) {
                 SpareState::Erased => return Ok(()),
                 SpareState::Valid(m) if m.seq > ckpt_seq && m.kind != PageKind::Checkpoint => {
@@ -487,4 +510,6 @@ struct Replayed {
     pages: u64,
     max_seq: u64,
     resume: [[Option<(u32, u32)>; 2]; crate::config::MAX_TOTAL_PLANES],
+    /// Every void this replay needed was confirmed.
+    voids_complete: bool,
 }
