@@ -27,7 +27,7 @@ use nand_hal::{BlockId, NandFlash, PageId};
 use crate::blocks::{BlockState, FLAG_LIVE_JOURNAL};
 use crate::checkpoint::{checkpoint_words, header_words, CheckpointState, BAD_BIT, HEADER_WORDS};
 use crate::crc32c::crc32c_append;
-use crate::frontier::Frontier;
+use crate::frontier::{Frontier, Source};
 use crate::journal::{journal_capacity, journal_entries};
 use crate::map::{MappingTable, UNMAPPED};
 use crate::meta::{
@@ -40,6 +40,12 @@ use crate::{Error, Ftl};
 /// Most blocks one mount replays (bounds `checkpoint_interval_blocks`; the merge's cursors live
 /// on the stack, 24 bytes each).
 pub const MAX_REPLAY_BLOCKS: usize = 128;
+
+/// Reads step 6 tries before leaving a page that needed correction as it is.
+const REFRESH_READS: u32 = 4;
+
+/// Data pages step 4 can walk back through: as many as one write's program attempts.
+const HISTORY: usize = crate::frontier::MAX_PROGRAM_ATTEMPTS as usize;
 
 /// Block-table flag used only during mount: the loaded checkpoint says the block is bad.
 const FLAG_CKPT_BAD: u8 = 0x80;
@@ -103,8 +109,16 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             }
         }
         self.dirty = replayed.pages > 0;
+        if let Some(page) = replayed.refresh {
+            // Step 6: rewrite the newest data page if it needed correction, since a cut may have
+            // left it a few bits short: such a page reads now but may not after more raw bit
+            // errors. (Best effort: without room for the copy the page stays as it is.)
+            if let Err(Error::Device(k)) = self.refresh(page) {
+                return Err(Error::Device(k));
+            }
+        }
         if !voids_complete {
-            // Step 6: a void this mount needed did not complete; a checkpoint makes it moot.
+            // Step 7: a void this mount needed did not complete; a checkpoint makes it moot.
             self.write_checkpoint()?;
         }
         self.counters.mount_replayed_pages = replayed.pages;
@@ -317,13 +331,16 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             max_seq: 0,
             resume: [[None; 2]; crate::config::MAX_TOTAL_PLANES],
             voids_complete: true,
+            refresh: None,
         };
         let done = &mut out.voids_complete;
         for c in cursors[..n].iter_mut() {
             self.load_head(c, ckpt_seq, done)?;
         }
-        // The newest data page applied, with the mapping it replaced.
-        let mut newest: Option<(u32, Option<PageId>, PageId)> = None;
+        // The last data pages applied (a ring), each with the mapping it replaced; `applied`
+        // counts them since the last complete journal page.
+        let mut history = [(0u32, None::<PageId>, PageId(0)); HISTORY];
+        let mut applied = 0usize;
         while let Some(k) = (0..n).filter(|&k| cursors[k].seq != u64::MAX).min_by_key(|&k| cursors[k].seq) {
             let c = cursors[k];
             let page = self.geo.page(BlockId(c.block), c.page);
@@ -333,7 +350,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                         return Err(Error::Corrupt);
                     }
                     let prev = self.map.set(c.tag, Some(page));
-                    newest = Some((c.tag, prev, page));
+                    history[applied % HISTORY] = (c.tag, prev, page);
+                    applied += 1;
                 }
                 PageKind::Journal => {
                     if !self.apply_journal(page, c.tag)? {
@@ -343,7 +361,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     }
                     self.blocks.set_flags(BlockId(c.block), FLAG_LIVE_JOURNAL, true);
                     // Pages before a complete journal page are complete too.
-                    newest = None;
+                    applied = 0;
                 }
                 PageKind::Checkpoint => {}
             }
@@ -352,14 +370,25 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             cursors[k].page += 1;
             self.load_head(&mut cursors[k], ckpt_seq, done)?;
         }
-        if let Some((lpn, prev, page)) = newest {
-            // A void mark that is neither clear nor voided is a void a cut interrupted: this page
-            // was found torn (or failed) before, whatever its data reads like now.
-            let d = self.geo.data_bytes as usize;
-            if !self.page_is_whole(page)? || void_zeros(&self.buf[d..d + META_LEN]) > VOID_CLEAR_MAX_ZEROS {
-                self.map.set(lpn, prev);
-                out.voids_complete &= self.void_page(page);
+        // Step 4: the newest data page, and while it is torn the one it replaced if this replay
+        // applied that one too (a torn retry or refresh of a page a cut had torn before).
+        let oldest = applied.saturating_sub(HISTORY);
+        let mut candidate = applied.checked_sub(1);
+        while let Some(i) = candidate {
+            let (lpn, prev, page) = history[i % HISTORY];
+            if let Some(corrected) = self.newest_page_check(page)? {
+                // Whole. Corrected bits may be bits a cut left unprogrammed: rewrite it.
+                out.refresh = (corrected > 0).then_some(page);
+                break;
             }
+            self.map.set(lpn, prev);
+            out.voids_complete &= self.void_page(page);
+            candidate = prev.and_then(|p| {
+                (oldest..i).rev().find(|&j| {
+                    let (l, _, q) = history[j % HISTORY];
+                    l == lpn && q == p
+                })
+            });
         }
         for c in &cursors[..n] {
             if c.page < ppb {
@@ -450,6 +479,52 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(true)
     }
 
+    /// Step 4's check of the newest data page: `Some(bits the codec corrected)` if it is whole,
+    /// `None` if it is torn: metadata or codec fail, or its void mark is not clear (a void a cut
+    /// interrupted: the page was found torn before, whatever its data reads like now).
+    fn newest_page_check(&mut self, page: PageId) -> Result<Option<u32>, Error> {
+        let d = self.geo.data_bytes as usize;
+        let spare_len = META_LEN + self.codec_len;
+        self.counters.nand_reads += 1;
+        let (data, spare) = self.buf.split_at_mut(d);
+        self.nand.read_page(page, data, &mut spare[..spare_len])?;
+        if !matches!(PageMeta::decode(&spare[..spare_len]), SpareState::Valid(_))
+            || void_zeros(&spare[..META_LEN]) > VOID_CLEAR_MAX_ZEROS
+        {
+            return Ok(None);
+        }
+        Ok(self.policies.codec().decode(data, &spare[META_LEN..spare_len]).ok())
+    }
+
+    /// Step 6: copies the data page `page` (mapped) to the GC stream once a read of it corrects
+    /// cleanly (up to `REFRESH_READS` reads: each read draws its own raw bit errors), and maps
+    /// the copy. Never copies uncorrected data; if no read corrects, the page stays.
+    fn refresh(&mut self, page: PageId) -> Result<(), Error> {
+        let d = self.geo.data_bytes as usize;
+        let spare_len = META_LEN + self.codec_len;
+        let plane = self.gc_plane(self.geo.plane_index(self.geo.block_of(page)));
+        self.ensure_frontier(plane, Stream::Gc)?;
+        for _ in 0..REFRESH_READS {
+            self.counters.nand_reads += 1;
+            let (data, spare) = self.buf.split_at_mut(d);
+            self.nand.read_page(page, data, &mut spare[..spare_len])?;
+            let lpn = match PageMeta::decode(&spare[..spare_len]) {
+                SpareState::Valid(m) if m.kind == PageKind::Data && self.map.get(m.tag) == Some(page) => {
+                    m.tag
+                }
+                _ => continue,
+            };
+            if self.policies.codec().decode(data, &spare[META_LEN..spare_len]).is_err() {
+                continue;
+            }
+            let new =
+                self.append(plane, Stream::Gc, PageKind::Data, lpn, 0, Source::Buffer { encode: true })?;
+            self.remap(lpn, Some(new));
+            return Ok(());
+        }
+        Ok(())
+    }
+
     /// Reads a page whole into the buffer; true if its metadata and codec check out.
     fn page_is_whole(&mut self, page: PageId) -> Result<bool, Error> {
         let d = self.geo.data_bytes as usize;
@@ -512,4 +587,6 @@ struct Replayed {
     resume: [[Option<(u32, u32)>; 2]; crate::config::MAX_TOTAL_PLANES],
     /// Every void this replay needed was confirmed.
     voids_complete: bool,
+    /// The newest data page, if its data needed correction.
+    refresh: Option<PageId>,
 }
