@@ -33,6 +33,7 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
+use ftl_core::meta::{void_zeros, PageKind, PageMeta, SpareState, META_LEN};
 use ftl_core::policy::{
     CodecError, DefaultPolicies, Greedy, PageCodec, Policies, RequestSizeClassifier, SingleHostStream,
 };
@@ -404,6 +405,31 @@ fn first_program(emu: &Emulator, run: &mut dyn FnMut(&mut Emulator)) -> Option<u
     })
 }
 
+/// Every data page of `lpn` on the device (raw, without read errors): metadata, void mark and
+/// what the codec makes of it, for failure messages.
+fn describe_pages(emu: &Emulator, lpn: u32) -> String {
+    let geo = emu.geometry();
+    let mut codec = Bch8::for_geometry(&geo).unwrap();
+    let mut out = String::new();
+    for p in 0..geo.total_pages() {
+        let (data, spare) = emu.peek_page(PageId(p)).unwrap();
+        if let SpareState::Valid(m) = PageMeta::decode(spare) {
+            if m.kind == PageKind::Data && m.tag == lpn {
+                let mut d = data.to_vec();
+                let r = codec.decode(&mut d, &spare[META_LEN..META_LEN + codec.spare_len()]);
+                out += &format!(
+                    "\n page {p}: seq {}, void mark zeros {}, programs {:?}, codec {r:?}, content {:?}",
+                    m.seq,
+                    void_zeros(spare),
+                    emu.program_count(PageId(p)),
+                    identify(lpn, &d)
+                );
+            }
+        }
+    }
+    out
+}
+
 /// What a run of [`torn_page_case`] exercised.
 #[derive(Default, Debug)]
 struct VoidStats {
@@ -475,26 +501,11 @@ fn torn_page_case(torn: f64, seed: u64, void_cuts: u32, mount_cut: Option<u64>, 
     stats.fallback_checkpoints += f.counters().checkpoints;
     if let Err(e) = f.read(5, &mut buf) {
         let counters = *f.counters();
-        drop(f);
-        let mut codec = Bch8::for_geometry(&geo).unwrap();
-        let mut pages = String::new();
-        for p in 0..geo.total_pages() {
-            let (d, sp) = emu.peek_page(PageId(p)).unwrap();
-            if let ftl_core::meta::SpareState::Valid(m) = ftl_core::meta::PageMeta::decode(sp) {
-                if m.kind == ftl_core::meta::PageKind::Data && m.tag == 5 {
-                    let mut d = d.to_vec();
-                    let r = codec.decode(&mut d, &sp[28..28 + 17]);
-                    pages += &format!(
-                        "\n page {p} seq {} void zeros {} codec {r:?} id {:?} progs {:?}",
-                        m.seq,
-                        ftl_core::meta::void_zeros(sp),
-                        identify(5, &d),
-                        emu.program_count(PageId(p))
-                    );
-                }
-            }
-        }
-        panic!("torn {torn} seed {seed} void cuts {void_cuts} mount cut {mount_cut:?}: read of lpn 5: {e:?}\n{counters:?}{pages}");
+        panic!(
+            "torn {torn} seed {seed} void cuts {void_cuts} mount cut {mount_cut:?}: read of lpn 5: {e:?}\n\
+             {counters:?}{}",
+            describe_pages(&emu, 5)
+        );
     }
     match identify(5, &buf) {
         Found::Content(Some(99)) => {
@@ -504,7 +515,6 @@ fn torn_page_case(torn: f64, seed: u64, void_cuts: u32, mount_cut: Option<u64>, 
         Found::Content(Some(6)) => stats.old_kept += 1,
         other => panic!("torn {torn} seed {seed}: lpn 5 reads {other:?}"),
     }
-    drop(f);
     // More writes elsewhere (the torn page is no longer the newest), losses of power with
     // nothing pending (a drop), clean remounts; lpn 5 must not change.
     for round in 0..3 {
@@ -550,7 +560,7 @@ fn torn_pages_stay_dead_across_cut_mounts_with_rber() {
             for void_cuts in 0..=4 {
                 torn_page_case(torn, seed, void_cuts, None, &mut stats);
             }
-            if seed % 3 == 0 {
+            if seed.is_multiple_of(3) {
                 for k in 0..120 {
                     torn_page_case(torn, seed, 0, Some(k), &mut stats);
                 }
