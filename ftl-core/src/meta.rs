@@ -32,6 +32,11 @@
 //!   voided in full ([`VOID_STRONG_ZEROS`] or more zeros, as [`crate::Ftl`] checks after voiding)
 //!   needs 7 to read as clear. Marks in between are left only by a power cut or a failure during
 //!   the voiding program; mount's contract for them is in `recovery.rs`.
+//!
+//! Decode checks the message's CRC first: CRC-32C has Hamming distance 8 over the 184 bits it
+//! covers, so a match means no bit error in the message and BCH is skipped (the common case:
+//! about 20 ns on x86-64 against 13 for format 1's plain CRC); only a mismatch runs the BCH
+//! decoder, and the CRC then checks what it corrected.
 
 mod ecc;
 
@@ -157,17 +162,23 @@ impl PageMeta {
         }
         let mut m = [0u8; ecc::MSG_BYTES];
         m.copy_from_slice(&s[MSG..PARITY]);
-        let mut parity = [0u8; ecc::PARITY_BYTES];
-        parity.copy_from_slice(&s[PARITY..]);
-        if ecc::decode(&mut m, &parity).is_err() {
-            return SpareState::Invalid;
-        }
-        if m.iter().all(|&b| b == 0xFF) {
-            return SpareState::Erased;
-        }
-        let stored = u32::from_le_bytes([m[18], m[19], m[20], m[21]]);
-        if stored != message_crc(&m) {
-            return SpareState::Invalid;
+        let crc_ok =
+            |m: &[u8; ecc::MSG_BYTES]| u32::from_le_bytes([m[18], m[19], m[20], m[21]]) == message_crc(m);
+        // Fast path: CRC-32C has Hamming distance 8 over these 184 bits, so a matching CRC means
+        // no bit error in the message (up to 7; more pass with probability 2^-32, as after BCH).
+        // Otherwise BCH corrects, and the CRC checks what it corrected.
+        if !crc_ok(&m) {
+            let mut parity = [0u8; ecc::PARITY_BYTES];
+            parity.copy_from_slice(&s[PARITY..]);
+            if ecc::decode(&mut m, &parity).is_err() {
+                return SpareState::Invalid;
+            }
+            if m.iter().all(|&b| b == 0xFF) {
+                return SpareState::Erased;
+            }
+            if !crc_ok(&m) {
+                return SpareState::Invalid;
+            }
         }
         let kind = match m[0] {
             1 => PageKind::Data,
@@ -323,16 +334,23 @@ mod tests {
     }
 
     #[test]
-    fn four_to_twelve_bit_errors_are_detected() {
+    fn four_to_twelve_bit_errors_are_never_miscorrected() {
         let mut rng = Rng(11);
         for k in 4..=12 {
             for _ in 0..40_000 {
                 let m = random_meta(&mut rng);
                 let mut s = encoded(&m);
-                for &b in &rng.code_bits(k)[..k] {
+                let bits = rng.code_bits(k);
+                for &b in &bits[..k] {
                     flip(&mut s, b);
                 }
-                assert_eq!(PageMeta::decode(&s), SpareState::Invalid, "{k} errors");
+                // Errors only in the parity leave the message intact: then it reads as itself.
+                let message_intact = bits[..k].iter().all(|&b| b >= 8 * PARITY);
+                match PageMeta::decode(&s) {
+                    SpareState::Invalid => {}
+                    SpareState::Valid(got) if got == m && message_intact => {}
+                    other => panic!("{k} errors at {:?}: {other:?}", &bits[..k]),
+                }
             }
         }
     }
@@ -364,6 +382,9 @@ mod tests {
     #[test]
     fn erased_reads_as_erased_with_up_to_three_flips() {
         assert_eq!(PageMeta::decode(&[0xFF; 64]), SpareState::Erased);
+        // (decode's fast path relies on this: an erased message fails the CRC.)
+        let m = [0xFFu8; ecc::MSG_BYTES];
+        assert_ne!(message_crc(&m), u32::MAX);
         let mut rng = Rng(17);
         for k in 1..=3 {
             for _ in 0..20_000 {
