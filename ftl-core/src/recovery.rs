@@ -11,16 +11,33 @@
 //!    and stops at its first erased page. Data pages set the map; journal pages that check out
 //!    apply trims.
 //! 4. The newest replayed data page is read whole and checked by the codec: a cut in the middle of
-//!    its program may have left metadata intact but data torn; if so the previous mapping stands
-//!    and the page is voided, so later mounts skip it.
+//!    its program may have left metadata intact but data torn; if so (or if its void mark is not
+//!    clear: an earlier mount's void of it was cut) the previous mapping stands and the page is
+//!    voided, so later mounts skip it. If the previous mapping is itself a page this replay
+//!    applied (at most 8 back: a torn retry or refresh of a page torn before), it is checked the
+//!    same way.
 //! 5. Valid counts, the bitmap and the lists are rebuilt from the map. Blocks without live data
 //!    (and no live journal page) become dirty (erased before use, since a cut may have left them
 //!    half-erased); in each plane the GC and host frontiers resume on the replayed blocks with the
-//!    most erased pages left, so a cut does not strand the free reserve GC needs.
+//!    most erased pages left, so a cut does not strand the free reserve GC needs. A resumed page
+//!    whose metadata reads erased but whose bytes are not all 0xFF (a program torn before its
+//!    metadata) is voided and skipped.
+//! 6. If any void this mount needed did not complete, a checkpoint is written: no later mount
+//!    replays a page older than it.
+//! 7. If the newest data page passed only with corrections (a cut may have left it a few bits
+//!    short: readable now, not after one more raw bit error), it is copied to the GC stream.
+//!
+//! Voiding contract (raw bit errors, cuts during voiding; marks and thresholds in `meta.rs`):
+//! a void programs the page's void mark and reads it back, done at 14 or more zero bits of 16.
+//! Every page replay reads whose mark is voided but weak (8..13 zeros) is voided again. A cut
+//! during a void leaves the page voided (strengthened by the next mount) or not voided; then it
+//! is still the newest program (mount writes nothing before its voids) and the next mount finds
+//! it torn again. Repeated cuts can exhaust the page's NOP, which step 6 covers.
 //!
 //! Cost: `total_blocks` spare reads + the checkpoint's pages + the replayed pages (at most
-//! `checkpoint_interval_blocks` + open frontiers blocks, invalid pages included) + 1 + one read per
-//! resumed frontier. A mount after a clean `unmount` replays nothing.
+//! `checkpoint_interval_blocks` + open frontiers blocks, invalid pages included) + 1 (+ up to 8
+//! when step 4 walks back) + one read per resumed frontier; a void adds a program and a read, a
+//! refresh up to 4 reads and a program. A mount after a clean `unmount` replays nothing.
 
 use nand_hal::{BlockId, NandFlash, PageId};
 
@@ -41,7 +58,7 @@ use crate::{Error, Ftl};
 /// on the stack, 24 bytes each).
 pub const MAX_REPLAY_BLOCKS: usize = 128;
 
-/// Reads step 6 tries before leaving a page that needed correction as it is.
+/// Reads step 7 tries before leaving a page that needed correction as it is.
 const REFRESH_READS: u32 = 4;
 
 /// Data pages step 4 can walk back through: as many as one write's program attempts.
@@ -109,17 +126,17 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             }
         }
         self.dirty = replayed.pages > 0;
+        if !voids_complete {
+            // Step 6: a void this mount needed did not complete; a checkpoint makes it moot.
+            self.write_checkpoint()?;
+        }
         if let Some(page) = replayed.refresh {
-            // Step 6: rewrite the newest data page if it needed correction, since a cut may have
+            // Step 7: rewrite the newest data page if it needed correction, since a cut may have
             // left it a few bits short: such a page reads now but may not after more raw bit
             // errors. (Best effort: without room for the copy the page stays as it is.)
             if let Err(Error::Device(k)) = self.refresh(page) {
                 return Err(Error::Device(k));
             }
-        }
-        if !voids_complete {
-            // Step 7: a void this mount needed did not complete; a checkpoint makes it moot.
-            self.write_checkpoint()?;
         }
         self.counters.mount_replayed_pages = replayed.pages;
         self.counters.mount_reads = self.counters.nand_reads - reads_before;
@@ -496,7 +513,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(self.policies.codec().decode(data, &spare[META_LEN..spare_len]).ok())
     }
 
-    /// Step 6: copies the data page `page` (mapped) to the GC stream once a read of it corrects
+    /// Step 7: copies the data page `page` (mapped) to the GC stream once a read of it corrects
     /// cleanly (up to `REFRESH_READS` reads: each read draws its own raw bit errors), and maps
     /// the copy. Never copies uncorrected data; if no read corrects, the page stays.
     fn refresh(&mut self, page: PageId) -> Result<(), Error> {
