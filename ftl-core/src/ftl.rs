@@ -62,6 +62,9 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     pub(crate) codec_len: usize,
     /// Whether anything changed since the last checkpoint (for `unmount`).
     pub(crate) dirty: bool,
+    /// FlexECC: write format, per-page RAM marks, counters.
+    #[cfg(feature = "flex-ecc")]
+    pub(crate) flex: crate::intent::FlexState<'m>,
 }
 
 impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
@@ -97,6 +100,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             counters: Counters::default(),
             codec_len,
             dirty: false,
+            #[cfg(feature = "flex-ecc")]
+            flex: crate::intent::FlexState::new(),
         })
     }
 
@@ -238,6 +243,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             self.write_journal()?;
         }
         let pb = self.geo.data_bytes as usize;
+        #[cfg(feature = "flex-ecc")]
+        self.flex_note_write(lpn, n);
         let req = WriteRequest { lpn, pages: n, page_bytes: self.geo.data_bytes };
         let temp = self.policies.classifier().classify_request(&req);
         for (i, chunk) in data.chunks_exact(pb).enumerate() {

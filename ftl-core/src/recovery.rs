@@ -134,7 +134,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             // Step 7: rewrite the newest data page if it needed correction, since a cut may have
             // left it a few bits short: such a page reads now but may not after more raw bit
             // errors. (Best effort: without room for the copy the page stays as it is.)
-            if let Err(Error::Device(k)) = self.refresh(page) {
+            if let Err(Error::Device(k)) = self.refresh_newest(page) {
                 return Err(Error::Device(k));
             }
         }
@@ -516,7 +516,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Step 7: copies the data page `page` (mapped) to the GC stream once a read of it corrects
     /// cleanly (up to `REFRESH_READS` reads: each read draws its own raw bit errors), and maps
     /// the copy. Never copies uncorrected data; if no read corrects, the page stays.
-    fn refresh(&mut self, page: PageId) -> Result<(), Error> {
+    fn refresh_newest(&mut self, page: PageId) -> Result<(), Error> {
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
         let plane = self.gc_plane(self.geo.plane_index(self.geo.block_of(page)));

@@ -8,8 +8,16 @@
 //! (GC and checkpoint work included, so GC is charged to the requests it delays) starts when its
 //! plane and its LUN's bus are free; the request completes when the last of them does. Partial
 //! pages of a write are read first (read-modify-write) and counted.
+//!
+//! `--features flex-ecc` runs take another path ([`flexecc`]): a write-back cache manager
+//! ([`cache_manager`]) over the device and a model disk ([`backing`]), with modelled bit errors
+//! and decode costs ([`ecc_model`]).
 
+pub mod backing;
+pub mod cache_manager;
 pub mod device;
+pub mod ecc_model;
+pub mod flexecc;
 pub mod metrics;
 pub mod plot;
 pub mod report;
@@ -141,7 +149,7 @@ pub fn parse_features(s: &str) -> Result<Vec<Feature>, String> {
         };
         out.push(f);
     }
-    if let Some(f) = out.iter().find(|f| **f != Feature::Eti) {
+    if let Some(f) = out.iter().find(|f| !matches!(f, Feature::Eti | Feature::FlexEcc)) {
         return Err(format!(
             "feature {f:?} is not implemented in the simulator yet; it lands with its own issue"
         ));
@@ -208,7 +216,7 @@ pub struct SimConfig {
     pub op_percent: f64,
     /// Classifier.
     pub classifier: ClassifierKind,
-    /// Techniques (none implemented yet).
+    /// Techniques (ETI and FlexECC so far).
     pub features: Vec<Feature>,
     /// Writes before measuring.
     pub precondition: Precondition,
@@ -222,6 +230,8 @@ pub struct SimConfig {
     pub seed: u64,
     /// Stop the measured part once the host has written this many pages.
     pub write_limit_pages: Option<u64>,
+    /// Settings of a FlexECC run (used with [`Feature::FlexEcc`]).
+    pub flex: flexecc::FlexSimConfig,
 }
 
 /// What one simulation produced.
@@ -287,6 +297,12 @@ pub fn simulate(
     } else {
         cfg.classifier
     };
+    if cfg.features.contains(&Feature::FlexEcc) {
+        if cfg.features.len() > 1 || classifier != ClassifierKind::None {
+            return Err("flex-ecc runs alone (no other feature or classifier)".into());
+        }
+        return flexecc::simulate_flex(cfg, requests, progress);
+    }
     let size = RequestSizeClassifier::default();
     match classifier {
         ClassifierKind::None => simulate_with(cfg, policies(size, SingleHostStream), requests, progress),
@@ -543,6 +559,7 @@ mod tests {
         assert_eq!(parse_features("eti"), Ok(vec![Feature::Eti]));
         assert_eq!(parse_features("baseline"), Ok(vec![]));
         assert!(parse_features("wom").unwrap_err().contains("not implemented"));
+        assert_eq!(parse_features("flex-ecc"), Ok(vec![Feature::FlexEcc]));
         assert!(parse_features("bogus").unwrap_err().contains("unknown feature"));
     }
 }
