@@ -7,6 +7,8 @@
 //! - `exhaustive_cut_points_with_bch_and_rber` / `random_cuts_with_bch_and_rber`: the torture of
 //!   `torture.rs` (every cut point of a fixed workload on the small device; long random workloads
 //!   with a cut always pending).
+//! - `random_cuts_on_mt29f4g08_pages_with_rber`: random cuts on the real part's page format
+//!   (2 KiB + 64, BCH t = 4 per 512 B: 60 of 64 spare bytes used; `FTL_MT29_SEEDS=n`, default 6).
 //! - `random_cuts_with_program_failures_and_rber`: the same with program and erase failures
 //!   (failed programs voided and retried, blocks retired) while cuts land anywhere
 //!   (`FTL_FAIL_SEEDS=n` runs n seeds, default 12).
@@ -237,6 +239,56 @@ fn random_cuts_with_bch_and_rber() {
     }
     eprintln!("{cuts} random cuts with BCH t=8 at RBER {RBER}: {reads} page reads, {flips} raw bit flips");
     assert!(cuts > 20 && flips > 1000);
+}
+
+/// The MT29F4G08's page format: 2 KiB pages, 64 spare bytes, 4 bits per 512 bytes, so the codec
+/// is BCH(13, 4) over four codewords (4 x 7 parity bytes + 4 CRC bytes = 32) beside the 28
+/// metadata bytes: 60 of 64 spare bytes. Random cuts with RBER 2e-5 on a small device of that
+/// page format.
+#[test]
+fn random_cuts_on_mt29f4g08_pages_with_rber() {
+    let (mut cuts, mut flips) = (0, 0);
+    // FTL_MT29_SEEDS=n runs n seeds (default 6).
+    let seeds = std::env::var("FTL_MT29_SEEDS").map_or(6, |v| v.parse().expect("FTL_MT29_SEEDS: a number"));
+    for seed in 1..=seeds {
+        let mut rng = Rng::new(seed * 31);
+        let geo = Geometry {
+            blocks_per_plane: 40,
+            pages_per_block: 16,
+            planes_per_lun: 2,
+            luns: 1,
+            ..Geometry::MT29F4G08
+        };
+        assert_eq!(
+            (geo.data_bytes, geo.spare_bytes, geo.ecc.bits, geo.ecc.codeword_bytes),
+            (2048, 64, 4, 512)
+        );
+        let codec = Bch8::for_geometry(&geo).expect("BCH codec for the MT29F4G08");
+        assert_eq!(codec.spare_len() + META_LEN, 60);
+        let mut cfg = Config::for_utilization(&geo, 600);
+        cfg.checkpoint_interval_blocks = 16;
+        let (torn, erase) = [(0.5, 0.5), (0.99, 0.01), (0.01, 0.5)][seed as usize % 3];
+        let mut ops = Vec::new();
+        for _ in 0..6 {
+            ops.extend(random_workload(&mut rng, cfg.logical_pages, 400));
+            if rng.chance(1, 3) {
+                ops.push(Op::Remount);
+            }
+        }
+        let mut env = Env::with_policies(emulator(geo, RBER, torn, erase, seed), cfg, policies_with(codec));
+        env.verify = Verify::Touched;
+        env.random_cuts = Some(RandomCuts {
+            rng: Rng::new(seed ^ 0x2048),
+            max_after: 1500,
+            mount_cut_percent: 25,
+            max_mount_after: max_mount_ops(&geo, &cfg),
+        });
+        let s = env.run(&ops, Start::Format).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        cuts += s.cuts;
+        flips += env.emu.counters().bit_flips;
+    }
+    eprintln!("{cuts} random cuts on 2 KiB pages with BCH t=4 per 512 B at RBER {RBER}: {flips} raw flips");
+    assert!(cuts > 40 && flips > 5000, "{cuts} cuts, {flips} flips");
 }
 
 /// Program and erase failures on top of raw bit errors and cuts: failed programs are voided (and
