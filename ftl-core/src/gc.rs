@@ -6,8 +6,8 @@
 //! out of the lists while it is collected and put back if an error stops the collection, so a
 //! failure in the middle of a copy (program failure on the destination, power loss) never loses
 //! data: the victim keeps every page not yet copied, and each copy is mapped only once programmed.
-//! Before an erase, pending trims are journaled (the trimmed pages were not copied) and a block
-//! with a live journal page triggers a checkpoint first.
+//! Before an erase or a retirement, pending trims are journaled (the trimmed pages were not
+//! copied) and a block with a live journal page triggers a checkpoint first.
 
 use nand_hal::{BlockId, NandFlash, PageId};
 
@@ -54,20 +54,23 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             self.blocks.set_state(b, before);
             return Err(e);
         }
+        // Erasing the block or marking it bad both take its pages out of every later replay:
+        // first journal pending trims (the trimmed pages were not copied, and an older copy
+        // elsewhere would come back) and, if it holds a live journal page, write a checkpoint.
+        let prepared = if !self.trims.is_empty() { self.write_journal() } else { Ok(()) };
+        let prepared = prepared.and_then(|_| {
+            if self.blocks.get(b).flags & FLAG_LIVE_JOURNAL != 0 {
+                self.write_checkpoint()
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(e) = prepared {
+            self.blocks.set_state(b, before);
+            return Err(e);
+        }
         match finish {
             Finish::Erase => {
-                let prepared = if !self.trims.is_empty() { self.write_journal() } else { Ok(()) };
-                let prepared = prepared.and_then(|_| {
-                    if self.blocks.get(b).flags & FLAG_LIVE_JOURNAL != 0 {
-                        self.write_checkpoint()
-                    } else {
-                        Ok(())
-                    }
-                });
-                if let Err(e) = prepared {
-                    self.blocks.set_state(b, before);
-                    return Err(e);
-                }
                 self.blocks.set_state(b, BlockState::Dirty);
                 self.erase_free_block(b)
             }
