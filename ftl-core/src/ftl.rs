@@ -62,10 +62,13 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     pub(crate) codec_len: usize,
     /// Whether anything changed since the last checkpoint (for `unmount`).
     pub(crate) dirty: bool,
+    /// Deduplication state (empty unless attached by `format_dedup`/`mount_dedup`).
+    #[cfg(feature = "dedup")]
+    pub(crate) dedup: crate::dedup::DedupState<'m>,
 }
 
 impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
-    fn new(nand: N, policies: P, map: M, mem: Memory<'m>, cfg: Config) -> Result<Self, Error> {
+    pub(crate) fn new(nand: N, policies: P, map: M, mem: Memory<'m>, cfg: Config) -> Result<Self, Error> {
         let geo = nand.geometry();
         let codec_len = policies.codec_ref().spare_len();
         cfg.validate(&geo, codec_len)?;
@@ -97,6 +100,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             counters: Counters::default(),
             codec_len,
             dirty: false,
+            #[cfg(feature = "dedup")]
+            dedup: crate::dedup::DedupState::detached(),
         })
     }
 
@@ -212,17 +217,22 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         Ok(())
     }
 
-    fn read_one(&mut self, lpn: u32, out: &mut [u8]) -> Result<(), Error> {
+    pub(crate) fn read_one(&mut self, lpn: u32, out: &mut [u8]) -> Result<(), Error> {
         let Some(page) = self.map.get(lpn) else {
             out.fill(0);
             return Ok(());
         };
+        // A shared page's spare names its first owner (or where it moved from), not `lpn`.
+        #[cfg(feature = "dedup")]
+        let (page, shared) = self.dedup_resolve(page);
+        #[cfg(not(feature = "dedup"))]
+        let shared = false;
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
         self.counters.nand_reads += 1;
         self.nand.read_page(page, out, &mut self.buf[d..d + spare_len])?;
         match PageMeta::decode(&self.buf[d..d + spare_len]) {
-            SpareState::Valid(m) if m.kind == PageKind::Data && m.tag == lpn => {}
+            SpareState::Valid(m) if m.kind == PageKind::Data && (m.tag == lpn || shared) => {}
             _ => return Err(Error::Uncorrectable { lpn }),
         }
         let stored = &self.buf[d + META_LEN..d + spare_len];
@@ -236,6 +246,10 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let n = self.check_range(lpn, data.len())?;
         if self.trims.overlaps(lpn, n) {
             self.write_journal()?;
+        }
+        #[cfg(feature = "dedup")]
+        if self.dedup_attached() {
+            return self.write_dedup(lpn, data, n);
         }
         let pb = self.geo.data_bytes as usize;
         let req = WriteRequest { lpn, pages: n, page_bytes: self.geo.data_bytes };
@@ -266,6 +280,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         if self.trims.is_full() {
             self.write_journal()?;
         }
+        #[cfg(feature = "dedup")]
+        self.dedup_order_before(lpn, count)?;
         for l in lpn..lpn + count {
             self.remap(l, None);
         }
@@ -281,11 +297,13 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         if !self.trims.is_empty() {
             self.write_journal()?;
         }
+        #[cfg(feature = "dedup")]
+        self.dedup_flush_pending(true)?;
         self.maintenance()
     }
 
     /// Work deferred to the end of a host operation: retiring failed blocks, static wear leveling.
-    fn maintenance(&mut self) -> Result<(), Error> {
+    pub(crate) fn maintenance(&mut self) -> Result<(), Error> {
         self.retire_pending()?;
         self.wear_level_pending()
     }
@@ -293,6 +311,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Points `lpn` at `page` (or unmaps it), keeping the valid bitmap and counts right.
     pub(crate) fn remap(&mut self, lpn: u32, page: Option<PageId>) {
         let old = self.map.set(lpn, page);
+        // A shared page loses one reference; it is invalid only when none is left.
+        #[cfg(feature = "dedup")]
+        let old = old.and_then(|o| self.dedup_unref(o));
         if let Some(o) = old {
             self.set_valid_bit(o, false);
         }
@@ -321,11 +342,13 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         } else {
             *w &= !bit;
             self.blocks.dec_valid(self.geo.block_of(p));
+            #[cfg(feature = "dedup")]
+            self.dedup_page_invalidated(p);
         }
     }
 
     /// Format: erase all good blocks, write the first checkpoint.
-    fn format_device(&mut self) -> Result<(), Error> {
+    pub(crate) fn format_device(&mut self) -> Result<(), Error> {
         self.blocks.reset();
         self.map.clear();
         self.valid.fill(0);

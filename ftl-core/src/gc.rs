@@ -48,6 +48,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// Moves the valid pages of `b` away, then erases or retires it.
     pub(crate) fn collect(&mut self, b: BlockId, finish: Finish) -> Result<(), Error> {
+        // Share records first: the pages they made invalid may be in this block.
+        #[cfg(feature = "dedup")]
+        self.dedup_flush_pending(false)?;
         let before = self.blocks.state(b);
         self.blocks.set_state(b, BlockState::Victim);
         if let Err(e) = self.move_valid_pages(b) {
@@ -91,6 +94,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// Copies one valid page to the GC stream of `plane` and remaps it.
     pub(crate) fn relocate(&mut self, page: PageId, plane: u32) -> Result<(), Error> {
+        #[cfg(feature = "dedup")]
+        if let Some(v) = self.dedup.vmap.find(page.0) {
+            return self.relocate_shared(page, v, plane);
+        }
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
         let plane = self.gc_plane(plane);
@@ -118,6 +125,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             matches!(self.policies.codec().decode(data, &spare[META_LEN..spare_len]), Ok(n) if n > 0)
         };
         let new = self.append(plane, Stream::Gc, PageKind::Data, lpn, 0, Source::Buffer { encode })?;
+        #[cfg(feature = "dedup")]
+        self.dedup_moved(page, new);
         self.remap(lpn, Some(new));
         self.counters.gc_page_copies += 1;
         Ok(())
