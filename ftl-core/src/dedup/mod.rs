@@ -104,6 +104,10 @@ pub trait ContentIndex: Send {
     fn invalidated(&mut self, location: u32);
     /// Drops everything (format and mount).
     fn clear(&mut self);
+    /// Hashing work so far: (CRC-32s, SHA-1s) computed, for cost models.
+    fn hashing(&self) -> (u64, u64) {
+        (0, 0)
+    }
 }
 
 /// Runtime settings of deduplication.
@@ -285,6 +289,11 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Deduplication counters.
     pub fn dedup_stats(&self) -> DedupStats {
         self.dedup.stats
+    }
+
+    /// The index's hashing work so far: (CRC-32s, SHA-1s); zeros when not attached.
+    pub fn dedup_hashing(&self) -> (u64, u64) {
+        self.dedup.index.as_deref().map_or((0, 0), |ix| ix.hashing())
     }
 
     /// Virtual pages in use (contents shared by two or more logical pages, or once shared).

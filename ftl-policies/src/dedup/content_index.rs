@@ -159,4 +159,9 @@ impl<const K: usize> ContentIndex for CaftlIndex<'_, K> {
         self.store.clear();
         self.locations.clear();
     }
+
+    fn hashing(&self) -> (u64, u64) {
+        let s = self.fingerprinter.stats();
+        (s.crcs, s.sha1s)
+    }
 }

@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use ftl_core::Config;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nand_hal::Geometry;
+use sim_host::sim::dedup::DedupOptions;
 use sim_host::sim::device::{GeometryFlags, Preset};
 use sim_host::sim::report::compare_table;
 use sim_host::sim::{
@@ -328,6 +329,7 @@ fn base_config(
         open_loop: has_times && !opts.closed_loop,
         seed: input.seed,
         write_limit_pages: None,
+        dedup: DedupOptions::default(),
     };
     if let Some(f) = input.until_written {
         if !(f.is_finite() && f > 0.0) {
@@ -424,6 +426,7 @@ fn cmd_run(
     };
     let mut cfg = base_config(device, input, opts, &inp)?;
     cfg.features = parse_features(features)?;
+    cfg.dedup = DedupOptions::from_features(features)?.unwrap_or_default();
     cfg.classifier = classifier.parse()?;
     let names: Vec<&str> = features.split([',', '+']).map(str::trim).filter(|f| !f.is_empty()).collect();
     let base = if names.is_empty() { "baseline".to_string() } else { names.join("+") };
@@ -457,6 +460,7 @@ fn cmd_compare(device: &DeviceArgs, input: &InputArgs, opts: &RunOpts, configs: 
         let (feat, class) = item.split_once('@').unwrap_or((item, "none"));
         let mut c = base.clone();
         c.features = parse_features(feat)?;
+        c.dedup = DedupOptions::from_features(feat)?.unwrap_or_default();
         c.classifier = class.parse()?;
         c.label = item.to_string();
         cfgs.push(c);
