@@ -416,7 +416,9 @@ pub fn out_of_line<N: NandFlash, P: PolicySet, M: MappingTable>(
     }
     rep.runs = runs.len() as u64;
     // K-way merge of the sorted runs.
-    let mut heap: BinaryHeap<std::cmp::Reverse<([u8; 20], u32, usize, usize)>> = BinaryHeap::new();
+    // (fingerprint, logical page, run, index in the run), smallest first.
+    type Head = std::cmp::Reverse<([u8; 20], u32, usize, usize)>;
+    let mut heap: BinaryHeap<Head> = BinaryHeap::new();
     for (r, v) in runs.iter().enumerate() {
         if let Some(&(f, l)) = v.first() {
             heap.push(std::cmp::Reverse((f, l, r, 0)));
