@@ -244,6 +244,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Each page is on flash when this returns; it survives a power cut once `flush` returns.
     pub fn write(&mut self, lpn: u32, data: &[u8]) -> Result<(), Error> {
         let n = self.check_range(lpn, data.len())?;
+        #[cfg(feature = "dedup")]
+        self.dedup_keep_reserve()?;
         if self.trims.overlaps(lpn, n) {
             self.write_journal()?;
         }
@@ -277,6 +279,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         if lpn as u64 + count as u64 > self.cfg.logical_pages as u64 {
             return Err(Error::OutOfRange);
         }
+        #[cfg(feature = "dedup")]
+        self.dedup_keep_reserve()?;
         if self.trims.is_full() {
             self.write_journal()?;
         }
@@ -294,6 +298,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Makes every acknowledged write and trim durable.
     pub fn flush(&mut self) -> Result<(), Error> {
         self.counters.host_flushes += 1;
+        #[cfg(feature = "dedup")]
+        self.dedup_keep_reserve()?;
         if !self.trims.is_empty() {
             self.write_journal()?;
         }

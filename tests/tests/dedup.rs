@@ -55,9 +55,9 @@ fn config() -> Config {
 }
 
 /// Buffers whose index holds every content the tests can have live (no eviction) and whose
-/// secondary map never fills.
-fn sizes(g: &Geometry) -> DedupSizes {
-    DedupSizes { virtual_pages: LOGICAL as usize, buckets: 16, segments: 4, page_bytes: g.data_bytes }
+/// secondary map never fills (unless `virtual_pages` says otherwise).
+fn sizes(g: &Geometry, virtual_pages: usize) -> DedupSizes {
+    DedupSizes { virtual_pages, buckets: 16, segments: 4, page_bytes: g.data_bytes }
 }
 
 /// One step of a deduplication workload.
@@ -106,6 +106,8 @@ struct Setup {
     cfg: Config,
     settings: DedupSettings,
     prehash: bool,
+    /// Secondary-map entries.
+    virtual_pages: usize,
     faults: FaultConfig,
     /// Check that deduplication is complete after every step (no cuts, remounts or sampling).
     complete: bool,
@@ -113,7 +115,14 @@ struct Setup {
 
 impl Setup {
     fn new(settings: DedupSettings) -> Self {
-        Setup { cfg: config(), settings, prehash: true, faults: FaultConfig::default(), complete: false }
+        Setup {
+            cfg: config(),
+            settings,
+            prehash: true,
+            virtual_pages: LOGICAL as usize,
+            faults: FaultConfig::default(),
+            complete: false,
+        }
     }
 }
 
@@ -130,7 +139,8 @@ fn open<'a>(
     format: bool,
 ) -> Result<TestFtl<'a, &'a mut Emulator>, Error> {
     let g = emu.geometry();
-    let bufs: &'static mut DedupBuffers<K> = Box::leak(Box::new(DedupBuffers::new(sizes(&g))));
+    let bufs: &'static mut DedupBuffers<K> =
+        Box::leak(Box::new(DedupBuffers::new(sizes(&g, setup.virtual_pages))));
     let (index, memory) = bufs.parts(setup.prehash, Accel::ALL);
     let index: &'static mut dyn ContentIndex = Box::leak(Box::new(index));
     attach(emu, mem, index, memory, setup.cfg, setup.settings, format)
@@ -276,12 +286,15 @@ fn session<N: sim_host_cut::Cut>(
             DOp::Coalesce { keep, dup } => {
                 let (keep, dup) = (keep % LOGICAL, dup % LOGICAL);
                 let mut scratch = vec![0u8; pb];
+                let full_before = ftl.dedup_stats().vmap_full;
                 let Some(merged) = cut_or_fail(ftl.coalesce(keep, dup, &mut scratch), "coalesce")? else {
                     return Ok(End::Cut);
                 };
                 let same =
                     model.cur[keep as usize].is_some() && model.cur[keep as usize] == model.cur[dup as usize];
-                if merged != same && keep != dup {
+                // A full secondary map refuses the merge (and says so).
+                let refused_full = !merged && ftl.dedup_stats().vmap_full > full_before;
+                if merged != same && keep != dup && !refused_full {
                     return Err(format!(
                         "step {step}: coalesce({keep}, {dup}) = {merged}, contents equal: {same}"
                     ));
@@ -459,15 +472,20 @@ proptest! {
         .. ProptestConfig::default()
     })]
 
-    /// No cuts: exact reference counts and complete deduplication after every step.
+    /// No cuts: exact reference counts and complete deduplication after every step; or, with a
+    /// secondary map too small for every shared content, exact counts and shares refused.
     #[test]
     fn model_refcounts_and_gc(
         ops in proptest::collection::vec(dop(false), 1..150),
         full_compare in any::<bool>(),
         prehash in any::<bool>(),
+        small_vmap in proptest::option::weighted(0.25, 1..4usize),
     ) {
         let settings = DedupSettings { full_compare, ..plain_settings() };
-        let setup = Setup { prehash, complete: true, ..Setup::new(settings) };
+        let mut setup = Setup { prehash, complete: small_vmap.is_none(), ..Setup::new(settings) };
+        if let Some(v) = small_vmap {
+            setup.virtual_pages = v;
+        }
         run(&ops, &setup).map_err(TestCaseError::fail)?;
     }
 
@@ -578,8 +596,10 @@ fn random_cuts() {
         let torn = if seed.is_multiple_of(2) { 1.0 } else { 0.05 };
         let faults =
             FaultConfig { torn_fraction: torn, partial_erase_fraction: torn, ..FaultConfig::default() };
-        let settings =
-            DedupSettings { sampling_unit: if seed.is_multiple_of(3) { 4 } else { 0 }, ..DedupSettings::default() };
+        let settings = DedupSettings {
+            sampling_unit: if seed.is_multiple_of(3) { 4 } else { 0 },
+            ..DedupSettings::default()
+        };
         let setup = Setup { faults, ..Setup::new(settings) };
         let s = run(&ops, &setup).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         fired += s.cuts;
@@ -691,7 +711,7 @@ fn full_compare_refuses_a_colliding_fingerprint() {
     for full_compare in [true, false] {
         let mut emu = emulator();
         let mut mem = FtlMemory::new(&geo(), &config());
-        let mut bufs = DedupBuffers::<K>::new(sizes(&geo()));
+        let mut bufs = DedupBuffers::<K>::new(sizes(&geo(), LOGICAL as usize));
         let (_, memory) = bufs.parts(false, Accel::ALL);
         let mut index = LyingIndex { last: None };
         let settings = DedupSettings { full_compare, ..plain_settings() };

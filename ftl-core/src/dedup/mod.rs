@@ -35,7 +35,12 @@
 //! page's worth: `(page_bytes - 4) / 12`), plus whatever the index needs.
 //!
 //! An image written with dedup must be mounted with dedup (a mount without reports
-//! [`Error::Corrupt`] when shared pages exist).
+//! [`Error::Corrupt`] when shared pages exist). Size the secondary map at one entry per logical
+//! page: then it never fills, at run time or during a replay (every live virtual page has a
+//! logical page of its own). A smaller map works at run time (a share that finds no free entry
+//! writes the page instead), but replay after a cut applies some reference drops in another
+//! order than the run did and may need more entries than the run had: mount then reports
+//! [`Error::Memory`] (nothing is lost; mount again with a larger map). Known limitation.
 
 pub mod shares;
 pub mod table;
@@ -396,6 +401,11 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         if may_gc && self.frontiers[Self::frontier_index(plane, Stream::Gc)].block == u32::MAX {
             self.ensure_free(plane)?;
         }
+        // Pending trims go first (they touch other logical pages): a trim may have freed the
+        // virtual entry a later record reuses, so replay must not see the record without it.
+        if !self.trims.is_empty() {
+            self.write_journal()?;
+        }
         let plane = self.gc_plane(plane);
         self.ensure_frontier(plane, Stream::Gc)?;
         if self.dedup.pending.is_empty() {
@@ -423,6 +433,21 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     pub(crate) fn dedup_order_before(&mut self, lpn: u32, count: u32) -> Result<(), Error> {
         if self.dedup.pending.overlaps(lpn, count) {
             self.write_share_journal(true)?;
+        }
+        Ok(())
+    }
+
+    /// At the start of a host operation: GC restores every plane's free reserve. Journal pages
+    /// (trims, share records) go to the GC stream, which never collects; without dedup the host
+    /// stream's block openings keep the reserve, but a run of deduplicated writes opens none.
+    pub(crate) fn dedup_keep_reserve(&mut self) -> Result<(), Error> {
+        if !self.dedup_attached() {
+            return Ok(());
+        }
+        for plane in 0..self.geo.total_planes() {
+            if self.blocks.free_count(plane) < self.cfg.gc_free_threshold {
+                self.ensure_free(plane)?;
+            }
         }
         Ok(())
     }

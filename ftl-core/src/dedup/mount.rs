@@ -45,11 +45,18 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         if !self.geo.contains_page(PageId(page)) {
             return Err(Error::Corrupt);
         }
-        match self.dedup.vmap.find(page) {
-            Some(v) => Ok(v),
-            // The image shares more contents than this secondary map holds.
-            None => self.dedup.vmap.alloc(page).ok_or(Error::Memory),
+        if let Some(v) = self.dedup.vmap.find(page) {
+            return Ok(v);
         }
+        if let Some(v) = self.dedup.vmap.alloc(page) {
+            return Ok(v);
+        }
+        // Replay keeps unreferenced entries until its end; make room. (Only share records
+        // allocate during replay, and a share-journal page ends the newest-page rollback window,
+        // so no rollback can need an entry freed here.)
+        self.dedup.vmap.free_unreferenced();
+        // Still full: the image shares more contents than this secondary map holds.
+        self.dedup.vmap.alloc(page).ok_or(Error::Memory)
     }
 
     /// Replay replaced a map entry.
