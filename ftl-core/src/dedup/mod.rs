@@ -437,17 +437,19 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         Ok(())
     }
 
-    /// At the start of a host operation: GC restores every plane's free reserve. Journal pages
+    /// At the start of a host operation: if a journal page written now would open a GC-stream
+    /// block in a plane below its free reserve, GC restores the reserve first. Journal pages
     /// (trims, share records) go to the GC stream, which never collects; without dedup the host
     /// stream's block openings keep the reserve, but a run of deduplicated writes opens none.
     pub(crate) fn dedup_keep_reserve(&mut self) -> Result<(), Error> {
         if !self.dedup_attached() {
             return Ok(());
         }
-        for plane in 0..self.geo.total_planes() {
-            if self.blocks.free_count(plane) < self.cfg.gc_free_threshold {
-                self.ensure_free(plane)?;
-            }
+        let plane = self.gc_plane(self.next_plane);
+        if self.frontiers[Self::frontier_index(plane, Stream::Gc)].block == u32::MAX
+            && self.blocks.free_count(plane) < self.cfg.gc_free_threshold
+        {
+            self.ensure_free(plane)?;
         }
         Ok(())
     }
