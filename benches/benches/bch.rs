@@ -1,15 +1,16 @@
 //! BCH encode/decode and CRC-32C throughput: the issue-8 benchmark set, in the harness shape of
 //! `coding-notes.md` 5.3 (the clean codeword is prepared once, k random data bits are flipped in
 //! each of 64 prepared copies, and only the decode call, which locates the errors, is timed).
-//! Also the whole `BchCodec` on an MT29F4G08 page (2 KiB, 4 x BCH(13, 4) + CRC-32C).
+//! Also the whole `BchCodec` on an MT29F4G08 page (2 KiB, 4 x BCH(13, 4) + CRC-32C), and
+//! FlexECC's `FlexCodec` on a 4 KiB page in both formats (BCH(13, 8) per 512 B, or CRC only).
 //! Run: `cargo bench -p ftl-benches --bench bch`.
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ftl_core::crc32c::crc32c;
-use ftl_core::policy::PageCodec;
-use ftl_policies::flex_ecc::{Bch, BchCodec};
+use ftl_core::policy::{PageCodec, PageFormat};
+use ftl_policies::flex_ecc::{Bch, BchCodec, FlexCodec};
 use nand_hal::Geometry;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -104,6 +105,41 @@ fn codec(c: &mut Criterion) {
     g.finish();
 }
 
+/// FlexECC's two formats on a 4 KiB page (BCH(13, 8) per 512 B + CRC-32C, or CRC-32C only): the
+/// software cost of a dirty (BCH) and a clean (CRC) page.
+fn flex(c: &mut Criterion) {
+    let mut codec: Box<FlexCodec<8192, 2>> =
+        Box::new(FlexCodec::new(BchCodec::new(13, 8, 512, 4096).expect("valid BCH parameters")));
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let data: Vec<u8> = (0..4096).map(|_| rng.random()).collect();
+    let mut g = c.benchmark_group("flex_codec_4096B_t8");
+    g.throughput(Throughput::Bytes(data.len() as u64));
+    for (name, format) in [("bch", PageFormat::Correcting), ("crc", PageFormat::Detecting)] {
+        let mut spare = vec![0u8; codec.spare_len()];
+        codec.encode_as(&data, &mut spare, format);
+        g.bench_function(format!("{name}_encode"), |b| {
+            let mut out = vec![0u8; codec.spare_len()];
+            b.iter(|| codec.encode_as(black_box(&data), &mut out, format));
+        });
+        let mut buf = data.clone();
+        g.bench_function(format!("{name}_decode_0_errors"), |b| {
+            b.iter(|| codec.decode(black_box(&mut buf), &spare).expect("clean"))
+        });
+        if format == PageFormat::Correcting {
+            g.bench_function("bch_decode_8_errors_one_per_codeword", |b| {
+                b.iter(|| {
+                    buf.copy_from_slice(&data);
+                    for k in 0..8 {
+                        buf[k * 512 + 100] ^= 0x10;
+                    }
+                    codec.decode(black_box(&mut buf), &spare).expect("correctable")
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
 fn crc(c: &mut Criterion) {
     let data: Vec<u8> = (0..4096u32).map(|i| (i * 31) as u8).collect();
     let mut g = c.benchmark_group("crc32c");
@@ -112,5 +148,5 @@ fn crc(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bch, codec, crc);
+criterion_group!(benches, bch, codec, flex, crc);
 criterion_main!(benches);

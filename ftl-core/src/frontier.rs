@@ -16,7 +16,7 @@ use nand_hal::{BlockId, ErrorKind, NandFlash, PageId};
 use crate::blocks::BlockState;
 use crate::map::MappingTable;
 use crate::meta::{PageKind, PageMeta, META_LEN, VOID_OFFSET};
-use crate::policy::{PageCodec, PolicySet, Stream};
+use crate::policy::{PageCodec, PageFormat, PolicySet, Stream};
 use crate::{Error, Ftl};
 
 /// Streams (open blocks) per plane.
@@ -77,6 +77,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
         let mut encoded = false;
+        // Data pages take the format FlexECC asks for; journal and checkpoint pages always correct.
+        #[cfg(feature = "flex-ecc")]
+        let format = if kind == PageKind::Data { self.flex.write_format } else { PageFormat::Correcting };
+        #[cfg(not(feature = "flex-ecc"))]
+        let format = PageFormat::Correcting;
         for _ in 0..MAX_PROGRAM_ATTEMPTS {
             let page = self.take_page(plane, stream)?;
             let block = self.geo.block_of(page);
@@ -88,8 +93,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 let (data_area, spare_area) = self.buf.split_at_mut(d);
                 let codec_out = &mut spare_area[META_LEN..spare_len];
                 match src {
-                    Source::Host(data) => self.policies.codec().encode(data, codec_out),
-                    Source::Buffer { encode: true } => self.policies.codec().encode(data_area, codec_out),
+                    Source::Host(data) => self.policies.codec().encode_as(data, codec_out, format),
+                    Source::Buffer { encode: true } => {
+                        self.policies.codec().encode_as(data_area, codec_out, format)
+                    }
                     Source::Buffer { encode: false } => {}
                 }
                 encoded = true;

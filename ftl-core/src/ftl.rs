@@ -65,6 +65,9 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     /// Deduplication state (empty unless attached by `format_dedup`/`mount_dedup`).
     #[cfg(feature = "dedup")]
     pub(crate) dedup: crate::dedup::DedupState<'m>,
+    /// FlexECC: write format, per-page RAM marks, counters.
+    #[cfg(feature = "flex-ecc")]
+    pub(crate) flex: crate::intent::FlexState<'m>,
 }
 
 impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
@@ -102,6 +105,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             dirty: false,
             #[cfg(feature = "dedup")]
             dedup: crate::dedup::DedupState::detached(),
+            #[cfg(feature = "flex-ecc")]
+            flex: crate::intent::FlexState::new(),
         })
     }
 
@@ -254,6 +259,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             return self.write_dedup(lpn, data, n);
         }
         let pb = self.geo.data_bytes as usize;
+        #[cfg(feature = "flex-ecc")]
+        self.flex_note_write(lpn, n);
         let req = WriteRequest { lpn, pages: n, page_bytes: self.geo.data_bytes };
         let temp = self.policies.classifier().classify_request(&req);
         for (i, chunk) in data.chunks_exact(pb).enumerate() {

@@ -120,11 +120,20 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         };
         // Correct what the codec can before copying; data it cannot correct is copied raw, so
         // reads keep reporting it as uncorrectable instead of returning wrong data.
-        let encode = {
+        let decoded = {
             let (data, spare) = self.buf.split_at_mut(d);
-            matches!(self.policies.codec().decode(data, &spare[META_LEN..spare_len]), Ok(n) if n > 0)
+            self.policies.codec().decode(data, &spare[META_LEN..spare_len])
         };
-        let new = self.append(plane, Stream::Gc, PageKind::Data, lpn, 0, Source::Buffer { encode })?;
+        let encode = matches!(decoded, Ok(n) if n > 0);
+        // FlexECC: keep the page's format, or drop a flush-read page to the detecting format.
+        #[cfg(feature = "flex-ecc")]
+        let (encode, saved) = self.flex_before_move(lpn, decoded.is_ok(), encode);
+        let new = self.append(plane, Stream::Gc, PageKind::Data, lpn, 0, Source::Buffer { encode });
+        #[cfg(feature = "flex-ecc")]
+        {
+            self.flex.write_format = saved;
+        }
+        let new = new?;
         #[cfg(feature = "dedup")]
         self.dedup_moved(page, new);
         self.remap(lpn, Some(new));

@@ -33,6 +33,8 @@ mod error;
 pub mod frontier;
 mod ftl;
 pub mod gc;
+#[cfg(feature = "flex-ecc")]
+pub mod intent;
 pub mod journal;
 pub mod map;
 pub mod meta;

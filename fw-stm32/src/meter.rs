@@ -13,7 +13,7 @@
 //! The wrappers' methods are not inlined, so that the bus's code (the chip model, the FMC
 //! accesses) and the codec's stay in symbols of their own for `size-report.py`.
 
-use ftl_core::policy::{CodecError, PageCodec};
+use ftl_core::policy::{CodecError, PageCodec, PageFormat};
 use nand_hal::onfi::{OnfiBus, ReadyLine, Wait};
 use nand_hal::{BlockId, ErrorType, Geometry, NandFlash, PageId, ProgramOp, ReadOp};
 
@@ -242,5 +242,13 @@ impl<C: PageCodec> PageCodec for TimedCodec<C> {
     fn decode(&mut self, data: &mut [u8], stored: &[u8]) -> Result<u32, CodecError> {
         let inner = &mut self.inner;
         self.meter.time(|| inner.decode(data, stored))
+    }
+    #[inline(never)]
+    fn encode_as(&mut self, data: &[u8], out: &mut [u8], format: PageFormat) {
+        let inner = &mut self.inner;
+        self.meter.time(|| inner.encode_as(data, out, format))
+    }
+    fn format_of(&self, stored: &[u8]) -> Option<PageFormat> {
+        self.inner.format_of(stored)
     }
 }

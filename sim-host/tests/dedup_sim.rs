@@ -20,6 +20,7 @@ fn config(dedup: &str) -> SimConfig {
         seed: 1,
         write_limit_pages: None,
         dedup: DedupOptions::from_features(dedup).unwrap().unwrap(),
+        flex: Default::default(),
     }
 }
 

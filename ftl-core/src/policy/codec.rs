@@ -11,6 +11,18 @@ pub enum CodecError {
     Uncorrectable,
 }
 
+/// The protection a page is written with, for codecs that have more than one (FlexECC: BCH for
+/// dirty data that has no other copy, a CRC for clean data that has a copy in the next tier).
+/// Codecs with a single format ignore it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum PageFormat {
+    /// Error correction (BCH): the page may be the only copy of its data.
+    Correcting,
+    /// Error detection only (CRC): the data has a copy elsewhere.
+    Detecting,
+}
+
 /// Protects a page's data.
 pub trait PageCodec {
     /// Spare bytes the codec stores per page (after the FTL's metadata).
@@ -20,6 +32,18 @@ pub trait PageCodec {
     /// Checks (and where it can, corrects) `data` against `stored`; returns the number of bits
     /// corrected.
     fn decode(&mut self, data: &mut [u8], stored: &[u8]) -> Result<u32, CodecError>;
+    /// [`PageCodec::encode`] in the given format; codecs with one format ignore `format`. (A
+    /// codec that wraps another must forward this and [`PageCodec::format_of`].)
+    fn encode_as(&mut self, data: &[u8], out: &mut [u8], format: PageFormat) {
+        let _ = format;
+        self.encode(data, out);
+    }
+    /// The format the stored codec bytes say the page was written in; `None` for codecs with
+    /// one format.
+    fn format_of(&self, stored: &[u8]) -> Option<PageFormat> {
+        let _ = stored;
+        None
+    }
 }
 
 /// CRC-32C over the data: detects corruption, corrects nothing. 4 spare bytes.

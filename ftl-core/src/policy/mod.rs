@@ -17,7 +17,7 @@ mod placement;
 mod victim;
 
 pub use classifier::{Classifier, RequestSizeClassifier, Temperature, WriteRequest};
-pub use codec::{CodecError, Crc32cCodec, NullCodec, PageCodec};
+pub use codec::{CodecError, Crc32cCodec, NullCodec, PageCodec, PageFormat};
 pub use placement::{Destination, Placement, SeparateByTemperature, SingleHostStream, Stream};
 pub use victim::{Greedy, VictimAction, VictimPolicy};
 

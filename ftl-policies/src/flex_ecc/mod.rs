@@ -9,7 +9,11 @@
 //! * `roots` (private): the root finder (closed forms up to degree 4, Berlekamp's trace algorithm
 //!   above);
 //! * [`codec`]: [`BchCodec`], per-codeword BCH plus a page CRC-32C, with the NAND erased-page
-//!   convention.
+//!   convention;
+//! * [`flex`]: [`FlexCodec`], FlexECC's two page formats (BCH or CRC-only,
+//!   tagged in the spare);
+//! * [`scrub`]: [`Scrubber`], the idle-time scrubber (verify CRC pages, prefetch
+//!   corrupt ones from the backing store, refresh BCH pages near their limit).
 //!
 //! Guarantees: `no_std`, no `alloc`, no floating point, no panics on any data or stored bytes
 //! (malformed lengths give errors). Up to t bit errors per codeword (message and parity) are
@@ -36,14 +40,18 @@
 
 pub mod bch;
 pub mod codec;
+pub mod flex;
 pub mod gf;
 mod roots;
+pub mod scrub;
 #[cfg(test)]
 mod tests;
 
 pub use bch::{correct, ecc_bytes, ecc_words, Bch, EccState, ErrorLocations};
 pub use codec::{codec_m, BchCodec, CRC_BYTES};
+pub use flex::{tag_format, FlexCodec, TAG_CORRECTING, TAG_DETECTING};
 pub use gf::{default_prim_poly, field_size, Gf, DEFAULT_PRIM_POLYS};
+pub use scrub::{IdleWork, ScrubConfig, ScrubStats, Scrubber};
 
 /// Largest supported t (Linux `BCH_MAX_T`).
 pub const MAX_T: usize = 64;

@@ -10,9 +10,11 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nand_hal::Geometry;
 use sim_host::sim::dedup::DedupOptions;
 use sim_host::sim::device::{GeometryFlags, Preset};
+use sim_host::sim::ecc_model::{DecodeTiming, ErrorRates};
+use sim_host::sim::flexecc::{EccMode, FlexSimConfig};
 use sim_host::sim::report::compare_table;
 use sim_host::sim::{
-    parse_features, plot, simulate, AddressMode, ClassifierKind, Precondition, SimConfig, SimOutput,
+    parse_features, plot, simulate, AddressMode, ClassifierKind, Feature, Precondition, SimConfig, SimOutput,
 };
 use sim_host::steady_state::SteadyState;
 use sim_host::trace::{footprint_pages, read_trace, Format, ParseOptions, Trace};
@@ -39,6 +41,8 @@ enum Command {
         input: InputArgs,
         #[command(flatten)]
         opts: RunOpts,
+        #[command(flatten)]
+        flex: FlexArgs,
         /// Techniques to enable, comma separated: wom, dedup, flex-ecc, eti, cdm.
         #[arg(long, default_value = "")]
         features: String,
@@ -55,8 +59,11 @@ enum Command {
         input: InputArgs,
         #[command(flatten)]
         opts: RunOpts,
+        #[command(flatten)]
+        flex: FlexArgs,
         /// Configurations, comma separated; each is FEATURES[@CLASSIFIER] with FEATURES `baseline`
-        /// or techniques joined by `+` (e.g. `baseline,baseline@size`).
+        /// or techniques joined by `+` (e.g. `baseline,baseline@size`); `flex-ecc:flex` and
+        /// `flex-ecc:all-bch` pick the device ECC of a flex-ecc run (else --ecc).
         #[arg(long, required = true)]
         configs: String,
     },
@@ -122,6 +129,9 @@ struct DeviceArgs {
     /// Override: LUNs.
     #[arg(long)]
     luns: Option<u32>,
+    /// Override: bus transfer time, ns per byte (e.g. 5 for a 200 MB/s ONFI bus).
+    #[arg(long)]
+    xfer_ns_per_byte: Option<f64>,
     /// Over-provisioning in percent (physical = logical x (1 + OP/100)); the preset's default
     /// otherwise.
     #[arg(long)]
@@ -196,6 +206,131 @@ struct RunOpts {
     /// No progress bar, no table (for scripts).
     #[arg(long)]
     quiet: bool,
+}
+
+/// Settings of `--features flex-ecc` runs (the cache manager, disk, bit errors, decode costs and
+/// scrubber; see `sim_host::sim::flexecc`).
+#[derive(Args, Clone)]
+struct FlexArgs {
+    /// flex-ecc: the device's ECC: flex (BCH for dirty pages, CRC for clean ones) or all-bch.
+    #[arg(long, default_value = "flex")]
+    ecc: String,
+    /// flex-ecc: cache size in pages (default: half the device's logical pages).
+    #[arg(long)]
+    cache_pages: Option<u32>,
+    /// flex-ecc: periodic flush of all dirty pages every this many ms (0: on eviction only).
+    #[arg(long, default_value_t = 5000.0)]
+    flush_interval_ms: f64,
+    /// flex-ecc: disk access time, ms (also the scrubber's T_disk).
+    #[arg(long, default_value_t = 1.5)]
+    disk_ms: f64,
+    /// flex-ecc: raw bit-error rate of a page read.
+    #[arg(long, default_value_t = 0.0)]
+    rber: f64,
+    /// flex-ecc: growth of the bit-error rate with wear (x (1 + F * erases / endurance)).
+    #[arg(long, default_value_t = 0.0)]
+    rber_wear_factor: f64,
+    /// flex-ecc: growth of the bit-error rate with retention (x (1 + F * age / 1 day)).
+    #[arg(long, default_value_t = 0.0)]
+    rber_retention_factor: f64,
+    /// flex-ecc: bit errors drawn afresh on every read (read noise) instead of staying with the
+    /// programmed page (retention and wear errors, the default).
+    #[arg(long)]
+    transient_errors: bool,
+    /// flex-ecc: BCH correction capability t per codeword (also scales its decode cost).
+    #[arg(long, default_value_t = 6)]
+    ecc_t: u32,
+    /// flex-ecc: time of a CRC check of a page, ns; BCH costs t x that on a clean page and 2t x
+    /// with errors (default: the paper's 10 us for t = 6, / 6).
+    #[arg(long, default_value_t = DecodeTiming::PAPER.t_crc_ns)]
+    t_crc_ns: u64,
+    /// flex-ecc: the scrubber verifies CRC pages in gaps longer than M x T_crc.
+    #[arg(long, default_value_t = 10)]
+    scrub_m: u64,
+    /// flex-ecc: no scrubber.
+    #[arg(long)]
+    no_scrub: bool,
+    /// flex-ecc: refresh BCH pages read with at least this many corrected bits (0: never).
+    #[arg(long, default_value_t = 5)]
+    refresh_threshold: u32,
+    /// flex-ecc: mean gap between synthetic requests, us (exponential; 0: back to back).
+    #[arg(long, default_value_t = 0.0)]
+    interarrival_us: f64,
+    /// flex-ecc: multiply trace times by this (the paper's ioscale: 100).
+    #[arg(long, default_value_t = 1.0)]
+    time_scale: f64,
+    /// flex-ecc: requests replayed before measuring (cache warm-up).
+    #[arg(long, default_value_t = 0)]
+    warmup: u64,
+    /// flex-ecc: disk pages a synthetic workload addresses, in cache sizes.
+    #[arg(long, default_value_t = 12.0)]
+    working_set: f64,
+}
+
+impl FlexArgs {
+    fn config(&self, logical_pages: u32) -> Result<FlexSimConfig, String> {
+        let mode: EccMode = self.ecc.parse()?;
+        let nonneg = |name: &str, x: f64| {
+            if x.is_finite() && x >= 0.0 {
+                Ok(x)
+            } else {
+                Err(format!("--{name} {x} is not a finite non-negative number"))
+            }
+        };
+        if !(0.0..=1.0).contains(&self.rber) {
+            return Err(format!("--rber {} is not between 0 and 1", self.rber));
+        }
+        if !(1..=64).contains(&self.ecc_t) {
+            return Err(format!("--ecc-t {} is not between 1 and 64", self.ecc_t));
+        }
+        if self.t_crc_ns == 0 {
+            return Err("--t-crc-ns must be positive".into());
+        }
+        if self.refresh_threshold > self.ecc_t {
+            return Err(format!(
+                "--refresh-threshold {} exceeds --ecc-t {}: such pages are uncorrectable already",
+                self.refresh_threshold, self.ecc_t
+            ));
+        }
+        let disk_ms = nonneg("disk-ms", self.disk_ms)?;
+        if disk_ms == 0.0 {
+            return Err("--disk-ms must be positive".into());
+        }
+        if let Some(c) = self.cache_pages {
+            if c == 0 || c > logical_pages {
+                return Err(format!(
+                    "--cache-pages {c} is not between 1 and the device's {logical_pages} logical pages"
+                ));
+            }
+        }
+        let ws = nonneg("working-set", self.working_set)?;
+        if ws < 1.0 {
+            return Err(format!("--working-set {ws} is below 1 (the cache would hold it all)"));
+        }
+        let mut fx = FlexSimConfig {
+            mode,
+            cache_pages: self.cache_pages,
+            flush_interval_ns: (nonneg("flush-interval-ms", self.flush_interval_ms)? * 1e6) as u64,
+            disk_ns: (disk_ms * 1e6) as u64,
+            timing: DecodeTiming { t_crc_ns: self.t_crc_ns, t: self.ecc_t },
+            rates: ErrorRates {
+                rber: self.rber,
+                wear_factor: nonneg("rber-wear-factor", self.rber_wear_factor)?,
+                retention_factor: nonneg("rber-retention-factor", self.rber_retention_factor)?,
+                persistent: !self.transient_errors,
+                ..ErrorRates::default()
+            },
+            scrub_m: self.scrub_m,
+            scrub: !self.no_scrub,
+            refresh_threshold: self.refresh_threshold,
+            interarrival_ns: (nonneg("interarrival-us", self.interarrival_us)? * 1e3) as u64,
+            warmup_requests: self.warmup,
+            time_scale: nonneg("time-scale", self.time_scale)?,
+            workload_pages: None,
+        };
+        fx.workload_pages = Some((ws * fx.cache_pages_for(logical_pages) as f64).ceil() as u64);
+        Ok(fx)
+    }
 }
 
 /// The requests of an input, replayable.
@@ -273,7 +408,11 @@ impl Input {
                 simulate(cfg, iter, &mut progress)
             }
             Input::Workload(spec) => {
-                let n = cfg.logical_pages() as u64;
+                let n = if cfg.features.contains(&Feature::FlexEcc) {
+                    cfg.flex.workload_pages_for(cfg.logical_pages())
+                } else {
+                    cfg.logical_pages() as u64
+                };
                 let w =
                     generate(spec, n, cfg.device.geometry.data_bytes as u64).map_err(|e| e.to_string())?;
                 simulate(cfg, w, &mut progress)
@@ -300,6 +439,12 @@ fn base_config(
         luns: device.luns,
     };
     dev.geometry = flags.apply(dev.geometry)?;
+    if let Some(x) = device.xfer_ns_per_byte {
+        if !(x.is_finite() && (0.0..=1000.0).contains(&x)) {
+            return Err(format!("--xfer-ns-per-byte {x} is not between 0 and 1000"));
+        }
+        dev.timing.t_xfer_ps_per_byte = (x * 1000.0).round() as u64;
+    }
     let op = device.op.unwrap_or(dev.default_op_percent);
     if !(op > 0.0 && op <= 400.0) {
         return Err(format!("--op {op} is not a percentage between 0 (exclusive) and 400"));
@@ -330,6 +475,7 @@ fn base_config(
         seed: input.seed,
         write_limit_pages: None,
         dedup: DedupOptions::default(),
+        flex: FlexSimConfig::default(),
     };
     if let Some(f) = input.until_written {
         if !(f.is_finite() && f > 0.0) {
@@ -410,12 +556,35 @@ fn print_report(out: &SimOutput, skipped: u64) {
         "  simulated {:.3} s in {:.3} s wall: {:.0} requests/s",
         r.simulated_seconds, r.sim_wall_seconds, r.sim_requests_per_second
     );
+    if let Some(f) = r.features.get("flex_ecc") {
+        let g = |k: &str| f.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+        let ms = |k: &str| f.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
+        let d = |k: &str| f.get(k).and_then(|v| v.get("mean")).and_then(|v| v.as_f64()).unwrap_or(0.0);
+        println!(
+            "  flex-ecc ({}): read hits {} misses {}; BCH reads {} CRC reads {}; BCH->CRC {}; corrupt CRC from disk {}, prefetched {}",
+            f.get("mode").and_then(|v| v.as_str()).unwrap_or("?"),
+            g("read_hits"),
+            g("read_misses"),
+            g("bch_reads"),
+            g("crc_reads"),
+            g("gc_bch_to_crc"),
+            g("crc_corrupt_served_from_disk"),
+            g("scrub_prefetched")
+        );
+        println!(
+            "  device response (us): mean {:.1} (host reads {:.1}); GC time {:.1} ms",
+            d("device_latency_us"),
+            d("device_read_latency_us"),
+            ms("gc_time_ms")
+        );
+    }
 }
 
 fn cmd_run(
     device: &DeviceArgs,
     input: &InputArgs,
     opts: &RunOpts,
+    flex: &FlexArgs,
     features: &str,
     classifier: &str,
 ) -> Result<(), String> {
@@ -427,6 +596,7 @@ fn cmd_run(
     let mut cfg = base_config(device, input, opts, &inp)?;
     cfg.features = parse_features(features)?;
     cfg.dedup = DedupOptions::from_features(features)?.unwrap_or_default();
+    cfg.flex = flex.config(cfg.logical_pages())?;
     cfg.classifier = classifier.parse()?;
     let names: Vec<&str> = features.split([',', '+']).map(str::trim).filter(|f| !f.is_empty()).collect();
     let base = if names.is_empty() { "baseline".to_string() } else { names.join("+") };
@@ -452,13 +622,29 @@ fn cmd_run(
     Ok(())
 }
 
-fn cmd_compare(device: &DeviceArgs, input: &InputArgs, opts: &RunOpts, configs: &str) -> Result<(), String> {
+fn cmd_compare(
+    device: &DeviceArgs,
+    input: &InputArgs,
+    opts: &RunOpts,
+    flex: Option<&FlexArgs>,
+    configs: &str,
+) -> Result<(), String> {
     let inp = Input::load(input)?;
-    let base = base_config(device, input, opts, &inp)?;
+    let mut base = base_config(device, input, opts, &inp)?;
+    if let Some(f) = flex {
+        base.flex = f.config(base.logical_pages())?;
+    }
     let mut cfgs = Vec::new();
     for item in configs.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let (feat, class) = item.split_once('@').unwrap_or((item, "none"));
         let mut c = base.clone();
+        let feat = match feat.split_once(':') {
+            Some((f, mode)) => {
+                c.flex.mode = mode.parse()?;
+                f
+            }
+            None => feat,
+        };
         c.features = parse_features(feat)?;
         c.dedup = DedupOptions::from_features(feat)?.unwrap_or_default();
         c.classifier = class.parse()?;
@@ -570,6 +756,7 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         blocks: None,
         planes: None,
         luns: None,
+        xfer_ns_per_byte: None,
         op: Some(7.0),
         fit: true,
     };
@@ -596,7 +783,7 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         plots: Some(out.join("heimdall1370_plots")),
         quiet: false,
     };
-    cmd_compare(&device, &input, &opts, "baseline,baseline@size,baseline@mhf,eti")?;
+    cmd_compare(&device, &input, &opts, None, "baseline,baseline@size,baseline@mhf,eti")?;
     println!("(JSON and plots in {})", out.display());
     Ok(())
 }
@@ -604,10 +791,12 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
-        Command::Run { device, input, opts, features, classifier } => {
-            cmd_run(device, input, opts, features, classifier)
+        Command::Run { device, input, opts, flex, features, classifier } => {
+            cmd_run(device, input, opts, flex, features, classifier)
         }
-        Command::Compare { device, input, opts, configs } => cmd_compare(device, input, opts, configs),
+        Command::Compare { device, input, opts, flex, configs } => {
+            cmd_compare(device, input, opts, Some(flex), configs)
+        }
         Command::Demo { quick, out } => demo(*quick, out),
         Command::Waf { fill, warmup, measure, seed } => waf_table(fill, *warmup, *measure, *seed),
         Command::Mount { cuts } => mount_table(*cuts),

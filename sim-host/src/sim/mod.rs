@@ -8,9 +8,17 @@
 //! (GC and checkpoint work included, so GC is charged to the requests it delays) starts when its
 //! plane and its LUN's bus are free; the request completes when the last of them does. Partial
 //! pages of a write are read first (read-modify-write) and counted.
+//!
+//! `--features flex-ecc` runs take another path ([`flexecc`]): a write-back cache manager
+//! ([`cache_manager`]) over the device and a model disk ([`backing`]), with modelled bit errors
+//! and decode costs ([`ecc_model`]).
 
+pub mod backing;
+pub mod cache_manager;
 pub mod dedup;
 pub mod device;
+pub mod ecc_model;
+pub mod flexecc;
 pub mod metrics;
 pub mod plot;
 pub mod report;
@@ -142,7 +150,7 @@ pub fn parse_features(s: &str) -> Result<Vec<Feature>, String> {
         };
         out.push(f);
     }
-    if let Some(f) = out.iter().find(|f| !matches!(**f, Feature::Eti | Feature::Dedup)) {
+    if let Some(f) = out.iter().find(|f| !matches!(f, Feature::Eti | Feature::FlexEcc | Feature::Dedup)) {
         return Err(format!(
             "feature {f:?} is not implemented in the simulator yet; it lands with its own issue"
         ));
@@ -209,7 +217,7 @@ pub struct SimConfig {
     pub op_percent: f64,
     /// Classifier.
     pub classifier: ClassifierKind,
-    /// Techniques (none implemented yet).
+    /// Techniques (ETI and FlexECC so far).
     pub features: Vec<Feature>,
     /// Writes before measuring.
     pub precondition: Precondition,
@@ -225,6 +233,8 @@ pub struct SimConfig {
     pub write_limit_pages: Option<u64>,
     /// Deduplication options (used when `features` has dedup).
     pub dedup: dedup::DedupOptions,
+    /// Settings of a FlexECC run (used with [`Feature::FlexEcc`]).
+    pub flex: flexecc::FlexSimConfig,
 }
 
 /// What one simulation produced.
@@ -290,6 +300,12 @@ pub fn simulate(
     } else {
         cfg.classifier
     };
+    if cfg.features.contains(&Feature::FlexEcc) {
+        if cfg.features.len() > 1 || classifier != ClassifierKind::None {
+            return Err("flex-ecc runs alone (no other feature or classifier)".into());
+        }
+        return flexecc::simulate_flex(cfg, requests, progress);
+    }
     let size = RequestSizeClassifier::default();
     match classifier {
         ClassifierKind::None => simulate_with(cfg, policies(size, SingleHostStream), requests, progress),
@@ -597,6 +613,7 @@ mod tests {
         assert_eq!(parse_features("baseline"), Ok(vec![]));
         assert!(parse_features("wom").unwrap_err().contains("not implemented"));
         assert_eq!(parse_features("dedup:nosample+eti"), Ok(vec![Feature::Dedup, Feature::Eti]));
+        assert_eq!(parse_features("flex-ecc"), Ok(vec![Feature::FlexEcc]));
         assert!(parse_features("bogus").unwrap_err().contains("unknown feature"));
     }
 }

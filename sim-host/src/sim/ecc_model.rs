@@ -1,0 +1,407 @@
+//! The simulator's model of page protection for FlexECC runs: which reads see bit errors, what the
+//! codec makes of them, and what decoding costs.
+//!
+//! The simulator runs the emulator in metadata-only mode (no data stored), so the real codecs
+//! cannot run; instead:
+//! * [`NoisyNand`] wraps the emulator and, on every page read with data, draws the raw bit errors
+//!   of each codeword from the page's effective bit-error rate (the emulator's own model: base
+//!   rate grown with the block's wear and the page's age, plus read disturb; see
+//!   `emulator::faults`), `Binomial(codeword bits, p)` per codeword. Errors are **persistent** by
+//!   default (the FlexECC paper's assumption, and what retention and wear errors are): the
+//!   uniform behind each codeword's draw is a hash of (seed, page, block erase count, codeword),
+//!   so a programmed page shows the same errors on every read, more as its rate grows (the
+//!   inverse CDF is monotone in p), and new ones only after it is rewritten elsewhere.
+//!   **Transient** errors (`ErrorRates::persistent = false`, the emulator's read noise) draw
+//!   afresh on every read. The emulator's own bit errors stay off, so the spare metadata reads
+//!   clean (its protection is not what is measured here).
+//! * [`ModelCodec`] is the page codec: it writes FlexECC's real format tag (one spare byte, the
+//!   same tags as `FlexCodec`) and decides the outcome from the drawn errors exactly as the real
+//!   codecs would: a CRC page with any error fails its check; a BCH page is corrected when every
+//!   codeword has at most t errors, and is uncorrectable otherwise.
+//! * [`DecodeTiming`] charges each decode: the CRC check `T_crc`; BCH `t x T_crc` on a clean page
+//!   and `2t x T_crc` with errors (the FlexECC paper's analysis, section 2.2). The default is the
+//!   paper's preset: 10 us for a t = 6 hardware BCH decoder, so `T_crc` = 10 us / 6.
+//!
+//! The codec and the wrapper share one [`EccModel`] (the errors of the last read, the decode time
+//! spent, counters) through an `Rc<RefCell<_>>`; the simulator is single-threaded.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use ftl_core::policy::{CodecError, PageCodec, PageFormat};
+use ftl_policies::flex_ecc::{tag_format, TAG_CORRECTING, TAG_DETECTING};
+use nand_hal::{BlockId, ErrorType, Geometry, NandFlash, PageId};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::emulator::Emulator;
+
+/// Decode cost model.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct DecodeTiming {
+    /// One CRC check of a page, ns.
+    pub t_crc_ns: u64,
+    /// The BCH code's correction capability t (per codeword), which also scales its cost.
+    pub t: u32,
+}
+
+impl DecodeTiming {
+    /// The FlexECC paper's preset: a hardware BCH decoder with t = 6 takes 10 us per page.
+    pub const PAPER: DecodeTiming = DecodeTiming { t_crc_ns: 10_000 / 6, t: 6 };
+
+    /// Cost of decoding one page in `format` that had `errors` raw bit errors.
+    pub fn cost_ns(&self, format: PageFormat, errors: u32) -> u64 {
+        match format {
+            PageFormat::Detecting => self.t_crc_ns,
+            PageFormat::Correcting if errors == 0 => self.t as u64 * self.t_crc_ns,
+            PageFormat::Correcting => 2 * self.t as u64 * self.t_crc_ns,
+        }
+    }
+}
+
+/// Raw bit-error settings (the emulator's model, applied by [`NoisyNand`]).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct ErrorRates {
+    /// Base raw bit-error rate.
+    pub rber: f64,
+    /// Growth with wear: `x (1 + wear_factor * ec / endurance)`.
+    pub wear_factor: f64,
+    /// Growth with retention: `x (1 + retention_factor * age_s / retention_scale_s)`.
+    pub retention_factor: f64,
+    /// Retention time scale, seconds.
+    pub retention_scale_s: f64,
+    /// Read disturb: added rate per read of the block since its erase.
+    pub read_disturb: f64,
+    /// Errors stay with the programmed page (true) or are drawn afresh on every read.
+    pub persistent: bool,
+}
+
+impl Default for ErrorRates {
+    fn default() -> Self {
+        ErrorRates {
+            rber: 0.0,
+            wear_factor: 0.0,
+            retention_factor: 0.0,
+            retention_scale_s: 86_400.0,
+            read_disturb: 0.0,
+            persistent: true,
+        }
+    }
+}
+
+/// What the model counted.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct EccModelCounters {
+    /// Pages decoded.
+    pub decodes: u64,
+    /// Raw bit errors drawn over all reads.
+    pub raw_bit_errors: u64,
+    /// Reads that saw at least one error.
+    pub erroneous_reads: u64,
+    /// Decode time, ns.
+    pub decode_ns: u64,
+}
+
+/// State shared by [`NoisyNand`] and [`ModelCodec`].
+#[derive(Debug)]
+pub struct EccModel {
+    rates: ErrorRates,
+    timing: DecodeTiming,
+    codeword_bits: u64,
+    codewords: usize,
+    seed: u64,
+    rng: ChaCha8Rng,
+    /// Errors per codeword of the last page read.
+    last: Vec<u32>,
+    /// Decode time not yet charged to a request, ns.
+    pending_ns: u64,
+    counters: EccModelCounters,
+}
+
+/// The shared handle.
+pub type SharedModel = Rc<RefCell<EccModel>>;
+
+impl EccModel {
+    /// A model for pages of `geometry` (codewords of `geometry.ecc.codeword_bytes`, or the whole
+    /// page), with `t`-bit BCH parity of `m = 14` bits per error.
+    pub fn new(geometry: &Geometry, rates: ErrorRates, timing: DecodeTiming, seed: u64) -> SharedModel {
+        let cw = (geometry.ecc.codeword_bytes as usize).clamp(1, geometry.data_bytes as usize);
+        let codewords = (geometry.data_bytes as usize).div_ceil(cw);
+        Rc::new(RefCell::new(EccModel {
+            rates,
+            timing,
+            codeword_bits: 8 * cw as u64 + 14 * timing.t as u64,
+            codewords,
+            seed,
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0xECC0_5EED),
+            last: vec![0; codewords],
+            pending_ns: 0,
+            counters: EccModelCounters::default(),
+        }))
+    }
+
+    /// Decode time spent since the last call, ns (the simulator charges it to a request).
+    pub fn take_pending_ns(&mut self) -> u64 {
+        std::mem::take(&mut self.pending_ns)
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> EccModelCounters {
+        self.counters
+    }
+
+    /// The timing model.
+    pub fn timing(&self) -> DecodeTiming {
+        self.timing
+    }
+
+    fn effective(&self, ec: u32, endurance: u32, age_s: u32, block_reads: u32) -> f64 {
+        let r = &self.rates;
+        let wear = 1.0 + r.wear_factor * f64::from(ec) / f64::from(endurance.max(1));
+        let retention = 1.0 + r.retention_factor * f64::from(age_s) / r.retention_scale_s;
+        let p = r.rber * wear * retention + r.read_disturb * f64::from(block_reads);
+        if p.is_nan() {
+            0.0
+        } else {
+            p.clamp(0.0, 1.0)
+        }
+    }
+
+    /// Draws the errors of one read of the page programmed as `instance` (page, erase count),
+    /// at rate `p`.
+    fn draw(&mut self, p: f64, instance: (u32, u32)) {
+        let n = self.codeword_bits;
+        let mut total = 0u32;
+        for i in 0..self.codewords {
+            let u = if self.rates.persistent {
+                let mut x = self.seed ^ ((instance.0 as u64) << 32) ^ ((instance.1 as u64) << 8) ^ i as u64;
+                unit(splitmix(&mut x))
+            } else {
+                self.rng.random::<f64>()
+            };
+            let k = binomial_inv(u, n, p, &mut self.rng);
+            self.last[i] = k;
+            total += k;
+        }
+        self.counters.raw_bit_errors += total as u64;
+        if total > 0 {
+            self.counters.erroneous_reads += 1;
+        }
+    }
+}
+
+fn splitmix(x: &mut u64) -> u64 {
+    *x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A uniform in [0, 1) from 64 random bits.
+fn unit(x: u64) -> f64 {
+    (x >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// A `Binomial(n, p)` draw by inversion of the CDF at the uniform `u` (exact for the small means
+/// of bit-error counts, monotone in `p` for a fixed `u`); above a mean of 50, a normal
+/// approximation whose second uniform comes from `rng`.
+fn binomial_inv(u: f64, n: u64, p: f64, rng: &mut ChaCha8Rng) -> u32 {
+    if p <= 0.0 || n == 0 {
+        return 0;
+    }
+    if p >= 1.0 {
+        return n as u32;
+    }
+    let mean = n as f64 * p;
+    if mean > 50.0 {
+        let sd = (mean * (1.0 - p)).sqrt();
+        // Box-Muller.
+        let (u1, u2): (f64, f64) = (u.max(1e-300), rng.random());
+        let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+        return (mean + sd * z).round().clamp(0.0, n as f64) as u32;
+    }
+    let q = p / (1.0 - p);
+    let mut pk = (1.0 - p).powf(n as f64);
+    let mut cdf = pk;
+    let mut k = 0u64;
+    while u > cdf && k < n {
+        pk *= (n - k) as f64 / (k + 1) as f64 * q;
+        k += 1;
+        cdf += pk;
+        if pk < 1e-18 && cdf > 1.0 - 1e-12 {
+            break;
+        }
+    }
+    k as u32
+}
+
+/// The emulator with modelled bit errors on data reads (see the module documentation).
+pub struct NoisyNand<'a> {
+    /// The device.
+    pub emu: &'a mut Emulator,
+    model: SharedModel,
+}
+
+impl<'a> NoisyNand<'a> {
+    /// Wraps `emu`; errors are drawn into `model`.
+    pub fn new(emu: &'a mut Emulator, model: SharedModel) -> Self {
+        NoisyNand { emu, model }
+    }
+}
+
+impl ErrorType for NoisyNand<'_> {
+    type Error = <Emulator as ErrorType>::Error;
+}
+
+impl NandFlash for NoisyNand<'_> {
+    fn geometry(&self) -> Geometry {
+        self.emu.geometry()
+    }
+    fn read_page(&mut self, page: PageId, data: &mut [u8], spare: &mut [u8]) -> Result<(), Self::Error> {
+        self.emu.read_page(page, data, spare)?;
+        if !data.is_empty() {
+            let g = self.emu.geometry();
+            let b = g.block_of(page);
+            let ec = self.emu.erase_count(b).unwrap_or(0);
+            let age = self.emu.page_age_s(page).unwrap_or(0);
+            let reads = self.emu.block_reads_since_erase(b).unwrap_or(1).saturating_sub(1);
+            let mut m = self.model.borrow_mut();
+            let p = m.effective(ec, g.endurance, age, reads);
+            m.draw(p, (page.0, ec));
+        }
+        Ok(())
+    }
+    fn program_page(&mut self, page: PageId, data: &[u8], spare: &[u8]) -> Result<(), Self::Error> {
+        self.emu.program_page(page, data, spare)
+    }
+    fn erase_block(&mut self, block: BlockId) -> Result<(), Self::Error> {
+        self.emu.erase_block(block)
+    }
+    fn is_bad(&mut self, block: BlockId) -> Result<bool, Self::Error> {
+        self.emu.is_bad(block)
+    }
+    fn mark_bad(&mut self, block: BlockId) -> Result<(), Self::Error> {
+        self.emu.mark_bad(block)
+    }
+}
+
+/// FlexECC's two formats, modelled (see the module documentation). One spare byte: the tag.
+pub struct ModelCodec {
+    model: SharedModel,
+}
+
+impl ModelCodec {
+    /// A codec deciding from `model`'s drawn errors.
+    pub fn new(model: SharedModel) -> Self {
+        ModelCodec { model }
+    }
+}
+
+impl PageCodec for ModelCodec {
+    fn spare_len(&self) -> usize {
+        1
+    }
+    fn encode(&mut self, data: &[u8], out: &mut [u8]) {
+        self.encode_as(data, out, PageFormat::Correcting);
+    }
+    fn encode_as(&mut self, _data: &[u8], out: &mut [u8], format: PageFormat) {
+        if let Some(tag) = out.first_mut() {
+            *tag = match format {
+                PageFormat::Correcting => TAG_CORRECTING,
+                PageFormat::Detecting => TAG_DETECTING,
+            };
+        }
+    }
+    fn decode(&mut self, _data: &mut [u8], stored: &[u8]) -> Result<u32, CodecError> {
+        let mut m = self.model.borrow_mut();
+        let format = stored.first().and_then(|&t| tag_format(t)).unwrap_or(PageFormat::Correcting);
+        let errors: u32 = m.last.iter().sum();
+        let cost = m.timing.cost_ns(format, errors);
+        m.pending_ns += cost;
+        m.counters.decode_ns += cost;
+        m.counters.decodes += 1;
+        let t = m.timing.t;
+        let worst = m.last.iter().copied().max().unwrap_or(0);
+        m.last.fill(0);
+        match format {
+            PageFormat::Detecting if errors > 0 => Err(CodecError::Uncorrectable),
+            PageFormat::Detecting => Ok(0),
+            PageFormat::Correcting if worst > t => Err(CodecError::Uncorrectable),
+            PageFormat::Correcting => Ok(errors),
+        }
+    }
+    fn format_of(&self, stored: &[u8]) -> Option<PageFormat> {
+        stored.first().and_then(|&t| tag_format(t))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binomial_mean_matches_and_is_monotone_in_p() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let (n, p) = (4096u64 * 8, 1e-4);
+        let draws = 20_000;
+        let sum: u64 = (0..draws).map(|_| binomial_inv(rng.random(), n, p, &mut rng) as u64).sum();
+        let mean = sum as f64 / draws as f64;
+        assert!((mean - n as f64 * p).abs() < 0.05 * n as f64 * p, "{mean}");
+        assert_eq!(binomial_inv(0.5, n, 0.0, &mut rng), 0);
+        for _ in 0..1000 {
+            let u: f64 = rng.random();
+            assert!(binomial_inv(u, n, 1e-5, &mut rng) <= binomial_inv(u, n, 1e-4, &mut rng));
+        }
+    }
+
+    #[test]
+    fn persistent_errors_repeat_on_every_read() {
+        let g = nand_hal::Geometry::MT29F4G08;
+        let rates = ErrorRates { rber: 2e-4, ..ErrorRates::default() };
+        let model = EccModel::new(&g, rates, DecodeTiming::PAPER, 9);
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let mut m = model.borrow_mut();
+            m.draw(2e-4, (77, 3));
+            seen.push(m.last.clone());
+        }
+        assert!(seen.iter().all(|s| *s == seen[0]));
+        let mut m = model.borrow_mut();
+        let mut differs = false;
+        for page in 0..50 {
+            m.draw(2e-4, (page, 3));
+            differs |= m.last != seen[0];
+        }
+        assert!(differs);
+    }
+
+    #[test]
+    fn decode_cost_follows_the_paper() {
+        let t = DecodeTiming::PAPER;
+        assert_eq!(t.cost_ns(PageFormat::Correcting, 0), 6 * 1666);
+        assert_eq!(t.cost_ns(PageFormat::Correcting, 2), 12 * 1666);
+        assert_eq!(t.cost_ns(PageFormat::Detecting, 3), 1666);
+    }
+
+    #[test]
+    fn codec_outcomes_follow_the_drawn_errors() {
+        let g = nand_hal::Geometry::MT29F4G08;
+        let model = EccModel::new(&g, ErrorRates::default(), DecodeTiming::PAPER, 1);
+        let mut c = ModelCodec::new(model.clone());
+        let mut spare = [0u8; 1];
+        let mut d = [0u8; 4];
+        for (format, errs, want) in [
+            (PageFormat::Detecting, vec![0, 0, 0, 0], Ok(0)),
+            (PageFormat::Detecting, vec![0, 1, 0, 0], Err(CodecError::Uncorrectable)),
+            (PageFormat::Correcting, vec![6, 1, 0, 0], Ok(7)),
+            (PageFormat::Correcting, vec![7, 0, 0, 0], Err(CodecError::Uncorrectable)),
+        ] {
+            c.encode_as(&d, &mut spare, format);
+            assert_eq!(c.format_of(&spare), Some(format));
+            model.borrow_mut().last.copy_from_slice(&errs);
+            assert_eq!(c.decode(&mut d, &spare), want, "{format:?} {errs:?}");
+        }
+        assert_eq!(model.borrow().counters().decodes, 4);
+    }
+}

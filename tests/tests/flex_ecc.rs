@@ -1,0 +1,608 @@
+//! FlexECC through the FTL (feature `flex-ecc`): write intents choose the page format, reads
+//! report it, flush-reads let GC drop pages to the CRC format, corrupt CRC pages are served from
+//! the backing store and rewritten clean, BCH pages are corrected and refreshed, and the idle-time
+//! scrubber verifies and prefetches. Checked against a model of every page's content and
+//! expected format, with bit errors injected into the data area of chosen physical pages (read
+//! noise that a GC copy bakes in, as on a real device). The metadata is kept error-free here: its
+//! own protection is another mechanism's job.
+
+use std::collections::HashMap;
+
+use ftl_core::intent::{flex_mark_words, BackingError, BackingStore, FlexConfig, Intent, PageRead, Served};
+use ftl_core::meta::{PageKind, PageMeta, SpareState};
+use ftl_core::policy::{Greedy, PageFormat, Policies, RequestSizeClassifier, SingleHostStream};
+use ftl_core::{Config, Error, Ftl};
+use ftl_policies::flex_ecc::{BchCodec, FlexCodec, ScrubConfig, Scrubber};
+use ftl_tests::{fill_page, geometry, identify, Found, Rng};
+use nand_hal::{BlockId, ErrorType, Geometry, NandFlash, PageId};
+use sim_host::emulator::{Emulator, EmulatorConfig};
+use sim_host::memory::FtlMemory;
+
+/// BCH t = 4 over the whole 512-byte page (m = 13).
+type Codec = FlexCodec<8192, 1>;
+type Pol = Policies<Codec, RequestSizeClassifier, Greedy, SingleHostStream>;
+const T: u32 = 4;
+const PAGE: usize = 512;
+
+fn geo() -> Geometry {
+    Geometry { spare_bytes: 64, ..geometry(8, 16, 2) }
+}
+
+fn policies() -> Pol {
+    let bch = BchCodec::new(13, T, 512, PAGE).unwrap();
+    Policies {
+        codec: FlexCodec::new(bch),
+        classifier: RequestSizeClassifier::default(),
+        victim: Greedy,
+        placement: SingleHostStream,
+    }
+}
+
+/// The emulator with bit errors injected into the data area of chosen physical pages, and a record
+/// of where each logical page's newest copy was programmed.
+struct Noise {
+    emu: Emulator,
+    flips: HashMap<u32, Vec<usize>>,
+    latest: HashMap<u32, PageId>,
+    rng: Rng,
+}
+
+impl Noise {
+    fn new(geo: Geometry) -> Self {
+        Noise {
+            emu: Emulator::new(EmulatorConfig::new(geo)).unwrap(),
+            flips: HashMap::new(),
+            latest: HashMap::new(),
+            rng: Rng::new(7),
+        }
+    }
+
+    /// Injects `k` distinct bit errors into the data of the newest copy of `lpn`.
+    fn corrupt(&mut self, lpn: u32, k: usize) -> PageId {
+        let page = self.latest[&lpn];
+        let bits = self.flips.entry(page.0).or_default();
+        while bits.len() < k {
+            let b = self.rng.below(PAGE as u64 * 8) as usize;
+            if !bits.contains(&b) {
+                bits.push(b);
+            }
+        }
+        page
+    }
+}
+
+impl ErrorType for Noise {
+    type Error = <Emulator as ErrorType>::Error;
+}
+
+impl NandFlash for Noise {
+    fn geometry(&self) -> Geometry {
+        self.emu.geometry()
+    }
+    fn read_page(&mut self, page: PageId, data: &mut [u8], spare: &mut [u8]) -> Result<(), Self::Error> {
+        self.emu.read_page(page, data, spare)?;
+        if let Some(bits) = self.flips.get(&page.0) {
+            for &b in bits {
+                if b / 8 < data.len() {
+                    data[b / 8] ^= 1 << (b % 8);
+                }
+            }
+        }
+        Ok(())
+    }
+    fn program_page(&mut self, page: PageId, data: &[u8], spare: &[u8]) -> Result<(), Self::Error> {
+        self.emu.program_page(page, data, spare)?;
+        if let SpareState::Valid(m) = PageMeta::decode(spare) {
+            if m.kind == PageKind::Data {
+                self.latest.insert(m.tag, page);
+            }
+        }
+        Ok(())
+    }
+    fn erase_block(&mut self, block: BlockId) -> Result<(), Self::Error> {
+        self.emu.erase_block(block)?;
+        let ppb = self.emu.geometry().pages_per_block;
+        self.flips.retain(|&p, _| p / ppb != block.0);
+        Ok(())
+    }
+    fn is_bad(&mut self, block: BlockId) -> Result<bool, Self::Error> {
+        self.emu.is_bad(block)
+    }
+    fn mark_bad(&mut self, block: BlockId) -> Result<(), Self::Error> {
+        self.emu.mark_bad(block)
+    }
+}
+
+/// The backing store: the copy of every clean page, and a count of fetches.
+#[derive(Default)]
+struct Disk {
+    pages: HashMap<u32, u64>,
+    fetches: u64,
+}
+
+impl BackingStore for Disk {
+    fn fetch(&mut self, lpn: u32, out: &mut [u8]) -> Result<(), BackingError> {
+        let id = *self.pages.get(&lpn).ok_or(BackingError)?;
+        fill_page(lpn, id, out);
+        self.fetches += 1;
+        Ok(())
+    }
+}
+
+fn page(lpn: u32, id: u64) -> Vec<u8> {
+    let mut p = vec![0u8; PAGE];
+    fill_page(lpn, id, &mut p);
+    p
+}
+
+fn cfg(geo: &Geometry) -> Config {
+    cfg_pages(geo, 96)
+}
+
+fn cfg_pages(geo: &Geometry, pages: u32) -> Config {
+    let mut c = Config::with_logical_pages(geo, pages);
+    c.checkpoint_interval_blocks = 8;
+    c
+}
+
+/// Logical pages of the fuller device the GC-move tests use.
+const FULL: u32 = 124;
+
+#[test]
+fn intents_choose_the_format_and_reads_report_it() {
+    let g = geo();
+    let c = cfg(&g);
+    let mut noise = Noise::new(g);
+    let mut mem = FtlMemory::new(&g, &c);
+    let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
+    let mut short = [0u32; 1];
+    let (map, m) = mem.parts();
+    let mut ftl = Ftl::format(&mut noise, policies(), map, m, c).unwrap();
+    let mut buf = vec![0u8; PAGE];
+    // Before FlexECC is enabled, every intent gives a BCH page (the all-BCH device).
+    ftl.write_with(0, &page(0, 1), Intent::Clean).unwrap();
+    assert_eq!(
+        ftl.read_with(0, &mut buf).unwrap(),
+        PageRead::Good { format: Some(PageFormat::Correcting), corrected: 0 }
+    );
+    assert_eq!(ftl.enable_flex(&mut short, FlexConfig::default()), Err(Error::Memory));
+    ftl.enable_flex(&mut marks, FlexConfig::default()).unwrap();
+    ftl.write_with(1, &page(1, 2), Intent::Clean).unwrap();
+    ftl.write_with(2, &page(2, 3), Intent::Dirty).unwrap();
+    ftl.write(3, &page(3, 4)).unwrap();
+    for (lpn, id, f) in
+        [(1, 2, PageFormat::Detecting), (2, 3, PageFormat::Correcting), (3, 4, PageFormat::Correcting)]
+    {
+        assert_eq!(
+            ftl.read_with(lpn, &mut buf).unwrap(),
+            PageRead::Good { format: Some(f), corrected: 0 },
+            "lpn {lpn}"
+        );
+        assert_eq!(identify(lpn, &buf), Found::Content(Some(id)));
+    }
+    assert_eq!(ftl.read_with(50, &mut buf).unwrap(), PageRead::Unmapped);
+    assert!(buf.iter().all(|&b| b == 0));
+    assert_eq!(ftl.read_with(96, &mut buf), Err(Error::OutOfRange));
+    assert_eq!(ftl.read_with(1, &mut buf[..100]), Err(Error::BufferSize));
+    assert!(ftl.flex_is_detecting(1) && !ftl.flex_is_detecting(2));
+    let fc = *ftl.flex_counters();
+    assert_eq!((fc.clean_writes, fc.dirty_writes), (1, 1 + 1 + 1));
+}
+
+#[test]
+fn corrupt_crc_page_is_served_from_backing_store_and_bch_page_is_corrected() {
+    let g = geo();
+    let c = cfg(&g);
+    let mut noise = Noise::new(g);
+    let mut mem = FtlMemory::new(&g, &c);
+    let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
+    let (map, m) = mem.parts();
+    let mut ftl = Ftl::format(&mut noise, policies(), map, m, c).unwrap();
+    ftl.enable_flex(&mut marks, FlexConfig::default()).unwrap();
+    let mut disk = Disk::default();
+    let mut buf = vec![0u8; PAGE];
+    disk.pages.insert(5, 10);
+    ftl.write_with(5, &page(5, 10), Intent::Clean).unwrap();
+    ftl.write_with(6, &page(6, 11), Intent::Dirty).unwrap();
+    // One flipped bit condemns a CRC page: never returned as data.
+    let old = ftl.nand_mut().corrupt(5, 1);
+    assert_eq!(
+        ftl.read_with(5, &mut buf).unwrap(),
+        PageRead::Corrupt { format: Some(PageFormat::Detecting) }
+    );
+    assert_eq!(ftl.read_or_fetch(5, &mut buf, &mut disk).unwrap(), Served::Backing);
+    assert_eq!(identify(5, &buf), Found::Content(Some(10)));
+    assert_eq!(disk.fetches, 1);
+    // Repopulated as a new clean page.
+    assert_ne!(ftl.nand_mut().latest[&5], old);
+    assert_eq!(
+        ftl.read_or_fetch(5, &mut buf, &mut disk).unwrap(),
+        Served::Flash(PageRead::Good { format: Some(PageFormat::Detecting), corrected: 0 })
+    );
+    assert_eq!(disk.fetches, 1);
+    // Up to t errors in a BCH page are corrected and counted; more are uncorrectable.
+    for k in 1..=T as usize {
+        ftl.nand_mut().flips.clear();
+        ftl.nand_mut().corrupt(6, k);
+        assert_eq!(
+            ftl.read_or_fetch(6, &mut buf, &mut disk).unwrap(),
+            Served::Flash(PageRead::Good { format: Some(PageFormat::Correcting), corrected: k as u32 })
+        );
+        assert_eq!(identify(6, &buf), Found::Content(Some(11)));
+    }
+    ftl.nand_mut().corrupt(6, 2 * T as usize);
+    assert_eq!(ftl.read_or_fetch(6, &mut buf, &mut disk), Err(Error::Uncorrectable { lpn: 6 }));
+    // A dirty page has no backing copy and is never fetched.
+    assert_eq!(disk.fetches, 1);
+    let fc = *ftl.flex_counters();
+    assert_eq!(fc.served_from_backing, 1);
+    assert!(fc.detecting_corrupt >= 1 && fc.correcting_uncorrectable == 1);
+}
+
+/// What the model expects of a logical page.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum State {
+    /// Written dirty (BCH), not flush-read since.
+    Dirty,
+    /// Flush-read while dirty (its copy is in the backing store): BCH until GC moves it, then CRC.
+    Marked(PageId),
+    /// Written clean (CRC).
+    Clean,
+}
+
+/// Random intents, host reads, flush-reads and injected errors against a model; GC runs often on
+/// this small device. Every read returns the model's content (from flash or the backing store)
+/// in the format the model expects.
+#[test]
+fn random_intents_flush_reads_and_gc_conversion_match_the_model() {
+    for seed in 1..=6u64 {
+        let g = geo();
+        let c = cfg(&g);
+        let mut noise = Noise::new(g);
+        let mut mem = FtlMemory::new(&g, &c);
+        let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
+        let (map, m) = mem.parts();
+        let mut ftl = Ftl::format(&mut noise, policies(), map, m, c).unwrap();
+        ftl.enable_flex(&mut marks, FlexConfig::default()).unwrap();
+        let mut disk = Disk::default();
+        let mut rng = Rng::new(seed);
+        let mut model: HashMap<u32, (u64, State)> = HashMap::new();
+        let mut next_id = 1u64;
+        let mut buf = vec![0u8; PAGE];
+        let mut converted_seen = 0u64;
+        for step in 0..3000 {
+            let lpn = rng.below(c.logical_pages as u64) as u32;
+            match rng.below(10) {
+                0..=3 => {
+                    let id = next_id;
+                    next_id += 1;
+                    ftl.write_with(lpn, &page(lpn, id), Intent::Dirty).unwrap();
+                    model.insert(lpn, (id, State::Dirty));
+                }
+                4..=5 => {
+                    // A read miss: the cache manager fetched it from the disk and writes it clean.
+                    let id = next_id;
+                    next_id += 1;
+                    disk.pages.insert(lpn, id);
+                    ftl.write_with(lpn, &page(lpn, id), Intent::Clean).unwrap();
+                    model.insert(lpn, (id, State::Clean));
+                }
+                6 => {
+                    // The cache manager flush-reads dirty pages only.
+                    let cur = ftl.nand_mut().latest.get(&lpn).copied();
+                    if !matches!(model.get(&lpn), None | Some((_, State::Dirty)))
+                        && !matches!(model.get(&lpn), Some((_, State::Marked(p))) if Some(*p) == cur)
+                    {
+                        continue;
+                    }
+                    let r = ftl.flush_read(lpn, &mut buf).unwrap();
+                    match model.get(&lpn).copied() {
+                        None => assert_eq!(r, PageRead::Unmapped),
+                        Some((id, st)) => {
+                            assert!(matches!(r, PageRead::Good { .. }), "seed {seed} step {step}: {r:?}");
+                            assert_eq!(identify(lpn, &buf), Found::Content(Some(id)));
+                            if st == State::Dirty {
+                                disk.pages.insert(lpn, id);
+                                model.insert(lpn, (id, State::Marked(ftl.nand_mut().latest[&lpn])));
+                            }
+                        }
+                    }
+                }
+                7 => {
+                    // Errors: up to t in a BCH page, 1..2t in a CRC page.
+                    if let Some(&(_, st)) = model.get(&lpn) {
+                        let detecting = match st {
+                            State::Clean => true,
+                            State::Marked(p) => ftl.nand_mut().latest[&lpn] != p,
+                            State::Dirty => false,
+                        };
+                        let k = if detecting { 1 + rng.below(2 * T as u64) } else { 1 + rng.below(T as u64) };
+                        let cur = ftl.nand_mut().latest[&lpn];
+                        ftl.nand_mut().flips.remove(&cur.0);
+                        ftl.nand_mut().corrupt(lpn, k as usize);
+                    }
+                }
+                _ => {
+                    let cur = ftl.nand_mut().latest.get(&lpn).copied();
+                    let r = ftl.read_or_fetch(lpn, &mut buf, &mut disk).unwrap();
+                    match model.get(&lpn).copied() {
+                        None => assert_eq!(r, Served::Flash(PageRead::Unmapped)),
+                        Some((id, st)) => {
+                            assert_eq!(
+                                identify(lpn, &buf),
+                                Found::Content(Some(id)),
+                                "seed {seed} step {step}"
+                            );
+                            let moved = |p: PageId| cur != Some(p);
+                            let want = match st {
+                                State::Dirty => PageFormat::Correcting,
+                                State::Clean => PageFormat::Detecting,
+                                State::Marked(p) if moved(p) => PageFormat::Detecting,
+                                State::Marked(_) => PageFormat::Correcting,
+                            };
+                            match r {
+                                Served::Flash(PageRead::Good { format, .. }) => {
+                                    assert_eq!(
+                                        format,
+                                        Some(want),
+                                        "seed {seed} step {step} lpn {lpn} {st:?}"
+                                    );
+                                }
+                                Served::Backing => {
+                                    assert_eq!(want, PageFormat::Detecting, "seed {seed} step {step}");
+                                    model.insert(lpn, (id, State::Clean));
+                                }
+                                other => panic!("seed {seed} step {step}: {other:?}"),
+                            }
+                            if let State::Marked(p) = st {
+                                if moved(p) {
+                                    converted_seen += 1;
+                                    model.insert(lpn, (id, State::Clean));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let fc = *ftl.flex_counters();
+        assert!(fc.converted > 0 && converted_seen > 0, "seed {seed}: GC never converted a page: {fc:?}");
+        assert!(fc.served_from_backing > 0, "seed {seed}: {fc:?}");
+        assert!(ftl.counters().gc_blocks > 0);
+    }
+}
+
+#[test]
+fn format_survives_remount_and_lost_marks_keep_pages_bch() {
+    let g = geo();
+    let c = cfg_pages(&g, FULL);
+    let mut noise = Noise::new(g);
+    let mut buf = vec![0u8; PAGE];
+    {
+        let mut mem = FtlMemory::new(&g, &c);
+        let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
+        let (map, m) = mem.parts();
+        let mut ftl = Ftl::format(&mut noise, policies(), map, m, c).unwrap();
+        ftl.enable_flex(&mut marks, FlexConfig::default()).unwrap();
+        // Interleaved with pages that are rewritten later, so that GC moves these.
+        for l in 0..40 {
+            let intent = if l % 2 == 0 { Intent::Clean } else { Intent::Dirty };
+            ftl.write_with(l, &page(l, l as u64 + 1), intent).unwrap();
+            // Two pages each: the planes alternate, so cold and hot pages share blocks.
+            ftl.write(40 + 2 * l, &page(40 + 2 * l, 1)).unwrap();
+            ftl.write(41 + 2 * l, &page(41 + 2 * l, 1)).unwrap();
+        }
+        for l in (1..40).step_by(2) {
+            ftl.flush_read(l, &mut buf).unwrap();
+            assert!(ftl.flex_is_marked(l));
+        }
+        ftl.unmount().unwrap();
+    }
+    let mut mem = FtlMemory::new(&g, &c);
+    let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
+    let (map, m) = mem.parts();
+    let mut ftl = Ftl::mount(&mut noise, policies(), map, m, c).unwrap();
+    ftl.enable_flex(&mut marks, FlexConfig::default()).unwrap();
+    // Rewrite the rest of the space until GC has moved most of the first 40 pages.
+    let before: Vec<PageId> = (0..40).map(|l| ftl.nand_mut().latest[&l]).collect();
+    let mut id = 1000;
+    let mut rng = Rng::new(3);
+    let moved = |ftl: &mut Ftl<'_, &mut Noise, Pol>| {
+        (0..40u32).filter(|&l| ftl.nand_mut().latest[&l] != before[l as usize]).count()
+    };
+    for _ in 0..200 {
+        if moved(&mut ftl) >= 30 {
+            break;
+        }
+        for _ in 40..FULL {
+            let l = 40 + rng.below((FULL - 40) as u64) as u32;
+            id += 1;
+            ftl.write(l, &page(l, id)).unwrap();
+        }
+    }
+    assert!(moved(&mut ftl) >= 30, "GC moved only {} of the pages", moved(&mut ftl));
+    for l in 0..40 {
+        let f = if l % 2 == 0 { PageFormat::Detecting } else { PageFormat::Correcting };
+        assert_eq!(
+            ftl.read_with(l, &mut buf).unwrap(),
+            PageRead::Good { format: Some(f), corrected: 0 },
+            "lpn {l}"
+        );
+        assert_eq!(identify(l, &buf), Found::Content(Some(l as u64 + 1)));
+    }
+    assert_eq!(ftl.flex_counters().converted, 0);
+}
+
+#[test]
+fn a_write_after_a_flush_read_keeps_the_new_data_bch() {
+    let g = geo();
+    let c = cfg_pages(&g, FULL);
+    let mut noise = Noise::new(g);
+    let mut mem = FtlMemory::new(&g, &c);
+    let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
+    let (map, m) = mem.parts();
+    let mut ftl = Ftl::format(&mut noise, policies(), map, m, c).unwrap();
+    ftl.enable_flex(&mut marks, FlexConfig::default()).unwrap();
+    let mut buf = vec![0u8; PAGE];
+    ftl.write(7, &page(7, 1)).unwrap();
+    ftl.flush_read(7, &mut buf).unwrap();
+    assert!(ftl.flex_is_marked(7));
+    ftl.write(7, &page(7, 2)).unwrap();
+    assert!(!ftl.flex_is_marked(7));
+    let before = ftl.nand_mut().latest[&7];
+    let mut id = 100;
+    let mut rng = Rng::new(4);
+    for _ in 0..200 {
+        if ftl.nand_mut().latest[&7] != before {
+            break;
+        }
+        for _ in 20..FULL {
+            let l = 20 + rng.below((FULL - 20) as u64) as u32;
+            id += 1;
+            ftl.write(l, &page(l, id)).unwrap();
+        }
+    }
+    assert_ne!(ftl.nand_mut().latest[&7], before, "GC never moved the page");
+    assert_eq!(
+        ftl.read_with(7, &mut buf).unwrap(),
+        PageRead::Good { format: Some(PageFormat::Correcting), corrected: 0 }
+    );
+    assert_eq!(identify(7, &buf), Found::Content(Some(2)));
+}
+
+#[test]
+fn scrubber_verifies_in_gaps_prefetches_in_long_gaps_and_refreshes_bch_pages() {
+    let g = geo();
+    let c = cfg(&g);
+    let mut noise = Noise::new(g);
+    let mut mem = FtlMemory::new(&g, &c);
+    let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
+    let (map, m) = mem.parts();
+    let mut ftl = Ftl::format(&mut noise, policies(), map, m, c).unwrap();
+    ftl.enable_flex(&mut marks, FlexConfig { refresh_threshold: 3 }).unwrap();
+    let mut disk = Disk::default();
+    let mut buf = vec![0u8; PAGE];
+    for l in 0..20 {
+        disk.pages.insert(l, l as u64 + 1);
+        ftl.write_with(l, &page(l, l as u64 + 1), Intent::Clean).unwrap();
+    }
+    for l in 20..30 {
+        ftl.write_with(l, &page(l, l as u64 + 1), Intent::Dirty).unwrap();
+    }
+    let bad = [2u32, 9, 15, 17];
+    for &l in &bad {
+        ftl.nand_mut().corrupt(l, 1);
+    }
+    let sc = ScrubConfig { t_verify_ns: 10_000, max_verify: 1000, ..ScrubConfig::default() };
+    let mut s = Scrubber::<16>::new(sc);
+    // A gap below m x T_crc does nothing.
+    let w = s.idle(&mut ftl, 10 * sc.t_crc_ns, &mut disk, &mut buf).unwrap();
+    assert_eq!(w.verified, 0);
+    // A gap above it but below T_disk verifies (20 CRC pages fit) and queues, prefetches nothing.
+    let w = s.idle(&mut ftl, 200_000, &mut disk, &mut buf).unwrap();
+    assert_eq!((w.verified, w.corrupt_found, w.prefetched), (20, 4, 0));
+    assert_eq!(s.queued(), 4);
+    assert_eq!(disk.fetches, 0);
+    // A gap of 3 x T_disk prefetches 3 of them, the next gap the last.
+    let w = s.idle(&mut ftl, 3 * sc.t_disk_ns + 1, &mut disk, &mut buf).unwrap();
+    assert_eq!(w.prefetched, 3);
+    let w = s.idle(&mut ftl, 3 * sc.t_disk_ns + 1, &mut disk, &mut buf).unwrap();
+    assert_eq!(w.prefetched, 1);
+    assert_eq!(disk.fetches, 4);
+    // Host reads of the prefetched pages now come from flash.
+    for &l in &bad {
+        assert_eq!(
+            ftl.read_or_fetch(l, &mut buf, &mut disk).unwrap(),
+            Served::Flash(PageRead::Good { format: Some(PageFormat::Detecting), corrected: 0 })
+        );
+        assert_eq!(identify(l, &buf), Found::Content(Some(l as u64 + 1)));
+    }
+    assert_eq!(disk.fetches, 4);
+    // BCH pages: with scan_correcting, one at the threshold is refreshed (moved, clean again),
+    // one below it is left alone.
+    ftl.nand_mut().corrupt(22, 3);
+    let keep = ftl.nand_mut().corrupt(23, 2);
+    let moved_from = ftl.nand_mut().latest[&22];
+    let mut s2 = Scrubber::<16>::new(ScrubConfig { scan_correcting: true, ..sc });
+    let w = s2.idle(&mut ftl, 400_000, &mut disk, &mut buf).unwrap();
+    assert_eq!(w.refreshed, 1);
+    assert_ne!(ftl.nand_mut().latest[&22], moved_from);
+    assert_eq!(ftl.nand_mut().latest[&23], keep);
+    assert_eq!(
+        ftl.read_with(22, &mut buf).unwrap(),
+        PageRead::Good { format: Some(PageFormat::Correcting), corrected: 0 }
+    );
+    assert_eq!(identify(22, &buf), Found::Content(Some(23)));
+    assert_eq!(ftl.flex_counters().refreshed, 1);
+    // A refresh on the read path too.
+    ftl.nand_mut().corrupt(24, 3);
+    let from = ftl.nand_mut().latest[&24];
+    ftl.read_or_fetch(24, &mut buf, &mut disk).unwrap();
+    assert_ne!(ftl.nand_mut().latest[&24], from);
+}
+
+/// Power cuts at many points while GC converts flush-read pages to CRC: after the remount every
+/// page that was flushed before (and not rewritten) reads back good, with its content, in a
+/// format it may have (a converted page CRC, an unconverted or clean-written one as written).
+#[test]
+fn power_cuts_during_gc_conversion_lose_nothing() {
+    let g = geo();
+    let c = cfg_pages(&g, FULL);
+    let mut cuts_fired = 0;
+    let mut converted_seen = 0;
+    for k in (5..600).step_by(23) {
+        let mut noise = Noise::new(g);
+        let mut buf = vec![0u8; PAGE];
+        {
+            let mut mem = FtlMemory::new(&g, &c);
+            let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
+            let (map, m) = mem.parts();
+            let mut ftl = Ftl::format(&mut noise, policies(), map, m, c).unwrap();
+            ftl.enable_flex(&mut marks, FlexConfig::default()).unwrap();
+            for l in 0..40 {
+                let intent = if l % 4 == 0 { Intent::Clean } else { Intent::Dirty };
+                ftl.write_with(l, &page(l, l as u64 + 1), intent).unwrap();
+                ftl.write(40 + 2 * l, &page(40 + 2 * l, 1)).unwrap();
+                ftl.write(41 + 2 * l, &page(41 + 2 * l, 1)).unwrap();
+            }
+            ftl.flush().unwrap();
+            for l in 0..40 {
+                ftl.flush_read(l, &mut buf).unwrap();
+            }
+            ftl.nand_mut().emu.schedule_power_cut(k);
+            let mut rng = Rng::new(k);
+            let mut id = 100;
+            for _ in 0..400 {
+                let l = 40 + rng.below((FULL - 40) as u64) as u32;
+                id += 1;
+                match ftl.write(l, &page(l, id)) {
+                    Ok(()) => {}
+                    Err(Error::Device(nand_hal::ErrorKind::PowerLoss)) => {
+                        cuts_fired += 1;
+                        break;
+                    }
+                    Err(e) => panic!("cut {k}: {e:?}"),
+                }
+            }
+        }
+        noise.emu.restore_power();
+        noise.emu.cancel_power_cut();
+        let mut mem = FtlMemory::new(&g, &c);
+        let (map, m) = mem.parts();
+        let mut ftl = Ftl::mount(&mut noise, policies(), map, m, c).unwrap();
+        for l in 0..40 {
+            let r = ftl.read_with(l, &mut buf).unwrap();
+            let PageRead::Good { format: Some(f), corrected: 0 } = r else {
+                panic!("cut {k}: lpn {l}: {r:?}");
+            };
+            if l % 4 == 0 {
+                assert_eq!(f, PageFormat::Detecting, "cut {k}: lpn {l}");
+            } else if f == PageFormat::Detecting {
+                converted_seen += 1;
+            }
+            assert_eq!(identify(l, &buf), Found::Content(Some(l as u64 + 1)), "cut {k}: lpn {l}");
+        }
+    }
+    assert!(cuts_fired > 10, "only {cuts_fired} cuts fired");
+    assert!(converted_seen > 0, "no cut came after a conversion");
+}
