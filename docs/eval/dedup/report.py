@@ -36,7 +36,8 @@ lines = ["# CAFTL deduplication: measured figures", "",
 
 # 1. FIU mail sample.
 fiu_cfgs = ["baseline", "dedup:nosample", "dedup", "dedup:nosample:noprehash", "dedup:nosample:store=128",
-            "dedup:nosample:switch:buffer=8", "dedup:nosample:switch:buffer=8:ool"]
+            "dedup:nosample:switch:buffer=8", "dedup:nosample:switch:buffer=8:ool",
+            "dedup:nosample:switch:buffer=8:idle=100"]
 lines += ["## FIU mail sample (9,998 requests, 4 KiB pages, `caftl` device fitted to the trace)", "",
           "| configuration | n | m | dedup rate | offline | found of offline | live oracle | space saved "
           "| SHA-1s | CRC-32s | hashing on the write path (ms) | mean write latency (us) | WAF | switch offs "
@@ -57,7 +58,8 @@ for cfg in fiu_cfgs:
         f"| {cfg} | {x['pages_written_n']} | {x['pages_to_flash_m']} | {pct(x['dedup_rate'])} | {pct(x['offline_rate'])} "
         f"| {pct(x['found_of_offline'])} | {pct(x['live_oracle_rate'])} | {pct(x['space_saved'])} | {x['sha1s']} "
         f"| {x['crc32s']} | {x['hash_ms_critical_path']:.1f} | {r['write_latency_us']['mean']:.0f} | {r['waf']:.3f} "
-        f"| {x['switch_offs']} | {x['pages_with_inline_off']} | {ool['coalesced'] if ool else '-'} |")
+        f"| {x['switch_offs']} | {x['pages_with_inline_off']} "
+        f"| {str(ool['coalesced']) + ' (' + str(ool['passes']) + ' passes)' if ool else '-'} |")
     fiu_plot.append((cfg.replace("dedup:", "").replace("dedup", "sample=32"), x["dedup_rate"], x["offline_rate"],
                      x["space_saved"]))
 lines += ["", "Paper (FAST'11, 11 workloads, 934 MHz, 16 MB buffer): dedup rates 4.6% to 24.2% without sampling, "

@@ -22,9 +22,13 @@
 //!   in host memory, the paper keeps them in flash), and each group of equal fingerprints is
 //!   coalesced through `Ftl::coalesce`, which reads and compares the pages before merging them.
 //!
+//!   With `idle=MS` a pass also runs in every idle gap of at least MS ms of an open-loop trace
+//!   (from the device's last completion; work it has not finished when the next request arrives
+//!   delays that request: the paper aborts it instead) once pages were written without a probe.
+//!
 //! Options: `nosample` | `sample=PAGES` (default 32), `noprehash`, `compare` (full compare),
 //! `store=ENTRIES` (fingerprint store budget, default: the logical pages), `switch`,
-//! `buffer=PAGES`, `mhz=MHZ`, `ool`, `oolmem=RECORDS`.
+//! `buffer=PAGES`, `mhz=MHZ`, `ool`, `oolmem=RECORDS`, `idle=MS`.
 
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 
@@ -64,6 +68,10 @@ pub struct DedupOptions {
     pub out_of_line: bool,
     /// Records sorted in memory at once by out-of-line deduplication.
     pub ool_memory_records: usize,
+    /// With `out_of_line`: also run a pass in every idle gap of at least this many ms (between
+    /// the device's last completion and the next arrival) once unprobed pages were written since
+    /// the last pass (0: only after the run).
+    pub idle_ms: u64,
 }
 
 impl Default for DedupOptions {
@@ -78,6 +86,7 @@ impl Default for DedupOptions {
             mhz: 934,
             out_of_line: false,
             ool_memory_records: 65536,
+            idle_ms: 0,
         }
     }
 }
@@ -103,10 +112,14 @@ impl DedupOptions {
                 "mhz" => o.mhz = num(v)?.max(1),
                 "ool" => o.out_of_line = true,
                 "oolmem" => o.ool_memory_records = num(v)?.max(2) as usize,
+                "idle" => {
+                    o.idle_ms = num(v)?;
+                    o.out_of_line = true;
+                }
                 _ => {
                     return Err(format!(
                         "unknown dedup option '{opt}' (expected nosample, sample=N, noprehash, compare, \
-                         store=N, switch, buffer=N, mhz=N, ool, oolmem=N)"
+                         store=N, switch, buffer=N, mhz=N, ool, oolmem=N, idle=MS)"
                     ))
                 }
             }
@@ -173,11 +186,29 @@ pub struct DedupSim {
     hash_ns_background: u64,
     stats_base: DedupStats,
     ool: Option<OolReport>,
+    last_done: u64,
+    unprobed_at_pass: u64,
+}
+
+/// The clock of a device the simulator can run idle-time work on.
+pub trait IdleClock {
+    /// Starts a window of work at `t` ns (operations still start no earlier than their plane is
+    /// free).
+    fn start_idle_work(&mut self, t: u64);
+}
+
+impl IdleClock for &mut crate::emulator::Emulator {
+    fn start_idle_work(&mut self, t: u64) {
+        self.set_now_ns(t);
+        self.open_window();
+    }
 }
 
 /// What out-of-line deduplication did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OolReport {
+    /// Passes run (idle gaps and the end of the run).
+    pub passes: u64,
     /// Logical pages read and fingerprinted.
     pub pages_scanned: u64,
     /// Sorted runs.
@@ -218,6 +249,8 @@ impl DedupSim {
             hash_ns_background: 0,
             stats_base: DedupStats::default(),
             ool: None,
+            last_done: 0,
+            unprobed_at_pass: 0,
         }
     }
 
@@ -260,6 +293,47 @@ impl DedupSim {
             }
         }
         *self.live.entry(c).or_insert(0) += 1;
+    }
+
+    /// A request completed at `done` (ns).
+    pub fn note_done(&mut self, done: u64) {
+        self.last_done = self.last_done.max(done);
+    }
+
+    /// Before a request arriving at `now` (ns): an out-of-line pass if the device has been idle
+    /// long enough and pages were written without a probe since the last pass. The pass starts
+    /// when the device went idle; what it does not finish by `now` delays the request.
+    pub fn idle_time<N: NandFlash + IdleClock, P: PolicySet, M: MappingTable>(
+        &mut self,
+        ftl: &mut Ftl<'_, N, P, M>,
+        now: u64,
+    ) -> Result<(), String> {
+        let idle_ns = self.opts.idle_ms.saturating_mul(1_000_000);
+        let unprobed = ftl.dedup_stats().unprobed;
+        if !self.opts.out_of_line
+            || idle_ns == 0
+            || self.last_done == 0
+            || now < self.last_done.saturating_add(idle_ns)
+            || unprobed == self.unprobed_at_pass
+        {
+            return Ok(());
+        }
+        self.unprobed_at_pass = unprobed;
+        ftl.nand_mut().start_idle_work(self.last_done);
+        let inline = ftl.dedup_settings().inline;
+        let pass = out_of_line(ftl, self.opts.ool_memory_records)?;
+        ftl.set_inline_dedup(inline);
+        let r = self
+            .ool
+            .get_or_insert_with(|| OolReport { live_before: pass.live_before, ..OolReport::default() });
+        r.passes += 1;
+        r.pages_scanned += pass.pages_scanned;
+        r.runs += pass.runs;
+        r.duplicate_groups += pass.duplicate_groups;
+        r.coalesced += pass.coalesced;
+        r.refused += pass.refused;
+        r.live_after = pass.live_after;
+        Ok(())
     }
 
     /// Before a write request arriving at `now` (ns): the dynamic switch's decision.
@@ -325,7 +399,17 @@ impl DedupSim {
     ) -> Result<(), String> {
         if self.opts.out_of_line {
             ftl.set_inline_dedup(true);
-            self.ool = Some(out_of_line(ftl, self.opts.ool_memory_records)?);
+            let pass = out_of_line(ftl, self.opts.ool_memory_records)?;
+            let r = self
+                .ool
+                .get_or_insert_with(|| OolReport { live_before: pass.live_before, ..OolReport::default() });
+            r.passes += 1;
+            r.pages_scanned += pass.pages_scanned;
+            r.runs += pass.runs;
+            r.duplicate_groups += pass.duplicate_groups;
+            r.coalesced += pass.coalesced;
+            r.refused += pass.refused;
+            r.live_after = pass.live_after;
         }
         Ok(())
     }
@@ -372,6 +456,7 @@ impl DedupSim {
             "live_physical_pages": live,
             "space_saved": if mapped == 0 { 0.0 } else { 1.0 - live as f64 / mapped as f64 },
             "out_of_line": self.ool.as_ref().map(|o| serde_json::json!({
+                "passes": o.passes,
                 "pages_scanned": o.pages_scanned,
                 "runs": o.runs,
                 "duplicate_groups": o.duplicate_groups,
@@ -462,6 +547,8 @@ mod tests {
             .unwrap();
         assert_eq!((o.sampling_unit, o.prehash, o.dynamic_switch), (0, false, true));
         assert_eq!((o.buffer_pages, o.out_of_line, o.ool_memory_records), (64, true, 100));
+        let i = DedupOptions::parse("idle=100").unwrap();
+        assert_eq!((i.idle_ms, i.out_of_line), (100, true));
         assert!(DedupOptions::parse("sample=x").unwrap_err().contains("whole number"));
         assert!(DedupOptions::parse("bogus").unwrap_err().contains("unknown dedup option"));
     }

@@ -451,6 +451,9 @@ where
                 }
             }
         };
+        if let Some(d) = dsim.as_mut() {
+            d.idle_time(&mut ftl, arrival)?;
+        }
         if let (Some(d), Op::Write) = (dsim.as_mut(), req.op) {
             d.before_write(&mut ftl, arrival, lpns.len() as u64);
         }
@@ -497,6 +500,9 @@ where
         let mut done = ftl.nand().window_completion_ns();
         if let (Some(d), Op::Write) = (dsim.as_mut(), req.op) {
             done += d.after_write(&ftl, done, lpns.len() as u64);
+        }
+        if let Some(d) = dsim.as_mut() {
+            d.note_done(done);
         }
         let latency = done - arrival;
         match req.op {
