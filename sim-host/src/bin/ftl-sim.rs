@@ -43,7 +43,8 @@ enum Command {
         opts: RunOpts,
         #[command(flatten)]
         flex: FlexArgs,
-        /// Techniques to enable, comma separated: wom, dedup, flex-ecc, eti, cdm.
+        /// Techniques to enable, comma separated: wom, dedup, flex-ecc, eti, cdm. Dedup takes
+        /// options after colons (dedup:nosample:switch:buffer=64:ool, ...; see docs/eval/dedup).
         #[arg(long, default_value = "")]
         features: String,
         /// Hot/cold classifier: none (one host stream), size (64 KiB rule, hot and cold streams),
