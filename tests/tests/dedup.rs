@@ -13,7 +13,8 @@
 //!   foundation's guarantees hold (everything flushed survives; a page reads as old or new).
 //! - `torture_every_cut`: a fixed workload, cut at every device operation (stride
 //!   `FTL_DEDUP_TORTURE_STRIDE`, default 3), the recovery mount cut too at a pseudo-random point.
-//! - `random_cuts`: long random workloads with a cut always pending (`FTL_DEDUP_CUTS`, default 2000).
+//! - `random_cuts`: long random workloads with a cut always pending (`FTL_DEDUP_CUTS`, default 2000;
+//!   `FTL_DEDUP_SEED` the first seed).
 //! - Unit cases: full compare refuses a lying index, `coalesce`, GC of shared pages, a dedup image
 //!   mounted without dedup, and `inline: false`.
 //!
@@ -571,7 +572,7 @@ fn torture_every_cut() {
 #[test]
 fn random_cuts() {
     let cuts: u32 = std::env::var("FTL_DEDUP_CUTS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
-    let mut seed = 1u64;
+    let mut seed: u64 = std::env::var("FTL_DEDUP_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
     let mut fired = 0;
     let mut total = Stats::default();
     while fired < cuts {

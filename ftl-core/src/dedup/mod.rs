@@ -437,19 +437,20 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         Ok(())
     }
 
-    /// At the start of a host operation: if a journal page written now would open a GC-stream
-    /// block in a plane below its free reserve, GC restores the reserve first. Journal pages
-    /// (trims, share records) go to the GC stream, which never collects; without dedup the host
-    /// stream's block openings keep the reserve, but a run of deduplicated writes opens none.
+    /// At the start of a host operation: GC restores the free reserve of every plane below it.
+    /// Journal pages (trims, share records) go to the GC stream, which never collects; without
+    /// dedup the host stream's block openings keep the reserve, but a run of deduplicated writes
+    /// opens none, and GC itself needs the reserve (its copies, the journal pages written before
+    /// it, the checkpoint before erasing a block with a journal page or a moved shared page).
+    /// Collecting earlier than the baseline would costs some copies (see docs/eval/dedup).
     pub(crate) fn dedup_keep_reserve(&mut self) -> Result<(), Error> {
         if !self.dedup_attached() {
             return Ok(());
         }
-        let plane = self.gc_plane(self.next_plane);
-        if self.frontiers[Self::frontier_index(plane, Stream::Gc)].block == u32::MAX
-            && self.blocks.free_count(plane) < self.cfg.gc_free_threshold
-        {
-            self.ensure_free(plane)?;
+        for plane in 0..self.geo.total_planes() {
+            if self.blocks.free_count(plane) < self.cfg.gc_free_threshold {
+                self.ensure_free(plane)?;
+            }
         }
         Ok(())
     }
