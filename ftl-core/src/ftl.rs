@@ -65,6 +65,9 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     /// The NV cache (CDM or NVM-basic), if the FTL runs with one.
     #[cfg(feature = "cdm")]
     pub(crate) nv: Option<crate::cdm::NvCache<'m>>,
+    /// Deduplication state (empty unless attached by `format_dedup`/`mount_dedup`).
+    #[cfg(feature = "dedup")]
+    pub(crate) dedup: crate::dedup::DedupState<'m>,
     /// FlexECC: write format, per-page RAM marks, counters.
     #[cfg(feature = "flex-ecc")]
     pub(crate) flex: crate::intent::FlexState<'m>,
@@ -105,6 +108,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             dirty: false,
             #[cfg(feature = "cdm")]
             nv: None,
+            #[cfg(feature = "dedup")]
+            dedup: crate::dedup::DedupState::detached(),
             #[cfg(feature = "flex-ecc")]
             flex: crate::intent::FlexState::new(),
         })
@@ -222,7 +227,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         Ok(())
     }
 
-    fn read_one(&mut self, lpn: u32, out: &mut [u8]) -> Result<(), Error> {
+    pub(crate) fn read_one(&mut self, lpn: u32, out: &mut [u8]) -> Result<(), Error> {
         #[cfg(feature = "cdm")]
         if self.nv_read_hit(lpn, out)? {
             return Ok(());
@@ -231,12 +236,17 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             out.fill(0);
             return Ok(());
         };
+        // A shared page's spare names its first owner (or where it moved from), not `lpn`.
+        #[cfg(feature = "dedup")]
+        let (page, shared) = self.dedup_resolve(page);
+        #[cfg(not(feature = "dedup"))]
+        let shared = false;
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
         self.counters.nand_reads += 1;
         self.nand.read_page(page, out, &mut self.buf[d..d + spare_len])?;
         let _seq = match PageMeta::decode(&self.buf[d..d + spare_len]) {
-            SpareState::Valid(m) if m.kind == PageKind::Data && m.tag == lpn => m.seq,
+            SpareState::Valid(m) if m.kind == PageKind::Data && (m.tag == lpn || shared) => m.seq,
             _ => return Err(Error::Uncorrectable { lpn }),
         };
         let stored = &self.buf[d + META_LEN..d + spare_len];
@@ -250,8 +260,14 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Each page is on flash when this returns; it survives a power cut once `flush` returns.
     pub fn write(&mut self, lpn: u32, data: &[u8]) -> Result<(), Error> {
         let n = self.check_range(lpn, data.len())?;
+        #[cfg(feature = "dedup")]
+        self.dedup_keep_reserve()?;
         if self.trims.overlaps(lpn, n) {
             self.write_journal()?;
+        }
+        #[cfg(feature = "dedup")]
+        if self.dedup_attached() {
+            return self.write_dedup(lpn, data, n);
         }
         let pb = self.geo.data_bytes as usize;
         #[cfg(feature = "flex-ecc")]
@@ -284,9 +300,13 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         if lpn as u64 + count as u64 > self.cfg.logical_pages as u64 {
             return Err(Error::OutOfRange);
         }
+        #[cfg(feature = "dedup")]
+        self.dedup_keep_reserve()?;
         if self.trims.is_full() {
             self.write_journal()?;
         }
+        #[cfg(feature = "dedup")]
+        self.dedup_order_before(lpn, count)?;
         for l in lpn..lpn + count {
             self.remap(l, None);
         }
@@ -301,14 +321,18 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Makes every acknowledged write and trim durable.
     pub fn flush(&mut self) -> Result<(), Error> {
         self.counters.host_flushes += 1;
+        #[cfg(feature = "dedup")]
+        self.dedup_keep_reserve()?;
         if !self.trims.is_empty() {
             self.write_journal()?;
         }
+        #[cfg(feature = "dedup")]
+        self.dedup_flush_pending(true)?;
         self.maintenance()
     }
 
     /// Work deferred to the end of a host operation: retiring failed blocks, static wear leveling.
-    fn maintenance(&mut self) -> Result<(), Error> {
+    pub(crate) fn maintenance(&mut self) -> Result<(), Error> {
         self.retire_pending()?;
         self.wear_level_pending()
     }
@@ -316,6 +340,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Points `lpn` at `page` (or unmaps it), keeping the valid bitmap and counts right.
     pub(crate) fn remap(&mut self, lpn: u32, page: Option<PageId>) {
         let old = self.map.set(lpn, page);
+        // A shared page loses one reference; it is invalid only when none is left.
+        #[cfg(feature = "dedup")]
+        let old = old.and_then(|o| self.dedup_unref(o));
         if let Some(o) = old {
             self.set_valid_bit(o, false);
         }
@@ -344,6 +371,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         } else {
             *w &= !bit;
             self.blocks.dec_valid(self.geo.block_of(p));
+            #[cfg(feature = "dedup")]
+            self.dedup_page_invalidated(p);
         }
     }
 

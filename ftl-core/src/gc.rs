@@ -48,6 +48,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// Moves the valid pages of `b` away, then erases or retires it.
     pub(crate) fn collect(&mut self, b: BlockId, finish: Finish) -> Result<(), Error> {
+        // Share records first: the pages they made invalid may be in this block.
+        #[cfg(feature = "dedup")]
+        self.dedup_flush_pending(false)?;
         let before = self.blocks.state(b);
         self.blocks.set_state(b, BlockState::Victim);
         if let Err(e) = self.move_valid_pages(b) {
@@ -96,6 +99,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// Copies one valid page to the GC stream of `plane` and remaps it.
     pub(crate) fn relocate(&mut self, page: PageId, plane: u32) -> Result<(), Error> {
+        #[cfg(feature = "dedup")]
+        if let Some(v) = self.dedup.vmap.find(page.0) {
+            return self.relocate_shared(page, v, plane);
+        }
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
         let plane = self.gc_plane(plane);
@@ -132,6 +139,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             self.flex.write_format = saved;
         }
         let new = new?;
+        #[cfg(feature = "dedup")]
+        self.dedup_moved(page, new);
         self.remap(lpn, Some(new));
         self.counters.gc_page_copies += 1;
         Ok(())

@@ -29,6 +29,8 @@ pub mod checkpoint;
 mod config;
 mod counters;
 pub mod crc32c;
+#[cfg(feature = "dedup")]
+pub mod dedup;
 mod error;
 pub mod frontier;
 mod ftl;

@@ -75,6 +75,8 @@ struct Cursor {
     seq: u64,
     kind: PageKind,
     tag: u32,
+    /// Aux word of the head page (dedup tells its journal and relocation pages by it).
+    aux: u32,
 }
 
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
@@ -89,6 +91,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
         let max_seen = self.survey()?;
         let (ckpt_seq, next_seq) = self.load_newest_checkpoint()?;
+        #[cfg(feature = "dedup")]
+        self.dedup_load_checkpoint()?;
 
         // Checkpoint blocks: the current one's stay, the others are dirty.
         for b in 0..self.geo.total_blocks() {
@@ -317,7 +321,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Step 3 and 4.
     fn replay(&mut self, ckpt_seq: u64) -> Result<Replayed, Error> {
         let ppb = self.geo.pages_per_block;
-        let empty = Cursor { block: 0, page: 0, seq: u64::MAX, kind: PageKind::Data, tag: 0 };
+        let empty = Cursor { block: 0, page: 0, seq: u64::MAX, kind: PageKind::Data, tag: 0, aux: 0 };
         let mut cursors = [empty; MAX_REPLAY_BLOCKS];
         let mut n = 0usize;
         fn add(cursors: &mut [Cursor], n: &mut usize, c: Cursor) -> Result<(), Error> {
@@ -364,6 +368,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let c = cursors[k];
             let page = self.geo.page(BlockId(c.block), c.page);
             match c.kind {
+                #[cfg(feature = "dedup")]
+                PageKind::Data if c.aux == crate::dedup::shares::SHARED_MOVE => {
+                    self.dedup_replay_move(c.tag, page)?;
+                    self.blocks.set_flags(BlockId(c.block), FLAG_LIVE_JOURNAL, true);
+                    applied = 0;
+                }
                 PageKind::Data => {
                     if c.tag >= self.cfg.logical_pages {
                         return Err(Error::Corrupt);
@@ -371,9 +381,22 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     let prev = self.map.set(c.tag, Some(page));
                     history[applied % HISTORY] = (c.tag, prev, page);
                     applied += 1;
+                    #[cfg(feature = "dedup")]
+                    {
+                        self.dedup_replay_unref(prev);
+                        self.dedup_replay_new_page(page);
+                    }
                 }
                 PageKind::Journal => {
-                    if !self.apply_journal(page, c.tag)? {
+                    #[cfg(feature = "dedup")]
+                    let complete = if c.aux == crate::dedup::shares::SHARE_JOURNAL {
+                        self.apply_share_journal(page, c.tag)?
+                    } else {
+                        self.apply_journal(page, c.tag)?
+                    };
+                    #[cfg(not(feature = "dedup"))]
+                    let complete = self.apply_journal(page, c.tag)?;
+                    if !complete {
                         cursors[k].page += 1;
                         self.load_head(&mut cursors[k], ckpt_seq, done)?;
                         continue;
@@ -401,6 +424,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 break;
             }
             self.map.set(lpn, prev);
+            #[cfg(feature = "dedup")]
+            self.dedup_replay_ref(prev);
             out.voids_complete &= self.void_page(page);
             candidate = prev.and_then(|p| {
                 (oldest..i).rev().find(|&j| {
@@ -471,6 +496,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     c.seq = m.seq;
                     c.kind = m.kind;
                     c.tag = m.tag;
+                    c.aux = m.aux;
                     return Ok(());
                 }
                 _ => c.page += 1,
@@ -492,7 +518,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 return Err(Error::Corrupt);
             }
             for l in a..a + n {
-                self.map.set(l, None);
+                let _prev = self.map.set(l, None);
+                #[cfg(feature = "dedup")]
+                self.dedup_replay_unref(_prev);
             }
         }
         Ok(true)
@@ -545,7 +573,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     }
 
     /// Reads a page whole into the buffer; true if its metadata and codec check out.
-    fn page_is_whole(&mut self, page: PageId) -> Result<bool, Error> {
+    pub(crate) fn page_is_whole(&mut self, page: PageId) -> Result<bool, Error> {
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
         self.counters.nand_reads += 1;
@@ -559,6 +587,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// Step 5: valid bitmap, counts, states and lists from the map.
     fn rebuild(&mut self) -> Result<(), Error> {
+        #[cfg(feature = "dedup")]
+        self.dedup_finish_replay();
         for b in 0..self.geo.total_blocks() {
             if self.blocks.state(BlockId(b)) == BlockState::Used {
                 self.blocks.raw_set_valid(BlockId(b), 0);
@@ -566,6 +596,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         for l in 0..self.map.len() {
             let Some(p) = self.map.get(l) else { continue };
+            // Shared pages are counted once each, below.
+            #[cfg(feature = "dedup")]
+            if self.dedup_attached() && crate::dedup::is_virtual(p) {
+                continue;
+            }
             if !self.geo.contains_page(p) {
                 return Err(Error::Corrupt);
             }
@@ -583,6 +618,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let v = self.blocks.get(b).valid;
             self.blocks.raw_set_valid(b, v + 1);
         }
+        #[cfg(feature = "dedup")]
+        self.dedup_rebuild_valid()?;
         for b in 0..self.geo.total_blocks() {
             let b = BlockId(b);
             let info = *self.blocks.get(b);

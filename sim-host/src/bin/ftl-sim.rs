@@ -10,6 +10,7 @@ use ftl_core::Config;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nand_hal::Geometry;
 use sim_host::sim::cdm::{parse_read_fill, take_nv_cache, NvCacheSpec};
+use sim_host::sim::dedup::DedupOptions;
 use sim_host::sim::device::{GeometryFlags, Preset};
 use sim_host::sim::ecc_model::{DecodeTiming, ErrorRates};
 use sim_host::sim::flexecc::{EccMode, FlexSimConfig};
@@ -44,7 +45,8 @@ enum Command {
         opts: RunOpts,
         #[command(flatten)]
         flex: FlexArgs,
-        /// Techniques to enable, comma separated: wom, dedup, flex-ecc, eti, cdm.
+        /// Techniques to enable, comma separated: wom, dedup, flex-ecc, eti, cdm. Dedup takes
+        /// options after colons (dedup:nosample:switch:buffer=64:ool, ...; see docs/eval/dedup).
         #[arg(long, default_value = "")]
         features: String,
         /// Hot/cold classifier: none (one host stream), size (64 KiB rule, hot and cold streams),
@@ -492,6 +494,7 @@ fn base_config(
         seed: input.seed,
         write_limit_pages: None,
         nv_cache: None,
+        dedup: DedupOptions::default(),
         flex: FlexSimConfig::default(),
     };
     if let Some(f) = input.until_written {
@@ -632,6 +635,7 @@ fn cmd_run(
     let (rest, nv) = take_nv_cache(features, pages, opts.nv_policy.as_deref(), true)?;
     cfg.features = parse_features(&rest)?;
     cfg.nv_cache = with_read_fill(nv, opts)?;
+    cfg.dedup = DedupOptions::from_features(&rest)?.unwrap_or_default();
     cfg.flex = flex.config(cfg.logical_pages())?;
     cfg.classifier = classifier.parse()?;
     let mut names: Vec<&str> = rest.split([',', '+']).map(str::trim).filter(|f| !f.is_empty()).collect();
@@ -688,6 +692,7 @@ fn cmd_compare(
         let (rest, nv) = take_nv_cache(feat, nv_cache_pages(opts, &base)?, opts.nv_policy.as_deref(), false)?;
         c.features = parse_features(&rest)?;
         c.nv_cache = with_read_fill(nv, opts)?;
+        c.dedup = DedupOptions::from_features(&rest)?.unwrap_or_default();
         c.classifier = class.parse()?;
         c.label = item.to_string();
         cfgs.push(c);

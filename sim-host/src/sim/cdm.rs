@@ -270,6 +270,7 @@ mod tests {
             seed: 1,
             write_limit_pages: None,
             nv_cache: nv,
+            dedup: crate::sim::dedup::DedupOptions::default(),
             flex: crate::sim::flexecc::FlexSimConfig::default(),
         };
         let spec = WorkloadSpec {

@@ -16,6 +16,7 @@
 pub mod backing;
 pub mod cache_manager;
 pub mod cdm;
+pub mod dedup;
 pub mod device;
 pub mod ecc_model;
 pub mod flexecc;
@@ -142,7 +143,7 @@ pub fn parse_features(s: &str) -> Result<Vec<Feature>, String> {
     for name in s.split(['+', ',']).map(str::trim).filter(|n| !n.is_empty() && *n != "baseline") {
         let f = match name {
             "wom" => Feature::Wom,
-            "dedup" => Feature::Dedup,
+            n if n == "dedup" || n.starts_with("dedup:") => Feature::Dedup,
             "flex-ecc" => Feature::FlexEcc,
             "eti" => Feature::Eti,
             "cdm" => Feature::Cdm,
@@ -150,7 +151,9 @@ pub fn parse_features(s: &str) -> Result<Vec<Feature>, String> {
         };
         out.push(f);
     }
-    if let Some(f) = out.iter().find(|f| !matches!(f, Feature::Eti | Feature::FlexEcc | Feature::Cdm)) {
+    if let Some(f) =
+        out.iter().find(|f| !matches!(f, Feature::Eti | Feature::FlexEcc | Feature::Cdm | Feature::Dedup))
+    {
         return Err(format!(
             "feature {f:?} is not implemented in the simulator yet; it lands with its own issue"
         ));
@@ -233,6 +236,8 @@ pub struct SimConfig {
     pub write_limit_pages: Option<u64>,
     /// The NV cache (CDM or NVM-basic), if any.
     pub nv_cache: Option<cdm::NvCacheSpec>,
+    /// Deduplication options (used when `features` has dedup).
+    pub dedup: dedup::DedupOptions,
     /// Settings of a FlexECC run (used with [`Feature::FlexEcc`]).
     pub flex: flexecc::FlexSimConfig,
 }
@@ -335,19 +340,42 @@ where
 {
     let geo = cfg.device.geometry;
     let page_bytes = geo.data_bytes as u64;
+    let dedup_on = cfg.features.contains(&Feature::Dedup);
     let mut ec = EmulatorConfig::new(geo);
-    ec.store_data = false;
+    // Deduplication hashes, compares and coalesces real page data.
+    ec.store_data = dedup_on;
     ec.timing = cfg.device.timing;
     let mut emu = Emulator::new(ec).map_err(|e| e.to_string())?;
     let fcfg = Config::with_logical_pages(&geo, cfg.logical_pages());
     let mut mem = FtlMemory::new(&geo, &fcfg);
     let (map, m) = mem.parts();
-    let mut nv_mem = cfg.nv_cache.map(|s| cdm::SimNvCache::new(s, geo.data_bytes)).transpose()?;
-    let mut ftl = match nv_mem.as_mut() {
-        Some(c) => Ftl::format_with_cache(&mut emu, policies, map, m, fcfg, c.cache()?),
-        None => Ftl::format(&mut emu, policies, map, m, fcfg),
+    let mut dbufs = dedup_on.then(|| {
+        crate::dedup_memory::DedupBuffers::<{ dedup::BUCKET_ENTRIES }>::new(
+            cfg.dedup.sizes(fcfg.logical_pages, geo.data_bytes),
+        )
+    });
+    let (mut dindex, dmem) = match dbufs.as_mut() {
+        Some(b) => {
+            let (i, m) = b.parts(cfg.dedup.prehash, ftl_policies::dedup::Accel::ALL);
+            (Some(i), Some(m))
+        }
+        None => (None, None),
+    };
+    let mut dsim = dedup_on.then(|| dedup::DedupSim::new(cfg.dedup, fcfg.logical_pages, geo.data_bytes));
+    if dedup_on && cfg.nv_cache.is_some() {
+        return Err("dedup and an NV cache are not combined at run time; use one of them".to_string());
     }
-    .map_err(|e| format!("cannot format the device at {}% over-provisioning: {e}", cfg.op_percent))?;
+    let mut nv_mem = cfg.nv_cache.map(|s| cdm::SimNvCache::new(s, geo.data_bytes)).transpose()?;
+    let formatted = match (nv_mem.as_mut(), dindex.as_mut(), dmem) {
+        (Some(c), _, _) => Ftl::format_with_cache(&mut emu, policies, map, m, fcfg, c.cache()?),
+        (None, Some(index), Some(memory)) => {
+            let d = ftl_core::dedup::Dedup { memory, index, settings: cfg.dedup.settings() };
+            Ftl::format_dedup(&mut emu, policies, map, m, fcfg, d)
+        }
+        _ => Ftl::format(&mut emu, policies, map, m, fcfg),
+    };
+    let mut ftl = formatted
+        .map_err(|e| format!("cannot format the device at {}% over-provisioning: {e}", cfg.op_percent))?;
     let mut nv_run = cdm::NvRun::default();
     let n = fcfg.logical_pages;
     let mut buf = vec![0u8; page_bytes as usize * 64];
@@ -372,6 +400,9 @@ where
     }
     ftl.reset_counters();
     ftl.reset_nv_counters();
+    if let Some(d) = dsim.as_mut() {
+        d.start_measuring(&ftl);
+    }
     let erase_base: Vec<u32> = ftl.nand().erase_counts().to_vec();
     let t0 = ftl.nand().idle_at_ns();
 
@@ -433,6 +464,12 @@ where
             }
         };
         let nv_before = ftl.nv_counters();
+        if let Some(d) = dsim.as_mut() {
+            d.idle_time(&mut ftl, arrival)?;
+        }
+        if let (Some(d), Op::Write) = (dsim.as_mut(), req.op) {
+            d.before_write(&mut ftl, arrival, lpns.len() as u64);
+        }
         let emu = ftl.nand_mut();
         emu.set_now_ns(arrival);
         emu.open_window();
@@ -451,6 +488,14 @@ where
             match req.op {
                 Op::Read => ftl.read(first, data).map_err(|e| format!("read of page {first}: {e}"))?,
                 Op::Write => {
+                    if let Some(d) = dsim.as_mut() {
+                        for (i, page) in data.chunks_exact_mut(page_bytes as usize).enumerate() {
+                            let j = run_start + i;
+                            let c =
+                                req.content.as_ref().and_then(|c| c.get(j.min(c.len().saturating_sub(1))));
+                            d.fill_and_count(lpns[j], c.copied(), page);
+                        }
+                    }
                     let head = span.partial_head && run_start == 0;
                     let tail = span.partial_tail && run_end == lpns.len();
                     for (partial, l) in [(head, first), (tail && !(head && k == 1), lpns[run_end - 1])] {
@@ -467,7 +512,13 @@ where
         }
         let nv_ns =
             nv_run.request(nv_before, ftl.nv_counters(), ftl.nv_cache().map_or(0, |c| c.only_copies()));
-        let done = ftl.nand().window_completion_ns() + nv_ns;
+        let mut done = ftl.nand().window_completion_ns() + nv_ns;
+        if let (Some(d), Op::Write) = (dsim.as_mut(), req.op) {
+            done += d.after_write(&ftl, done, lpns.len() as u64);
+        }
+        if let Some(d) = dsim.as_mut() {
+            d.note_done(done);
+        }
         let latency = done - arrival;
         match req.op {
             Op::Read => read_latency.push(latency),
@@ -488,6 +539,11 @@ where
                 classifier_series.push((hw as f64 / n as f64, v));
             }
         }
+    }
+    let mut dedup_report = None;
+    if let Some(d) = dsim.as_mut() {
+        d.finish(&mut ftl)?;
+        dedup_report = Some(d.report(&ftl));
     }
     let wall_s = wall.elapsed().as_secs_f64();
     let waf_series = waf_series(&samples, n, 200);
@@ -534,7 +590,13 @@ where
         simulated_seconds: end_time.saturating_sub(t0) as f64 / 1e9,
         sim_wall_seconds: wall_s,
         sim_requests_per_second: if wall_s > 0.0 { requests_done as f64 / wall_s } else { 0.0 },
-        features: ftl.policies_mut().classifier().feature_report().into_iter().collect(),
+        features: ftl
+            .policies_mut()
+            .classifier()
+            .feature_report()
+            .into_iter()
+            .chain(dedup_report.map(|r| ("dedup".to_string(), r)))
+            .collect(),
     };
     let mut report = report;
     if let (Some(spec), Some(c), Some(nv)) = (cfg.nv_cache, ftl.nv_counters(), ftl.nv_cache()) {
@@ -576,6 +638,7 @@ mod tests {
         assert_eq!(parse_features("eti"), Ok(vec![Feature::Eti]));
         assert_eq!(parse_features("baseline"), Ok(vec![]));
         assert!(parse_features("wom").unwrap_err().contains("not implemented"));
+        assert_eq!(parse_features("dedup:nosample+eti"), Ok(vec![Feature::Dedup, Feature::Eti]));
         assert_eq!(parse_features("flex-ecc"), Ok(vec![Feature::FlexEcc]));
         assert!(parse_features("bogus").unwrap_err().contains("unknown feature"));
     }
