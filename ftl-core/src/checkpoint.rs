@@ -121,6 +121,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let n = (count - j).min(words.len());
             let lpn = (first + j as u64 - map_start) as u32;
             self.map.export(lpn, &mut words[..n]);
+            #[cfg(feature = "dedup")]
+            self.dedup_export(&mut words[..n]);
             for (k, w) in words[..n].iter().enumerate() {
                 let o = (j + k) * 4;
                 self.buf[o..o + 4].copy_from_slice(&w.to_le_bytes());
@@ -219,6 +221,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.ckpt = crate::checkpoint::CheckpointState { seq: ckpt_seq, blocks_since: 0 };
         self.blocks.clear_flags_everywhere(FLAG_LIVE_JOURNAL);
         self.trims.clear();
+        #[cfg(feature = "dedup")]
+        self.dedup.pending.clear();
         self.counters.checkpoints += 1;
         self.dirty = false;
         Ok(true)

@@ -10,12 +10,14 @@
 //! [`Ftl::append`] programs one page with its metadata and codec bytes. A program failure voids
 //! the page, sends the block to retirement, and retries on a fresh block with a new sequence
 //! number, so a failed program never loses the data being written nor anything already mapped.
+//! A void programs the page's void mark and reads it back (see `meta.rs` for the mark and
+//! `recovery.rs` for what mount does with voids a cut or a failure left incomplete).
 
 use nand_hal::{BlockId, ErrorKind, NandFlash, PageId};
 
 use crate::blocks::BlockState;
 use crate::map::MappingTable;
-use crate::meta::{PageKind, PageMeta, META_LEN, VOID_OFFSET};
+use crate::meta::{void_zeros, PageKind, PageMeta, META_LEN, VOID_PROGRAM, VOID_STRONG_ZEROS};
 use crate::policy::{PageCodec, PageFormat, PolicySet, Stream};
 use crate::{Error, Ftl};
 
@@ -23,7 +25,9 @@ use crate::{Error, Ftl};
 pub const STREAMS: usize = 3;
 const NIL: u32 = u32::MAX;
 /// Programs tried for one page before giving up.
-const MAX_PROGRAM_ATTEMPTS: u32 = 8;
+pub(crate) const MAX_PROGRAM_ATTEMPTS: u32 = 8;
+/// Programs of a void mark tried before giving up (each counts against the page's NOP).
+const VOID_ATTEMPTS: u32 = 2;
 
 /// The open block of one stream in one plane.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -82,7 +86,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let format = if kind == PageKind::Data { self.flex.write_format } else { PageFormat::Correcting };
         #[cfg(not(feature = "flex-ecc"))]
         let format = PageFormat::Correcting;
-        for _ in 0..MAX_PROGRAM_ATTEMPTS {
+        let mut unvoided = false;
+        let mut plane = plane;
+        for attempt in 0..MAX_PROGRAM_ATTEMPTS {
+            if attempt > 0 {
+                plane = self.retry_plane(plane, stream);
+            }
             let page = self.take_page(plane, stream)?;
             let block = self.geo.block_of(page);
             let meta =
@@ -111,15 +120,22 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 Ok(()) => return Ok(page),
                 Err(e) if nand_hal::Error::kind(&e) == ErrorKind::ProgramFailed => {
                     self.counters.program_failures += 1;
-                    self.void_page(page);
+                    // A failed page that stays unvoided is superseded by the retry (a larger
+                    // sequence number for the same tag, in a block opened later).
+                    unvoided |= !self.void_page(page);
                     self.start_retiring(block);
                 }
                 Err(e) => {
-                    self.void_page(page);
+                    if !self.void_page(page) || unvoided {
+                        self.checkpoint_soon();
+                    }
                     self.close_block(block);
                     return Err(e.into());
                 }
             }
+        }
+        if unvoided {
+            self.checkpoint_soon();
         }
         Err(Error::Device(ErrorKind::ProgramFailed))
     }
@@ -135,16 +151,39 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
     }
 
-    /// Best effort: clears the void byte of a page whose program failed, so mount never takes it.
-    pub(crate) fn void_page(&mut self, page: PageId) {
-        #[cfg(feature = "wom")]
-        if self.reuse.is_some() {
-            return self.reuse_void_page(page);
+    /// Voids `page` (a failed or torn program) so that no mount takes it: programs its void mark
+    /// and reads the mark back, twice at most. True once the mark reads as fully voided (at least
+    /// `VOID_STRONG_ZEROS` of its bits at 0, so raw bit errors cannot make it read as clear);
+    /// false if the chip refused or failed the program (NOP, order, power) or the mark stayed weak.
+    /// Leaves the page buffer alone. See `recovery.rs` for what a false costs.
+    pub(crate) fn void_page(&mut self, page: PageId) -> bool {
+        let mut back = [0u8; META_LEN];
+        for _ in 0..VOID_ATTEMPTS {
+            self.counters.nand_programs += 1;
+            let programmed = self.nand.program_page(page, &[], &VOID_PROGRAM);
+            self.counters.nand_reads += 1;
+            if self.nand.read_spare(page, &mut back).is_err() {
+                return false;
+            }
+            if void_zeros(&back) >= VOID_STRONG_ZEROS {
+                return true;
+            }
+            match programmed {
+                // Read back weak (raw bit errors in this read) or a failed program that cleared
+                // only some bits: one more try.
+                Ok(()) => {}
+                Err(e) if nand_hal::Error::kind(&e) == ErrorKind::ProgramFailed => {}
+                Err(_) => return false,
+            }
         }
-        let mut mark = [0xFFu8; VOID_OFFSET + 1];
-        mark[VOID_OFFSET] = 0;
-        self.counters.nand_programs += 1;
-        let _ = self.nand.program_page(page, &[], &mark);
+        false
+    }
+
+    /// After `append` gave up with a failed page whose void did not complete (it may read as valid
+    /// metadata of the page being written, with torn data, and no retry supersedes it): the next
+    /// safe point writes a checkpoint, after which no mount replays that page.
+    pub(crate) fn checkpoint_soon(&mut self) {
+        self.ckpt.blocks_since = self.ckpt.blocks_since.max(self.cfg.checkpoint_interval_blocks);
     }
 
     /// Sends a block whose program failed to retirement: GC moves its data, then marks it bad.
@@ -174,6 +213,24 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             self.blocks.set_state(block, BlockState::Used);
         }
         Ok(page)
+    }
+
+    /// Where a program that failed on `plane` is retried: the same plane if its frontier is still
+    /// open or it has a free block, else a plane whose frontier of `stream` is open, else the
+    /// plane with the most free blocks. (A failure retires the frontier's block, and the plane's
+    /// free reserve may already be spent: `ensure_frontier` only tops it up before opening a
+    /// block, and no GC can run here with data in the page buffer.)
+    fn retry_plane(&self, plane: u32, stream: Stream) -> u32 {
+        let open = |p: u32| self.frontiers[Self::frontier_index(p, stream)].block != NIL;
+        if open(plane) || self.blocks.free_count(plane) > 0 {
+            return plane;
+        }
+        let planes = 0..self.geo.total_planes();
+        planes
+            .clone()
+            .find(|&p| open(p))
+            .or_else(|| planes.max_by_key(|&p| self.blocks.free_count(p)))
+            .unwrap_or(plane)
     }
 
     pub(crate) fn gc_plane(&self, plane: u32) -> u32 {

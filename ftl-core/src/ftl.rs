@@ -65,6 +65,12 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     /// Second writes, when on (see [`crate::reuse`]).
     #[cfg(feature = "wom")]
     pub(crate) reuse: Option<crate::reuse::Reuse<'m>>,
+    /// The NV cache (CDM or NVM-basic), if the FTL runs with one.
+    #[cfg(feature = "cdm")]
+    pub(crate) nv: Option<crate::cdm::NvCache<'m>>,
+    /// Deduplication state (empty unless attached by `format_dedup`/`mount_dedup`).
+    #[cfg(feature = "dedup")]
+    pub(crate) dedup: crate::dedup::DedupState<'m>,
     /// FlexECC: write format, per-page RAM marks, counters.
     #[cfg(feature = "flex-ecc")]
     pub(crate) flex: crate::intent::FlexState<'m>,
@@ -105,6 +111,10 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             dirty: false,
             #[cfg(feature = "wom")]
             reuse: None,
+            #[cfg(feature = "cdm")]
+            nv: None,
+            #[cfg(feature = "dedup")]
+            dedup: crate::dedup::DedupState::detached(),
             #[cfg(feature = "flex-ecc")]
             flex: crate::intent::FlexState::new(),
         })
@@ -222,7 +232,11 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         Ok(())
     }
 
-    fn read_one(&mut self, lpn: u32, out: &mut [u8]) -> Result<(), Error> {
+    pub(crate) fn read_one(&mut self, lpn: u32, out: &mut [u8]) -> Result<(), Error> {
+        #[cfg(feature = "cdm")]
+        if self.nv_read_hit(lpn, out)? {
+            return Ok(());
+        }
         let Some(page) = self.map.get(lpn) else {
             out.fill(0);
             return Ok(());
@@ -231,16 +245,23 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         if self.reuse.is_some() {
             return self.reuse_read_page(lpn, page, out);
         }
+        // A shared page's spare names its first owner (or where it moved from), not `lpn`.
+        #[cfg(feature = "dedup")]
+        let (page, shared) = self.dedup_resolve(page);
+        #[cfg(not(feature = "dedup"))]
+        let shared = false;
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
         self.counters.nand_reads += 1;
         self.nand.read_page(page, out, &mut self.buf[d..d + spare_len])?;
-        match PageMeta::decode(&self.buf[d..d + spare_len]) {
-            SpareState::Valid(m) if m.kind == PageKind::Data && m.tag == lpn => {}
+        let _seq = match PageMeta::decode(&self.buf[d..d + spare_len]) {
+            SpareState::Valid(m) if m.kind == PageKind::Data && (m.tag == lpn || shared) => m.seq,
             _ => return Err(Error::Uncorrectable { lpn }),
-        }
+        };
         let stored = &self.buf[d + META_LEN..d + spare_len];
         self.policies.codec().decode(out, stored).map_err(|_| Error::Uncorrectable { lpn })?;
+        #[cfg(feature = "cdm")]
+        self.nv_fill(lpn, out, _seq)?;
         Ok(())
     }
 
@@ -248,8 +269,14 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Each page is on flash when this returns; it survives a power cut once `flush` returns.
     pub fn write(&mut self, lpn: u32, data: &[u8]) -> Result<(), Error> {
         let n = self.check_range(lpn, data.len())?;
+        #[cfg(feature = "dedup")]
+        self.dedup_keep_reserve()?;
         if self.trims.overlaps(lpn, n) {
             self.write_journal()?;
+        }
+        #[cfg(feature = "dedup")]
+        if self.dedup_attached() {
+            return self.write_dedup(lpn, data, n);
         }
         let pb = self.geo.data_bytes as usize;
         #[cfg(feature = "flex-ecc")]
@@ -271,6 +298,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             let page = self.append_host(plane, stream, l, chunk)?;
             self.remap(l, Some(page));
             self.counters.host_write_pages += 1;
+            // `append` gave the page the sequence number just before `self.seq`.
+            #[cfg(feature = "cdm")]
+            self.nv_after_write(l, chunk, self.seq - 1)?;
         }
         self.maintenance()
     }
@@ -284,29 +314,39 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         if lpn as u64 + count as u64 > self.cfg.logical_pages as u64 {
             return Err(Error::OutOfRange);
         }
+        #[cfg(feature = "dedup")]
+        self.dedup_keep_reserve()?;
         if self.trims.is_full() {
             self.write_journal()?;
         }
+        #[cfg(feature = "dedup")]
+        self.dedup_order_before(lpn, count)?;
         for l in lpn..lpn + count {
             self.remap(l, None);
         }
         self.trims.push(lpn, count);
         self.counters.host_trim_pages += count as u64;
         self.dirty = true;
+        #[cfg(feature = "cdm")]
+        self.nv_trim(lpn, count)?;
         self.maintenance()
     }
 
     /// Makes every acknowledged write and trim durable.
     pub fn flush(&mut self) -> Result<(), Error> {
         self.counters.host_flushes += 1;
+        #[cfg(feature = "dedup")]
+        self.dedup_keep_reserve()?;
         if !self.trims.is_empty() {
             self.write_journal()?;
         }
+        #[cfg(feature = "dedup")]
+        self.dedup_flush_pending(true)?;
         self.maintenance()
     }
 
     /// Work deferred to the end of a host operation: retiring failed blocks, static wear leveling.
-    fn maintenance(&mut self) -> Result<(), Error> {
+    pub(crate) fn maintenance(&mut self) -> Result<(), Error> {
         self.retire_pending()?;
         self.wear_level_pending()
     }
@@ -314,6 +354,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Points `lpn` at `page` (or unmaps it), keeping the valid bitmap and counts right.
     pub(crate) fn remap(&mut self, lpn: u32, page: Option<PageId>) {
         let old = self.map.set(lpn, page);
+        // A shared page loses one reference; it is invalid only when none is left.
+        #[cfg(feature = "dedup")]
+        let old = old.and_then(|o| self.dedup_unref(o));
         if let Some(o) = old {
             self.set_valid_bit(o, false);
             #[cfg(feature = "wom")]
@@ -344,6 +387,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         } else {
             *w &= !bit;
             self.blocks.dec_valid(self.geo.block_of(p));
+            #[cfg(feature = "dedup")]
+            self.dedup_page_invalidated(p);
         }
     }
 

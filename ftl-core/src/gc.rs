@@ -6,8 +6,8 @@
 //! out of the lists while it is collected and put back if an error stops the collection, so a
 //! failure in the middle of a copy (program failure on the destination, power loss) never loses
 //! data: the victim keeps every page not yet copied, and each copy is mapped only once programmed.
-//! Before an erase, pending trims are journaled (the trimmed pages were not copied) and a block
-//! with a live journal page triggers a checkpoint first.
+//! Before an erase or a retirement, pending trims are journaled (the trimmed pages were not
+//! copied) and a block with a live journal page triggers a checkpoint first.
 
 use nand_hal::{BlockId, NandFlash, PageId};
 
@@ -56,26 +56,32 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// Moves the valid pages of `b` away, then erases or retires it.
     pub(crate) fn collect(&mut self, b: BlockId, finish: Finish) -> Result<(), Error> {
+        // Share records first: the pages they made invalid may be in this block.
+        #[cfg(feature = "dedup")]
+        self.dedup_flush_pending(false)?;
         let before = self.blocks.state(b);
         self.blocks.set_state(b, BlockState::Victim);
         if let Err(e) = self.move_valid_pages(b) {
             self.blocks.set_state(b, before);
             return Err(e);
         }
+        // Erasing the block or marking it bad both take its pages out of every later replay:
+        // first journal pending trims (the trimmed pages were not copied, and an older copy
+        // elsewhere would come back) and, if it holds a live journal page, write a checkpoint.
+        let prepared = if !self.trims.is_empty() { self.write_journal() } else { Ok(()) };
+        let prepared = prepared.and_then(|_| {
+            if self.blocks.get(b).flags & FLAG_LIVE_JOURNAL != 0 {
+                self.write_checkpoint()
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(e) = prepared {
+            self.blocks.set_state(b, before);
+            return Err(e);
+        }
         match finish {
             Finish::Erase => {
-                let prepared = if !self.trims.is_empty() { self.write_journal() } else { Ok(()) };
-                let prepared = prepared.and_then(|_| {
-                    if self.blocks.get(b).flags & FLAG_LIVE_JOURNAL != 0 {
-                        self.write_checkpoint()
-                    } else {
-                        Ok(())
-                    }
-                });
-                if let Err(e) = prepared {
-                    self.blocks.set_state(b, before);
-                    return Err(e);
-                }
                 self.blocks.set_state(b, BlockState::Dirty);
                 self.erase_free_block(b)
             }
@@ -87,6 +93,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     }
 
     fn move_valid_pages(&mut self, b: BlockId) -> Result<(), Error> {
+        #[cfg(feature = "cdm")]
+        self.nv_drop_removable(b);
         let plane = self.geo.plane_index(b);
         for i in 0..self.geo.pages_per_block {
             let page = self.geo.page(b, i);
@@ -102,6 +110,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         #[cfg(feature = "wom")]
         if self.reuse_is_second(page) {
             return self.relocate_second(page, plane);
+        }
+        #[cfg(feature = "dedup")]
+        if let Some(v) = self.dedup.vmap.find(page.0) {
+            return self.relocate_shared(page, v, plane);
         }
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
@@ -140,6 +152,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             self.flex.write_format = saved;
         }
         let new = new?;
+        #[cfg(feature = "dedup")]
+        self.dedup_moved(page, new);
         self.remap(lpn, Some(new));
         self.counters.gc_page_copies += 1;
         Ok(())

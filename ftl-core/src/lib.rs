@@ -23,10 +23,14 @@
 mod fmt;
 
 pub mod blocks;
+#[cfg(feature = "cdm")]
+pub mod cdm;
 pub mod checkpoint;
 mod config;
 mod counters;
 pub mod crc32c;
+#[cfg(feature = "dedup")]
+pub mod dedup;
 mod error;
 pub mod frontier;
 mod ftl;

@@ -11,32 +11,58 @@
 //!    and stops at its first erased page. Data pages set the map; journal pages that check out
 //!    apply trims.
 //! 4. The newest replayed data page is read whole and checked by the codec: a cut in the middle of
-//!    its program may have left metadata intact but data torn; if so the previous mapping stands
-//!    and the page is voided, so later mounts skip it.
+//!    its program may have left metadata intact but data torn; if so (or if its void mark is not
+//!    clear: an earlier mount's void of it was cut) the previous mapping stands and the page is
+//!    voided, so later mounts skip it. If the previous mapping is itself a page this replay
+//!    applied (at most 8 back: a torn retry or refresh of a page torn before), it is checked the
+//!    same way.
 //! 5. Valid counts, the bitmap and the lists are rebuilt from the map. Blocks without live data
 //!    (and no live journal page) become dirty (erased before use, since a cut may have left them
 //!    half-erased); in each plane the GC and host frontiers resume on the replayed blocks with the
-//!    most erased pages left, so a cut does not strand the free reserve GC needs.
+//!    most erased pages left, so a cut does not strand the free reserve GC needs. A resumed page
+//!    whose metadata reads erased but whose bytes are not all 0xFF (a program torn before its
+//!    metadata) is voided and skipped.
+//! 6. If any void this mount needed did not complete, a checkpoint is written: no later mount
+//!    replays a page older than it.
+//! 7. If the newest data page passed only with corrections (a cut may have left it a few bits
+//!    short: readable now, not after one more raw bit error), it is copied to the GC stream.
+//!
+//! Voiding contract (raw bit errors, cuts during voiding; marks and thresholds in `meta.rs`):
+//! a void programs the page's void mark and reads it back, done at 14 or more zero bits of 16.
+//! Every page replay reads whose mark is voided but weak (8..13 zeros) is voided again. A cut
+//! during a void leaves the page voided (strengthened by the next mount) or not voided; then it
+//! is still the newest program (mount writes nothing before its voids) and the next mount finds
+//! it torn again. Repeated cuts can exhaust the page's NOP, which step 6 covers.
 //!
 //! Cost: `total_blocks` spare reads + the checkpoint's pages + the replayed pages (at most
-//! `checkpoint_interval_blocks` + open frontiers blocks, invalid pages included) + 1 + one read per
-//! resumed frontier. A mount after a clean `unmount` replays nothing.
+//! `checkpoint_interval_blocks` + open frontiers blocks, invalid pages included) + 1 (+ up to 8
+//! when step 4 walks back) + one read per resumed frontier; a void adds a program and a read, a
+//! refresh up to 4 reads and a program. A mount after a clean `unmount` replays nothing.
 
 use nand_hal::{BlockId, NandFlash, PageId};
 
 use crate::blocks::{BlockState, FLAG_LIVE_JOURNAL};
 use crate::checkpoint::{checkpoint_words, header_words, CheckpointState, BAD_BIT, HEADER_WORDS};
 use crate::crc32c::crc32c_append;
-use crate::frontier::Frontier;
+use crate::frontier::{Frontier, Source};
 use crate::journal::{journal_capacity, journal_entries};
 use crate::map::{MappingTable, UNMAPPED};
-use crate::meta::{PageKind, PageMeta, SpareState, META_LEN};
+use crate::meta::{
+    is_bad_block_marker, void_zeros, PageKind, PageMeta, SpareState, MAX_SEQ, META_LEN, VOID_CLEAR_MAX_ZEROS,
+    VOID_MIN_ZEROS, VOID_STRONG_ZEROS,
+};
 use crate::policy::{PageCodec, PolicySet, Stream};
 use crate::{Error, Ftl};
 
 /// Most blocks one mount replays (bounds `checkpoint_interval_blocks`; the merge's cursors live
 /// on the stack, 24 bytes each).
 pub const MAX_REPLAY_BLOCKS: usize = 128;
+
+/// Reads step 7 tries before leaving a page that needed correction as it is.
+const REFRESH_READS: u32 = 4;
+
+/// Data pages step 4 can walk back through: as many as one write's program attempts.
+const HISTORY: usize = crate::frontier::MAX_PROGRAM_ATTEMPTS as usize;
 
 /// Block-table flag used only during mount: the loaded checkpoint says the block is bad.
 const FLAG_CKPT_BAD: u8 = 0x80;
@@ -52,6 +78,8 @@ struct Cursor {
     /// A cursor over the second writes of a plane-0 block (feature `wom`).
     #[cfg(feature = "wom")]
     second: bool,
+    /// Aux word of the head page (dedup tells its journal and relocation pages by it).
+    aux: u32,
 }
 
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
@@ -68,6 +96,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
         let max_seen = self.survey()?;
         let (ckpt_seq, next_seq) = self.load_newest_checkpoint()?;
+        #[cfg(feature = "dedup")]
+        self.dedup_load_checkpoint()?;
 
         // Checkpoint blocks: the current one's stay, the others are dirty.
         for b in 0..self.geo.total_blocks() {
@@ -89,25 +119,40 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         #[cfg(feature = "wom")]
         self.reuse_scan(ckpt_seq)?;
         let replayed = self.replay(ckpt_seq)?;
+        #[cfg(feature = "cdm")]
+        self.nv_reconcile()?;
         self.rebuild()?;
 
         let newest = max_seen.max(next_seq).max(replayed.max_seq);
-        if newest >= u64::MAX / 2 {
+        if newest >= MAX_SEQ / 2 {
             return Err(Error::Corrupt);
         }
+        let mut voids_complete = replayed.voids_complete;
         self.seq = newest + 1;
         self.ckpt = CheckpointState { seq: ckpt_seq, blocks_since: replayed.blocks };
         self.frontiers = [Frontier::NONE; crate::config::MAX_TOTAL_PLANES * crate::frontier::STREAMS];
         for plane in 0..self.geo.total_planes() {
             for (slot, stream) in [Stream::Gc, Stream::Host].into_iter().enumerate() {
                 if let Some((b, p)) = replayed.resume[plane as usize][slot] {
-                    self.resume_frontier(plane, stream, BlockId(b), p)?;
+                    voids_complete &= self.resume_frontier(plane, stream, BlockId(b), p)?;
                 }
             }
         }
         #[cfg(feature = "wom")]
         self.reuse_after_mount();
         self.dirty = replayed.pages > 0;
+        if !voids_complete {
+            // Step 6: a void this mount needed did not complete; a checkpoint makes it moot.
+            self.write_checkpoint()?;
+        }
+        if let Some(page) = replayed.refresh {
+            // Step 7: rewrite the newest data page if it needed correction, since a cut may have
+            // left it a few bits short: such a page reads now but may not after more raw bit
+            // errors. (Best effort: without room for the copy the page stays as it is.)
+            if let Err(Error::Device(k)) = self.refresh_newest(page) {
+                return Err(Error::Device(k));
+            }
+        }
         self.counters.mount_replayed_pages = replayed.pages;
         self.counters.mount_reads = self.counters.nand_reads - reads_before;
         crate::fmt::info!("mounted: {} reads, {} pages replayed", self.counters.mount_reads, replayed.pages);
@@ -128,7 +173,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let b = BlockId(b);
             self.counters.nand_reads += 1;
             self.nand.read_spare(self.geo.page(b, 0), &mut self.buf[d..d + survey_len])?;
-            if self.buf[d] != 0xFF {
+            if is_bad_block_marker(self.buf[d]) {
                 self.blocks.raw_set(b, BlockState::Bad, 0, 0);
                 continue;
             }
@@ -298,6 +343,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             seq: u64::MAX,
             kind: PageKind::Data,
             tag: 0,
+            aux: 0,
             #[cfg(feature = "wom")]
             second: false,
         };
@@ -338,45 +384,86 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             pages: 0,
             max_seq: 0,
             resume: [[None; 2]; crate::config::MAX_TOTAL_PLANES],
+            voids_complete: true,
+            refresh: None,
         };
+        let done = &mut out.voids_complete;
         for c in cursors[..n].iter_mut() {
-            self.load_head(c, ckpt_seq)?;
+            self.load_head(c, ckpt_seq, done)?;
         }
-        // The newest data page applied, with the mapping it replaced.
-        let mut newest: Option<(u32, Option<PageId>, PageId)> = None;
+        // The last data pages applied (a ring), each with the mapping it replaced; `applied`
+        // counts them since the last complete journal page.
+        let mut history = [(0u32, None::<PageId>, PageId(0)); HISTORY];
+        let mut applied = 0usize;
         while let Some(k) = (0..n).filter(|&k| cursors[k].seq != u64::MAX).min_by_key(|&k| cursors[k].seq) {
             let c = cursors[k];
             let page = self.geo.page(BlockId(c.block), c.page);
             match c.kind {
+                #[cfg(feature = "dedup")]
+                PageKind::Data if c.aux == crate::dedup::shares::SHARED_MOVE => {
+                    self.dedup_replay_move(c.tag, page)?;
+                    self.blocks.set_flags(BlockId(c.block), FLAG_LIVE_JOURNAL, true);
+                    applied = 0;
+                }
                 PageKind::Data => {
                     if c.tag >= self.cfg.logical_pages {
                         return Err(Error::Corrupt);
                     }
                     let prev = self.map.set(c.tag, Some(page));
-                    newest = Some((c.tag, prev, page));
+                    history[applied % HISTORY] = (c.tag, prev, page);
+                    applied += 1;
+                    #[cfg(feature = "dedup")]
+                    {
+                        self.dedup_replay_unref(prev);
+                        self.dedup_replay_new_page(page);
+                    }
                 }
                 PageKind::Journal => {
-                    if !self.apply_journal(page, c.tag)? {
+                    #[cfg(feature = "dedup")]
+                    let complete = if c.aux == crate::dedup::shares::SHARE_JOURNAL {
+                        self.apply_share_journal(page, c.tag)?
+                    } else {
+                        self.apply_journal(page, c.tag)?
+                    };
+                    #[cfg(not(feature = "dedup"))]
+                    let complete = self.apply_journal(page, c.tag)?;
+                    if !complete {
                         cursors[k].page += 1;
-                        self.load_head(&mut cursors[k], ckpt_seq)?;
+                        self.load_head(&mut cursors[k], ckpt_seq, done)?;
                         continue;
                     }
                     self.blocks.set_flags(BlockId(c.block), FLAG_LIVE_JOURNAL, true);
                     // Pages before a complete journal page are complete too.
-                    newest = None;
+                    applied = 0;
                 }
                 PageKind::Checkpoint => {}
             }
             out.pages += 1;
             out.max_seq = out.max_seq.max(c.seq);
             cursors[k].page += 1;
-            self.load_head(&mut cursors[k], ckpt_seq)?;
+            self.load_head(&mut cursors[k], ckpt_seq, done)?;
         }
-        if let Some((lpn, prev, page)) = newest {
-            if !self.newest_is_whole(page)? {
-                self.map.set(lpn, prev);
-                self.void_newest(page);
+        // Step 4: the newest data page, and while it is torn the one it replaced if this replay
+        // applied that one too (a torn retry or refresh of a page a cut had torn before).
+        let oldest = applied.saturating_sub(HISTORY);
+        let mut candidate = applied.checked_sub(1);
+        while let Some(i) = candidate {
+            let (lpn, prev, page) = history[i % HISTORY];
+            if let Some(corrected) = self.newest_check(page)? {
+                // Whole. Corrected bits may be bits a cut left unprogrammed: rewrite it.
+                out.refresh = (corrected > 0).then_some(page);
+                break;
             }
+            self.map.set(lpn, prev);
+            #[cfg(feature = "dedup")]
+            self.dedup_replay_ref(prev);
+            out.voids_complete &= self.void_newest(page);
+            candidate = prev.and_then(|p| {
+                (oldest..i).rev().find(|&j| {
+                    let (l, _, q) = history[j % HISTORY];
+                    l == lpn && q == p
+                })
+            });
         }
         for c in &cursors[..n] {
             if c.page < ppb {
@@ -394,9 +481,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(out)
     }
 
-    fn resume_frontier(&mut self, plane: u32, stream: Stream, b: BlockId, first: u32) -> Result<(), Error> {
+    /// Resumes a frontier at the first page of `b` a replay found erased; a page that reads
+    /// erased metadata but is not all 0xFF (a program torn before its metadata) is voided and
+    /// skipped. `Ok(false)` if that void did not complete.
+    fn resume_frontier(&mut self, plane: u32, stream: Stream, b: BlockId, first: u32) -> Result<bool, Error> {
         if self.blocks.state(b) != BlockState::Used {
-            return Ok(());
+            return Ok(true);
         }
         let d = self.geo.data_bytes as usize;
         let page = self.geo.page(b, first);
@@ -406,28 +496,30 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             self.nand.read_page(page, data, spare)?;
         }
         let mut next = first;
+        let mut voided = true;
         if self.buf.iter().any(|&x| x != 0xFF) {
-            self.void_page(page);
+            voided = self.void_page(page);
             next += 1;
         }
         if next < self.geo.pages_per_block {
             self.blocks.set_state(b, BlockState::Open);
             self.frontiers[Self::frontier_index(plane, stream)] = Frontier { block: b.0, next_page: next };
         }
-        Ok(())
+        Ok(voided)
     }
 
-    /// Whether the newest replayed data page was written whole (a second write: decodes).
-    fn newest_is_whole(&mut self, page: PageId) -> Result<bool, Error> {
+    /// Step 4's check of a replayed data page (a second write: whether it decodes).
+    fn newest_check(&mut self, page: PageId) -> Result<Option<u32>, Error> {
         #[cfg(feature = "wom")]
         if self.reuse_is_second(page) {
-            return self.reuse_second_whole(page);
+            return Ok(self.reuse_second_whole(page)?.then_some(0));
         }
-        self.page_is_whole(page)
+        self.newest_page_check(page)
     }
 
-    /// Voids the newest replayed data page after a roll-back.
-    fn void_newest(&mut self, page: PageId) {
+    /// Voids a torn replayed data page after its roll-back (a second write: the second-write
+    /// metadata of both halves). False if the void did not complete.
+    fn void_newest(&mut self, page: PageId) -> bool {
         #[cfg(feature = "wom")]
         if self.reuse_is_second(page) {
             return self.reuse_rollback(page);
@@ -436,7 +528,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     }
 
     /// Reads the metadata of a cursor's page; marks the cursor done at the end of what was written.
-    fn load_head(&mut self, c: &mut Cursor, ckpt_seq: u64) -> Result<(), Error> {
+    /// A page whose void a cut left weak (voided, but fewer than `VOID_STRONG_ZEROS` zero bits)
+    /// is voided again; `voids_complete` turns false if that does not complete.
+    fn load_head(&mut self, c: &mut Cursor, ckpt_seq: u64, voids_complete: &mut bool) -> Result<(), Error> {
         let d = self.geo.data_bytes as usize;
         c.seq = u64::MAX;
         #[cfg(feature = "wom")]
@@ -454,13 +548,18 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         while c.page < self.geo.pages_per_block {
             self.counters.nand_reads += 1;
-            self.nand.read_spare(self.geo.page(BlockId(c.block), c.page), &mut self.buf[d..d + META_LEN])?;
+            let page = self.geo.page(BlockId(c.block), c.page);
+            self.nand.read_spare(page, &mut self.buf[d..d + META_LEN])?;
+            if (VOID_MIN_ZEROS..VOID_STRONG_ZEROS).contains(&void_zeros(&self.buf[d..d + META_LEN])) {
+                *voids_complete &= self.void_page(page);
+            }
             match PageMeta::decode(&self.buf[d..d + META_LEN]) {
                 SpareState::Erased => return Ok(()),
                 SpareState::Valid(m) if m.seq > ckpt_seq && m.kind != PageKind::Checkpoint => {
                     c.seq = m.seq;
                     c.kind = m.kind;
                     c.tag = m.tag;
+                    c.aux = m.aux;
                     return Ok(());
                 }
                 _ => c.page += 1,
@@ -482,14 +581,62 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 return Err(Error::Corrupt);
             }
             for l in a..a + n {
-                self.map.set(l, None);
+                let _prev = self.map.set(l, None);
+                #[cfg(feature = "dedup")]
+                self.dedup_replay_unref(_prev);
             }
         }
         Ok(true)
     }
 
+    /// Step 4's check of the newest data page: `Some(bits the codec corrected)` if it is whole,
+    /// `None` if it is torn: metadata or codec fail, or its void mark is not clear (a void a cut
+    /// interrupted: the page was found torn before, whatever its data reads like now).
+    fn newest_page_check(&mut self, page: PageId) -> Result<Option<u32>, Error> {
+        let d = self.geo.data_bytes as usize;
+        let spare_len = META_LEN + self.codec_len;
+        self.counters.nand_reads += 1;
+        let (data, spare) = self.buf.split_at_mut(d);
+        self.nand.read_page(page, data, &mut spare[..spare_len])?;
+        if !matches!(PageMeta::decode(&spare[..spare_len]), SpareState::Valid(_))
+            || void_zeros(&spare[..META_LEN]) > VOID_CLEAR_MAX_ZEROS
+        {
+            return Ok(None);
+        }
+        Ok(self.policies.codec().decode(data, &spare[META_LEN..spare_len]).ok())
+    }
+
+    /// Step 7: copies the data page `page` (mapped) to the GC stream once a read of it corrects
+    /// cleanly (up to `REFRESH_READS` reads: each read draws its own raw bit errors), and maps
+    /// the copy. Never copies uncorrected data; if no read corrects, the page stays.
+    fn refresh_newest(&mut self, page: PageId) -> Result<(), Error> {
+        let d = self.geo.data_bytes as usize;
+        let spare_len = META_LEN + self.codec_len;
+        let plane = self.gc_plane(self.geo.plane_index(self.geo.block_of(page)));
+        self.ensure_frontier(plane, Stream::Gc)?;
+        for _ in 0..REFRESH_READS {
+            self.counters.nand_reads += 1;
+            let (data, spare) = self.buf.split_at_mut(d);
+            self.nand.read_page(page, data, &mut spare[..spare_len])?;
+            let lpn = match PageMeta::decode(&spare[..spare_len]) {
+                SpareState::Valid(m) if m.kind == PageKind::Data && self.map.get(m.tag) == Some(page) => {
+                    m.tag
+                }
+                _ => continue,
+            };
+            if self.policies.codec().decode(data, &spare[META_LEN..spare_len]).is_err() {
+                continue;
+            }
+            let new =
+                self.append(plane, Stream::Gc, PageKind::Data, lpn, 0, Source::Buffer { encode: true })?;
+            self.remap(lpn, Some(new));
+            return Ok(());
+        }
+        Ok(())
+    }
+
     /// Reads a page whole into the buffer; true if its metadata and codec check out.
-    fn page_is_whole(&mut self, page: PageId) -> Result<bool, Error> {
+    pub(crate) fn page_is_whole(&mut self, page: PageId) -> Result<bool, Error> {
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
         self.counters.nand_reads += 1;
@@ -503,6 +650,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// Step 5: valid bitmap, counts, states and lists from the map.
     fn rebuild(&mut self) -> Result<(), Error> {
+        #[cfg(feature = "dedup")]
+        self.dedup_finish_replay();
         for b in 0..self.geo.total_blocks() {
             if self.blocks.state(BlockId(b)) == BlockState::Used {
                 self.blocks.raw_set_valid(BlockId(b), 0);
@@ -510,6 +659,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         for l in 0..self.map.len() {
             let Some(p) = self.map.get(l) else { continue };
+            // Shared pages are counted once each, below.
+            #[cfg(feature = "dedup")]
+            if self.dedup_attached() && crate::dedup::is_virtual(p) {
+                continue;
+            }
             if !self.geo.contains_page(p) {
                 return Err(Error::Corrupt);
             }
@@ -529,6 +683,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         #[cfg(feature = "wom")]
         self.reuse_rebuild_valid()?;
+        #[cfg(feature = "dedup")]
+        self.dedup_rebuild_valid()?;
         for b in 0..self.geo.total_blocks() {
             let b = BlockId(b);
             let info = *self.blocks.get(b);
@@ -550,4 +706,8 @@ struct Replayed {
     pages: u64,
     max_seq: u64,
     resume: [[Option<(u32, u32)>; 2]; crate::config::MAX_TOTAL_PLANES],
+    /// Every void this replay needed was confirmed.
+    voids_complete: bool,
+    /// The newest data page, if its data needed correction.
+    refresh: Option<PageId>,
 }

@@ -134,9 +134,15 @@ fn splitmix(x: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Ids with this bit name content that does not depend on the logical page: the same id written
+/// to several pages gives equal pages (duplicates, for the deduplication tests).
+pub const SHARED_CONTENT: u64 = 1 << 63;
+
 /// The content of the write with id `id` (>= 1) to `lpn`: the id, the lpn, then pseudo-random
-/// bytes derived from both.
+/// bytes derived from both (from the id alone, and lpn 0 in place of the lpn, for ids with
+/// [`SHARED_CONTENT`]).
 pub fn fill_page(lpn: u32, id: u64, out: &mut [u8]) {
+    let lpn = if id & SHARED_CONTENT != 0 { 0 } else { lpn };
     out[..8].copy_from_slice(&id.to_le_bytes());
     out[8..12].copy_from_slice(&lpn.to_le_bytes());
     let mut x = id ^ ((lpn as u64) << 40) ^ 0xA5A5_5A5A;
@@ -267,6 +273,7 @@ impl Model {
     pub fn describe(&self, c: Content) -> String {
         match c {
             None => "zeros".into(),
+            Some(id) if id & SHARED_CONTENT != 0 => format!("shared content {}", id & !SHARED_CONTENT),
             Some(id) => match self.origin.get(id as usize - 1) {
                 Some((l, s)) => format!("id {id} (lpn {l}, step {s})"),
                 None => format!("id {id} (unknown)"),

@@ -652,7 +652,10 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                 // Nothing live was on either page; void the metadata so mount never takes it,
                 // stop second writes on the pair and let GC retire the block.
                 self.counters.program_failures += 1;
-                self.void_second(a, b);
+                if !self.void_second(a, b) {
+                    // Mount could take it (newer than the checkpoint): a checkpoint makes it moot.
+                    self.checkpoint_soon();
+                }
                 self.end_pair(q);
                 // Its live second writes move with the rest of its data when GC retires it
                 // (`retire_now` then forgets its reuse state).
@@ -674,24 +677,36 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         Ok(Some(a))
     }
 
-    /// Best effort: voids the second-write metadata of both halves (through the page buffer;
-    /// each program carries the spare as read, so it only clears the void byte).
-    pub(crate) fn void_second(&mut self, a: PageId, b: PageId) {
+    /// Voids the second-write metadata of both halves (through the page buffer; each program
+    /// carries the spare as read up to the void byte, so it only clears that byte) and reads it
+    /// back. True if both halves now read as no whole second write.
+    pub(crate) fn void_second(&mut self, a: PageId, b: PageId) -> bool {
         let d = self.geo.data_bytes as usize;
-        let at = self.geo.spare_bytes as usize - SW_META_LEN + meta::SW_VOID_OFFSET;
+        let sp = self.geo.spare_bytes as usize;
+        let at = sp - SW_META_LEN + meta::SW_VOID_OFFSET;
+        let mut done = true;
         for p in [a, b] {
             self.counters.nand_reads += 1;
-            if self.nand.read_spare(p, &mut self.buf[d..d + at + 1]).is_err() {
+            if self.nand.read_spare(p, &mut self.buf[d..d + sp]).is_err() {
+                done = false;
+                continue;
+            }
+            if !matches!(SwMeta::decode(&self.buf[d + sp - SW_META_LEN..d + sp]), SwState::Valid(_)) {
                 continue;
             }
             self.buf[d + at] = 0;
             self.counters.nand_programs += 1;
             let _ = self.nand.program_page(p, &[], &self.buf[d..d + at + 1]);
+            self.counters.nand_reads += 1;
+            let back = self.nand.read_spare(p, &mut self.buf[d..d + sp]);
+            done &= back.is_ok()
+                && !matches!(SwMeta::decode(&self.buf[d + sp - SW_META_LEN..d + sp]), SwState::Valid(_));
         }
         if let Some(r) = self.reuse.as_mut() {
             r.set_second(a, false);
             r.set_second(b, false);
         }
+        done
     }
 
     /// Reads the raw images of `a` and `b` into the reuse buffers unless a prefetch holds them.
@@ -1043,19 +1058,6 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                 self.set_valid_bit(b, false);
             }
         }
-    }
-
-    /// Voids a page with second writes on: the mark carries the metadata bytes as read, so the
-    /// program only clears the void byte (chips that check set bits accept it).
-    pub(crate) fn reuse_void_page(&mut self, page: PageId) {
-        let mut mark = [0xFFu8; VOID_OFFSET + 1];
-        self.counters.nand_reads += 1;
-        if self.nand.read_spare(page, &mut mark).is_err() {
-            return;
-        }
-        mark[VOID_OFFSET] = 0;
-        self.counters.nand_programs += 1;
-        let _ = self.nand.program_page(page, &[], &mark);
     }
 
     /// A block was erased: it is clean, its pages hold no second writes, it has no partner.

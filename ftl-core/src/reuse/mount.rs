@@ -170,9 +170,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     }
 
     /// Step 3: rolls the torn second write at `page` back (its metadata voided in both halves).
-    pub(crate) fn reuse_rollback(&mut self, page: PageId) {
-        if let Some((a, b)) = self.halves(page) {
-            self.void_second(a, b);
+    /// False if a void did not complete (mount then checkpoints, which makes it moot).
+    pub(crate) fn reuse_rollback(&mut self, page: PageId) -> bool {
+        match self.halves(page) {
+            Some((a, b)) => self.void_second(a, b),
+            None => true,
         }
     }
 

@@ -21,10 +21,9 @@
 //!   and reference updates, the pre-hash query), and its value types ([`Location`] with the
 //!   paper's MSB flag for virtual pages, [`Entry`], [`Hit`], [`InsertOutcome`]).
 //!
-//! Not here (they need the core, `ftl-core`'s `dedup` feature, and land separately): the
-//! two-level mapping (logical -> physical or virtual page, virtual -> physical page and exact
-//! reference count), its persistence, the dynamic switch, out-of-line deduplication and the FTL
-//! integration.
+//! * [`content_index`]: [`CaftlIndex`], the store behind the core's `ContentIndex` seam, which
+//!   the FTL's deduplicating write path, GC and mount call (`ftl_core::dedup` holds the two-level
+//!   mapping, its persistence and the write path).
 //!
 //! Choices where the paper is silent, each documented at its place:
 //! * the pre-hash query is answered by an exact counting table of CRCs ([`prehash`]), so a CRC
@@ -46,6 +45,7 @@
 //! Guarantees: `no_std`, no `alloc`, no floating point, no panics; all memory is the caller's
 //! (the store) or fixed inside small values (the rest).
 
+pub mod content_index;
 pub mod fingerprint;
 pub mod index;
 pub mod prehash;
@@ -55,6 +55,7 @@ pub mod store;
 #[cfg(test)]
 mod tests;
 
+pub use content_index::{CaftlIndex, LocationSlotsError};
 pub use fingerprint::{crc32_page, sha1_page, Fingerprint, FingerprintStats, Fingerprinter, Probe};
 pub use index::{DedupIndex, Entry, Hit, InsertOutcome, Location, Target};
 pub use prehash::{CrcIndex, CrcSlot};

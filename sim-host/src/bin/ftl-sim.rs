@@ -5,9 +5,12 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand};
+use ftl_core::cdm::NvPolicy;
 use ftl_core::Config;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nand_hal::Geometry;
+use sim_host::sim::cdm::{parse_read_fill, take_nv_cache, NvCacheSpec};
+use sim_host::sim::dedup::DedupOptions;
 use sim_host::sim::device::{GeometryFlags, Preset};
 use sim_host::sim::ecc_model::{DecodeTiming, ErrorRates};
 use sim_host::sim::flexecc::{EccMode, FlexSimConfig};
@@ -42,7 +45,9 @@ enum Command {
         opts: RunOpts,
         #[command(flatten)]
         flex: FlexArgs,
-        /// Techniques to enable, comma separated: wom (wom-noprefetch), dedup, flex-ecc, eti, cdm.
+        /// Techniques to enable, comma separated: wom (wom-noprefetch, wom-sameplane), dedup,
+        /// flex-ecc, eti, cdm. Dedup takes options after colons (dedup:nosample:switch:buffer=64:ool,
+        /// ...; see docs/eval/dedup).
         #[arg(long, default_value = "")]
         features: String,
         /// Hot/cold classifier: none (one host stream), size (64 KiB rule, hot and cold streams),
@@ -209,6 +214,22 @@ struct RunOpts {
     /// No progress bar, no table (for scripts).
     #[arg(long)]
     quiet: bool,
+    /// NV cache capacity in pages (feature cdm). In `run` it turns the cache on; in `compare` it
+    /// sizes the cache of the configurations named `cdm` or `nvm-basic`.
+    #[arg(long, conflicts_with = "nv_cache_percent")]
+    nv_cache_pages: Option<u32>,
+    /// NV cache capacity in percent of the device's logical pages (instead of --nv-cache-pages).
+    #[arg(long)]
+    nv_cache_percent: Option<f64>,
+    /// NV cache policy: cdm (GC drops cached valid pages) or basic (the same NVM managed like a
+    /// volatile LRU cache). Default cdm.
+    #[arg(long)]
+    nv_policy: Option<String>,
+    /// What an NV cache read miss does: lru (cache the page, evicting the least recently used
+    /// slot, written back first if it is an only copy), clean (cache it only when that needs no
+    /// write-back), off.
+    #[arg(long, default_value = "lru")]
+    nv_read_fill: String,
 }
 
 /// Settings of `--features flex-ecc` runs (the cache manager, disk, bit errors, decode costs and
@@ -477,6 +498,8 @@ fn base_config(
         open_loop: has_times && !opts.closed_loop,
         seed: input.seed,
         write_limit_pages: None,
+        nv_cache: None,
+        dedup: DedupOptions::default(),
         flex: FlexSimConfig::default(),
         wom_recycle_max_valid_permille: opts.wom_recycle_max_valid,
     };
@@ -498,6 +521,23 @@ fn base_config(
 /// The geometry with the fewest blocks (a multiple of the planes) whose logical capacity at `op`
 /// percent over-provisioning holds `footprint` pages and which the FTL accepts (its own reserve of
 /// free, open and checkpoint blocks comes on top where the over-provisioning alone is too small).
+/// Applies `--nv-read-fill` to the cache, if any.
+fn with_read_fill(nv: Option<NvCacheSpec>, opts: &RunOpts) -> Result<Option<NvCacheSpec>, String> {
+    let read_fill = parse_read_fill(&opts.nv_read_fill)?;
+    Ok(nv.map(|s| NvCacheSpec { read_fill, ..s }))
+}
+
+/// `--nv-cache-pages`, or `--nv-cache-percent` of the logical pages.
+fn nv_cache_pages(opts: &RunOpts, cfg: &SimConfig) -> Result<Option<u32>, String> {
+    match opts.nv_cache_percent {
+        None => Ok(opts.nv_cache_pages),
+        Some(p) if p.is_finite() && p > 0.0 && p <= 100.0 => {
+            Ok(Some(((p / 100.0 * cfg.logical_pages() as f64).ceil() as u32).max(1)))
+        }
+        Some(p) => Err(format!("--nv-cache-percent {p} is not a percentage in (0, 100]")),
+    }
+}
+
 fn fit_geometry(g: Geometry, footprint: u64, op: f64) -> Result<Geometry, String> {
     let units = g.planes_per_lun * g.luns;
     let raw = (footprint as f64 * (1.0 + op / 100.0)).ceil() as u64;
@@ -603,10 +643,18 @@ fn cmd_run(
         Input::Workload(_) => 0,
     };
     let mut cfg = base_config(device, input, opts, &inp)?;
-    cfg.features = parse_features(features)?;
+    let pages = nv_cache_pages(opts, &cfg)?;
+    let (rest, nv) = take_nv_cache(features, pages, opts.nv_policy.as_deref(), true)?;
+    cfg.features = parse_features(&rest)?;
+    cfg.nv_cache = with_read_fill(nv, opts)?;
+    cfg.dedup = DedupOptions::from_features(&rest)?.unwrap_or_default();
     cfg.flex = flex.config(cfg.logical_pages())?;
     cfg.classifier = classifier.parse()?;
-    let names: Vec<&str> = features.split([',', '+']).map(str::trim).filter(|f| !f.is_empty()).collect();
+    let mut names: Vec<&str> = rest.split([',', '+']).map(str::trim).filter(|f| !f.is_empty()).collect();
+    if let Some(spec) = nv.filter(|s| s.policy == NvPolicy::Basic) {
+        names.retain(|n| *n != "cdm");
+        names.push(if spec.policy == NvPolicy::Basic { "nvm-basic" } else { "cdm" });
+    }
     let base = if names.is_empty() { "baseline".to_string() } else { names.join("+") };
     cfg.label = if cfg.classifier != ClassifierKind::None { format!("{base}@{classifier}") } else { base };
     let bar = progress_bar(inp.len_hint(input.loops), opts.quiet, &cfg.label);
@@ -653,7 +701,10 @@ fn cmd_compare(
             }
             None => feat,
         };
-        c.features = parse_features(feat)?;
+        let (rest, nv) = take_nv_cache(feat, nv_cache_pages(opts, &base)?, opts.nv_policy.as_deref(), false)?;
+        c.features = parse_features(&rest)?;
+        c.nv_cache = with_read_fill(nv, opts)?;
+        c.dedup = DedupOptions::from_features(&rest)?.unwrap_or_default();
         c.classifier = class.parse()?;
         c.label = item.to_string();
         cfgs.push(c);
@@ -790,6 +841,10 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         json: Some(out.join("heimdall1370_compare.json")),
         plots: Some(out.join("heimdall1370_plots")),
         quiet: false,
+        nv_cache_pages: None,
+        nv_cache_percent: None,
+        nv_policy: None,
+        nv_read_fill: "lru".into(),
     };
     cmd_compare(&device, &input, &opts, None, "baseline,baseline@size,baseline@mhf,eti")?;
     println!("(JSON and plots in {})", out.display());

@@ -52,6 +52,7 @@
 
 mod error;
 mod faults;
+pub mod nvram;
 mod persist;
 mod power;
 mod timing;
@@ -62,6 +63,7 @@ use nand_hal::{BlockId, ErrorType, Geometry, NandFlash, PageId, ProgramOp, ReadO
 
 pub use error::EmuError;
 pub use faults::FaultConfig;
+pub use nvram::NvRam;
 pub use timing::{EmuCounters, TimingParams};
 
 use faults::FaultState;

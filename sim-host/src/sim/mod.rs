@@ -15,6 +15,8 @@
 
 pub mod backing;
 pub mod cache_manager;
+pub mod cdm;
+pub mod dedup;
 pub mod device;
 pub mod ecc_model;
 pub mod flexecc;
@@ -149,7 +151,7 @@ pub fn parse_features(s: &str) -> Result<Vec<Feature>, String> {
             "wom" => Feature::Wom,
             "wom-noprefetch" => Feature::WomNoPrefetch,
             "wom-sameplane" => Feature::WomSamePlane,
-            "dedup" => Feature::Dedup,
+            n if n == "dedup" || n.starts_with("dedup:") => Feature::Dedup,
             "flex-ecc" => Feature::FlexEcc,
             "eti" => Feature::Eti,
             "cdm" => Feature::Cdm,
@@ -165,7 +167,15 @@ pub fn parse_features(s: &str) -> Result<Vec<Feature>, String> {
     if out.iter().filter(wom).count() > 1 {
         return Err("give one of wom, wom-noprefetch and wom-sameplane".into());
     }
-    if let Some(f) = out.iter().find(|f| !matches!(f, Feature::Eti | Feature::FlexEcc) && !wom(f)) {
+    if out.iter().any(|f| wom(&f)) {
+        if let Some(f) = out.iter().find(|f| matches!(f, Feature::Dedup | Feature::Cdm | Feature::FlexEcc)) {
+            return Err(format!("wom and {f:?} are not combined at run time; use one of them"));
+        }
+    }
+    if let Some(f) = out
+        .iter()
+        .find(|f| !matches!(f, Feature::Eti | Feature::FlexEcc | Feature::Cdm | Feature::Dedup) && !wom(f))
+    {
         return Err(format!(
             "feature {f:?} is not implemented in the simulator yet; it lands with its own issue"
         ));
@@ -246,6 +256,10 @@ pub struct SimConfig {
     pub seed: u64,
     /// Stop the measured part once the host has written this many pages.
     pub write_limit_pages: Option<u64>,
+    /// The NV cache (CDM or NVM-basic), if any.
+    pub nv_cache: Option<cdm::NvCacheSpec>,
+    /// Deduplication options (used when `features` has dedup).
+    pub dedup: dedup::DedupOptions,
     /// Settings of a FlexECC run (used with [`Feature::FlexEcc`]).
     pub flex: flexecc::FlexSimConfig,
     /// Second writes: GC recycles only victims with at most this share (per mille) of valid
@@ -317,8 +331,8 @@ pub fn simulate(
         cfg.classifier
     };
     if cfg.features.contains(&Feature::FlexEcc) {
-        if cfg.features.len() > 1 || classifier != ClassifierKind::None {
-            return Err("flex-ecc runs alone (no other feature or classifier)".into());
+        if cfg.features.len() > 1 || classifier != ClassifierKind::None || cfg.nv_cache.is_some() {
+            return Err("flex-ecc runs alone (no other feature, classifier or NV cache)".into());
         }
         return flexecc::simulate_flex(cfg, requests, progress);
     }
@@ -361,8 +375,10 @@ where
 {
     let geo = cfg.device.geometry;
     let page_bytes = geo.data_bytes as u64;
+    let dedup_on = cfg.features.contains(&Feature::Dedup);
     let mut ec = EmulatorConfig::new(geo);
-    ec.store_data = false;
+    // Deduplication hashes, compares and coalesces real page data.
+    ec.store_data = dedup_on;
     ec.timing = cfg.device.timing;
     let mut emu = Emulator::new(ec).map_err(|e| e.to_string())?;
     let fcfg = Config::with_logical_pages(&geo, cfg.logical_pages());
@@ -376,15 +392,41 @@ where
         recycle_max_valid_permille: cfg.wom_recycle_max_valid_permille,
         ..ftl_core::reuse::ReuseConfig::paper(&geo, &fcfg)
     });
-    let formatted = match wom_cfg {
-        Some(rc) => {
+    let mut dbufs = dedup_on.then(|| {
+        crate::dedup_memory::DedupBuffers::<{ dedup::BUCKET_ENTRIES }>::new(
+            cfg.dedup.sizes(fcfg.logical_pages, geo.data_bytes),
+        )
+    });
+    let (mut dindex, dmem) = match dbufs.as_mut() {
+        Some(b) => {
+            let (i, m) = b.parts(cfg.dedup.prehash, ftl_policies::dedup::Accel::ALL);
+            (Some(i), Some(m))
+        }
+        None => (None, None),
+    };
+    let mut dsim = dedup_on.then(|| dedup::DedupSim::new(cfg.dedup, fcfg.logical_pages, geo.data_bytes));
+    if dedup_on && cfg.nv_cache.is_some() {
+        return Err("dedup and an NV cache are not combined at run time; use one of them".to_string());
+    }
+    if wom_cfg.is_some() && cfg.nv_cache.is_some() {
+        return Err("wom and an NV cache are not combined at run time; use one of them".to_string());
+    }
+    let mut nv_mem = cfg.nv_cache.map(|s| cdm::SimNvCache::new(s, geo.data_bytes)).transpose()?;
+    let formatted = match (wom_cfg, nv_mem.as_mut(), dindex.as_mut(), dmem) {
+        (Some(rc), _, _, _) => {
             let reuse = ftl_core::reuse::Reuse::new(&mut wom_codec, reuse_buffers.memory(), rc);
             Ftl::format_reusable(&mut emu, policies, map, m, fcfg, reuse)
         }
-        None => Ftl::format(&mut emu, policies, map, m, fcfg),
+        (None, Some(c), _, _) => Ftl::format_with_cache(&mut emu, policies, map, m, fcfg, c.cache()?),
+        (None, None, Some(index), Some(memory)) => {
+            let d = ftl_core::dedup::Dedup { memory, index, settings: cfg.dedup.settings() };
+            Ftl::format_dedup(&mut emu, policies, map, m, fcfg, d)
+        }
+        _ => Ftl::format(&mut emu, policies, map, m, fcfg),
     };
     let mut ftl = formatted
         .map_err(|e| format!("cannot format the device at {}% over-provisioning: {e}", cfg.op_percent))?;
+    let mut nv_run = cdm::NvRun::default();
     let n = fcfg.logical_pages;
     let mut buf = vec![0u8; page_bytes as usize * 64];
 
@@ -407,6 +449,10 @@ where
         }
     }
     ftl.reset_counters();
+    ftl.reset_nv_counters();
+    if let Some(d) = dsim.as_mut() {
+        d.start_measuring(&ftl);
+    }
     let erase_base: Vec<u32> = ftl.nand().erase_counts().to_vec();
     let t0 = ftl.nand().idle_at_ns();
 
@@ -467,6 +513,13 @@ where
                 }
             }
         };
+        let nv_before = ftl.nv_counters();
+        if let Some(d) = dsim.as_mut() {
+            d.idle_time(&mut ftl, arrival)?;
+        }
+        if let (Some(d), Op::Write) = (dsim.as_mut(), req.op) {
+            d.before_write(&mut ftl, arrival, lpns.len() as u64);
+        }
         let emu = ftl.nand_mut();
         emu.set_now_ns(arrival);
         emu.open_window();
@@ -485,6 +538,14 @@ where
             match req.op {
                 Op::Read => ftl.read(first, data).map_err(|e| format!("read of page {first}: {e}"))?,
                 Op::Write => {
+                    if let Some(d) = dsim.as_mut() {
+                        for (i, page) in data.chunks_exact_mut(page_bytes as usize).enumerate() {
+                            let j = run_start + i;
+                            let c =
+                                req.content.as_ref().and_then(|c| c.get(j.min(c.len().saturating_sub(1))));
+                            d.fill_and_count(lpns[j], c.copied(), page);
+                        }
+                    }
                     let head = span.partial_head && run_start == 0;
                     let tail = span.partial_tail && run_end == lpns.len();
                     for (partial, l) in [(head, first), (tail && !(head && k == 1), lpns[run_end - 1])] {
@@ -499,7 +560,15 @@ where
             }
             run_start = run_end;
         }
-        let done = ftl.nand().window_completion_ns();
+        let nv_ns =
+            nv_run.request(nv_before, ftl.nv_counters(), ftl.nv_cache().map_or(0, |c| c.only_copies()));
+        let mut done = ftl.nand().window_completion_ns() + nv_ns;
+        if let (Some(d), Op::Write) = (dsim.as_mut(), req.op) {
+            done += d.after_write(&ftl, done, lpns.len() as u64);
+        }
+        if let Some(d) = dsim.as_mut() {
+            d.note_done(done);
+        }
         let latency = done - arrival;
         // Background work after the request: the prefetch of the next pair of invalid pages
         // (its reads queue on the planes and delay only requests that arrive meanwhile).
@@ -525,6 +594,11 @@ where
                 classifier_series.push((hw as f64 / n as f64, v));
             }
         }
+    }
+    let mut dedup_report = None;
+    if let Some(d) = dsim.as_mut() {
+        d.finish(&mut ftl)?;
+        dedup_report = Some(d.report(&ftl));
     }
     let wall_s = wall.elapsed().as_secs_f64();
     let waf_series = waf_series(&samples, n, 200);
@@ -577,8 +651,14 @@ where
             .feature_report()
             .into_iter()
             .chain(ftl.reuse_stats().map(|s| ("wom".to_string(), wom::report(&s, &wom_cfg))))
+            .chain(dedup_report.map(|r| ("dedup".to_string(), r)))
             .collect(),
     };
+    let mut report = report;
+    if let (Some(spec), Some(c), Some(nv)) = (cfg.nv_cache, ftl.nv_counters(), ftl.nv_cache()) {
+        let (k, v) = nv_run.report(&spec, geo.data_bytes, &c, nv.only_copies());
+        report.features.insert(k, v);
+    }
     let step = classifier_series.len().div_ceil(200).max(1);
     let classifier_series: Vec<(f64, u64)> = classifier_series.into_iter().step_by(step).collect();
     Ok(SimOutput { report, erase_counts, waf_series, classifier_series, read_latency, write_latency })
@@ -617,7 +697,8 @@ mod tests {
         assert_eq!(parse_features("wom-noprefetch"), Ok(vec![Feature::WomNoPrefetch]));
         assert!(parse_features("wom,wom-noprefetch").is_err());
         assert_eq!(parse_features("wom-sameplane"), Ok(vec![Feature::WomSamePlane]));
-        assert!(parse_features("dedup").unwrap_err().contains("not implemented"));
+        assert!(parse_features("wom,dedup").unwrap_err().contains("not combined"));
+        assert_eq!(parse_features("dedup:nosample+eti"), Ok(vec![Feature::Dedup, Feature::Eti]));
         assert_eq!(parse_features("flex-ecc"), Ok(vec![Feature::FlexEcc]));
         assert!(parse_features("bogus").unwrap_err().contains("unknown feature"));
     }

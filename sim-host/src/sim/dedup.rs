@@ -1,0 +1,555 @@
+//! Deduplication (CAFTL) in the simulator: the options of `--features dedup[:OPT...]`, page
+//! contents from the trace's fingerprints, the reference rates, the hashing-time model, the
+//! dynamic switch, out-of-line deduplication, and the report object.
+//!
+//! * Contents: a written page's data is its content fingerprint (the FIU trace's per-4 KiB MD5
+//!   prefix, a synthetic workload's per-page content) repeated over the page, so equal
+//!   fingerprints give equal pages and the FTL hashes real data. Requests without content get
+//!   unique contents.
+//! * Rates: n = host pages written, m = pages the host writes put on flash; dedup rate
+//!   (n - m) / n (the paper's). References: *offline* = (n - distinct contents of the whole run)
+//!   / n (the paper's "offline" optimum); *live oracle* = the pages whose content was live
+//!   (mapped by some logical page) when written, which is what an unbounded index without
+//!   sampling could find inline (content that died and comes back is not on flash anymore).
+//! * Hashing time: the paper's cycle counts (CRC-32 4,120, SHA-1 47,548 cycles per 4 KiB) at
+//!   `mhz` (934 by default, the paper's), added to the response time of the write that hashed.
+//! * Dynamic switch (`switch`): the write buffer is the device's outstanding writes, in pages
+//!   (`buffer=PAGES`, default 4096 = 16 MB of 4 KiB pages, the paper's); when it reaches 95% of
+//!   the buffer inline deduplication is turned off, at 50% on again.
+//! * Out-of-line (`ool`): after the run (the idle time of the paper), one logical page per live
+//!   physical page is read and fingerprinted, the (fingerprint, page) records are sorted in runs of
+//!   `oolmem=RECORDS` (default 65536) and merged (the paper's external merge sort; runs are kept
+//!   in host memory, the paper keeps them in flash), and each group of equal fingerprints is
+//!   coalesced through `Ftl::coalesce`, which reads and compares the pages before merging them.
+//!
+//!   With `idle=MS` a pass also runs in every idle gap of at least MS ms of an open-loop trace
+//!   (from the device's last completion; work it has not finished when the next request arrives
+//!   delays that request: the paper aborts it instead) once pages were written without a probe.
+//!
+//! Options: `nosample` | `sample=PAGES` (default 32), `noprehash`, `compare` (full compare),
+//! `store=ENTRIES` (fingerprint store budget, default: the logical pages), `switch`,
+//! `buffer=PAGES`, `mhz=MHZ`, `ool`, `oolmem=RECORDS`, `idle=MS`.
+
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+
+use ftl_core::dedup::{DedupSettings, DedupStats};
+use ftl_core::map::MappingTable;
+use ftl_core::policy::PolicySet;
+use ftl_core::Ftl;
+use nand_hal::NandFlash;
+
+use crate::dedup_memory::DedupSizes;
+
+/// CRC-32 of a 4 KiB page, cycles (the paper's Table 2).
+pub const CRC_CYCLES: u64 = 4_120;
+/// SHA-1 of a 4 KiB page, cycles (the paper's Table 2).
+pub const SHA1_CYCLES: u64 = 47_548;
+/// Entries per fingerprint-store bucket (a 4 KiB bucket, as in the paper).
+pub const BUCKET_ENTRIES: usize = ftl_policies::dedup::ENTRIES_4K;
+
+/// Options of `--features dedup[:OPT...]`.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct DedupOptions {
+    /// Sampling unit in pages (0: no sampling).
+    pub sampling_unit: u32,
+    /// CRC-32 pre-hashing.
+    pub prehash: bool,
+    /// Full compare before sharing.
+    pub full_compare: bool,
+    /// Fingerprint-store entries (None: the logical pages).
+    pub store_entries: Option<usize>,
+    /// The dynamic switch.
+    pub dynamic_switch: bool,
+    /// Write-buffer size in pages.
+    pub buffer_pages: u64,
+    /// Processor clock for hashing time.
+    pub mhz: u64,
+    /// Out-of-line deduplication after the run.
+    pub out_of_line: bool,
+    /// Records sorted in memory at once by out-of-line deduplication.
+    pub ool_memory_records: usize,
+    /// With `out_of_line`: also run a pass in every idle gap of at least this many ms (between
+    /// the device's last completion and the next arrival) once unprobed pages were written since
+    /// the last pass (0: only after the run).
+    pub idle_ms: u64,
+}
+
+impl Default for DedupOptions {
+    fn default() -> Self {
+        DedupOptions {
+            sampling_unit: 32,
+            prehash: true,
+            full_compare: false,
+            store_entries: None,
+            dynamic_switch: false,
+            buffer_pages: 4096,
+            mhz: 934,
+            out_of_line: false,
+            ool_memory_records: 65536,
+            idle_ms: 0,
+        }
+    }
+}
+
+impl DedupOptions {
+    /// Parses the options after `dedup` (`""` or `:opt:opt...`).
+    pub fn parse(rest: &str) -> Result<Self, String> {
+        let mut o = DedupOptions::default();
+        for opt in rest.split(':').map(str::trim).filter(|s| !s.is_empty()) {
+            let (k, v) = opt.split_once('=').map_or((opt, None), |(k, v)| (k, Some(v)));
+            let num = |v: Option<&str>| -> Result<u64, String> {
+                v.and_then(|v| v.parse::<u64>().ok())
+                    .ok_or_else(|| format!("dedup option '{opt}' needs a whole number (e.g. {k}=32)"))
+            };
+            match k {
+                "nosample" => o.sampling_unit = 0,
+                "sample" => o.sampling_unit = num(v)? as u32,
+                "noprehash" => o.prehash = false,
+                "compare" => o.full_compare = true,
+                "store" => o.store_entries = Some(num(v)?.max(1) as usize),
+                "switch" => o.dynamic_switch = true,
+                "buffer" => o.buffer_pages = num(v)?.max(1),
+                "mhz" => o.mhz = num(v)?.max(1),
+                "ool" => o.out_of_line = true,
+                "oolmem" => o.ool_memory_records = num(v)?.max(2) as usize,
+                "idle" => {
+                    o.idle_ms = num(v)?;
+                    o.out_of_line = true;
+                }
+                _ => {
+                    return Err(format!(
+                        "unknown dedup option '{opt}' (expected nosample, sample=N, noprehash, compare, \
+                         store=N, switch, buffer=N, mhz=N, ool, oolmem=N, idle=MS)"
+                    ))
+                }
+            }
+        }
+        Ok(o)
+    }
+
+    /// The options named in a `--features` list, if it names dedup.
+    pub fn from_features(features: &str) -> Result<Option<Self>, String> {
+        for name in features.split(['+', ',']).map(str::trim) {
+            if name == "dedup" {
+                return Ok(Some(DedupOptions::default()));
+            }
+            if let Some(rest) = name.strip_prefix("dedup:") {
+                return Ok(Some(DedupOptions::parse(rest)?));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The FTL's runtime settings.
+    pub fn settings(&self) -> DedupSettings {
+        DedupSettings {
+            inline: true,
+            sampling_unit: self.sampling_unit,
+            full_compare: self.full_compare,
+            fingerprint_misses: true,
+        }
+    }
+
+    /// Buffer sizes for a device of `logical_pages` of `page_bytes`.
+    pub fn sizes(&self, logical_pages: u32, page_bytes: u32) -> DedupSizes {
+        let entries = self.store_entries.unwrap_or(logical_pages as usize).max(1);
+        let buckets = entries.div_ceil(BUCKET_ENTRIES);
+        DedupSizes {
+            virtual_pages: logical_pages as usize,
+            buckets,
+            segments: buckets.clamp(1, 1024),
+            page_bytes,
+        }
+    }
+}
+
+/// The simulator's deduplication state for one run.
+pub struct DedupSim {
+    opts: DedupOptions,
+    page_bytes: usize,
+    /// Next unique content for requests without content.
+    next_unique: u64,
+    written: u64,
+    contents: HashSet<u64>,
+    live: HashMap<u64, u32>,
+    lpn_content: Vec<Option<u64>>,
+    live_duplicates: u64,
+    outstanding: VecDeque<(u64, u64)>,
+    outstanding_pages: u64,
+    inline_on: bool,
+    switch_offs: u64,
+    switched_off_pages: u64,
+    hashing: (u64, u64),
+    hashing_base: (u64, u64),
+    after_write_sha1s: u64,
+    hash_ns: u64,
+    hash_ns_background: u64,
+    stats_base: DedupStats,
+    ool: Option<OolReport>,
+    last_done: u64,
+    unprobed_at_pass: u64,
+}
+
+/// The clock of a device the simulator can run idle-time work on.
+pub trait IdleClock {
+    /// Starts a window of work at `t` ns (operations still start no earlier than their plane is
+    /// free).
+    fn start_idle_work(&mut self, t: u64);
+}
+
+impl IdleClock for &mut crate::emulator::Emulator {
+    fn start_idle_work(&mut self, t: u64) {
+        self.set_now_ns(t);
+        self.open_window();
+    }
+}
+
+/// What out-of-line deduplication did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OolReport {
+    /// Passes run (idle gaps and the end of the run).
+    pub passes: u64,
+    /// Logical pages read and fingerprinted.
+    pub pages_scanned: u64,
+    /// Sorted runs.
+    pub runs: u64,
+    /// Groups of two or more equal fingerprints.
+    pub duplicate_groups: u64,
+    /// Logical pages coalesced.
+    pub coalesced: u64,
+    /// Coalesces refused after comparing the pages.
+    pub refused: u64,
+    /// Live physical pages before and after.
+    pub live_before: u64,
+    /// Live physical pages after.
+    pub live_after: u64,
+}
+
+impl DedupSim {
+    /// State for a device of `logical_pages` pages of `page_bytes`.
+    pub fn new(opts: DedupOptions, logical_pages: u32, page_bytes: u32) -> Self {
+        DedupSim {
+            opts,
+            page_bytes: page_bytes as usize,
+            next_unique: 1 << 63,
+            written: 0,
+            contents: HashSet::new(),
+            live: HashMap::new(),
+            lpn_content: vec![None; logical_pages as usize],
+            live_duplicates: 0,
+            outstanding: VecDeque::new(),
+            outstanding_pages: 0,
+            inline_on: true,
+            switch_offs: 0,
+            switched_off_pages: 0,
+            hashing: (0, 0),
+            hashing_base: (0, 0),
+            after_write_sha1s: 0,
+            hash_ns: 0,
+            hash_ns_background: 0,
+            stats_base: DedupStats::default(),
+            ool: None,
+            last_done: 0,
+            unprobed_at_pass: 0,
+        }
+    }
+
+    /// The options.
+    pub fn options(&self) -> &DedupOptions {
+        &self.opts
+    }
+
+    /// Starts the measured part (after preconditioning): counters from here.
+    pub fn start_measuring<N: NandFlash, P: PolicySet, M: MappingTable>(&mut self, ftl: &Ftl<'_, N, P, M>) {
+        self.stats_base = ftl.dedup_stats();
+        self.hashing = ftl.dedup_hashing();
+        self.hashing_base = self.hashing;
+        self.after_write_sha1s = self.stats_base.fingerprinted_after_write;
+        self.written = 0;
+        self.contents.clear();
+        self.live_duplicates = 0;
+        self.hash_ns = 0;
+        self.hash_ns_background = 0;
+    }
+
+    /// Fills `page` with content `c`; counts the write against the references (`lpn` written).
+    pub fn fill_and_count(&mut self, lpn: u32, content: Option<u64>, page: &mut [u8]) {
+        let c = content.unwrap_or_else(|| {
+            self.next_unique += 1;
+            self.next_unique
+        });
+        let b = c.to_be_bytes();
+        for chunk in page.chunks_mut(8) {
+            chunk.copy_from_slice(&b[..chunk.len()]);
+        }
+        self.written += 1;
+        self.contents.insert(c);
+        if self.live.get(&c).is_some_and(|&r| r > 0) {
+            self.live_duplicates += 1;
+        }
+        if let Some(old) = self.lpn_content.get_mut(lpn as usize).and_then(|s| s.replace(c)) {
+            if let Some(r) = self.live.get_mut(&old) {
+                *r = r.saturating_sub(1);
+            }
+        }
+        *self.live.entry(c).or_insert(0) += 1;
+    }
+
+    /// A request completed at `done` (ns).
+    pub fn note_done(&mut self, done: u64) {
+        self.last_done = self.last_done.max(done);
+    }
+
+    /// Before a request arriving at `now` (ns): an out-of-line pass if the device has been idle
+    /// long enough and pages were written without a probe since the last pass. The pass starts
+    /// when the device went idle; what it does not finish by `now` delays the request.
+    pub fn idle_time<N: NandFlash + IdleClock, P: PolicySet, M: MappingTable>(
+        &mut self,
+        ftl: &mut Ftl<'_, N, P, M>,
+        now: u64,
+    ) -> Result<(), String> {
+        let idle_ns = self.opts.idle_ms.saturating_mul(1_000_000);
+        let unprobed = ftl.dedup_stats().unprobed;
+        if !self.opts.out_of_line
+            || idle_ns == 0
+            || self.last_done == 0
+            || now < self.last_done.saturating_add(idle_ns)
+            || unprobed == self.unprobed_at_pass
+        {
+            return Ok(());
+        }
+        self.unprobed_at_pass = unprobed;
+        ftl.nand_mut().start_idle_work(self.last_done);
+        let inline = ftl.dedup_settings().inline;
+        let pass = out_of_line(ftl, self.opts.ool_memory_records)?;
+        ftl.set_inline_dedup(inline);
+        let r = self
+            .ool
+            .get_or_insert_with(|| OolReport { live_before: pass.live_before, ..OolReport::default() });
+        r.passes += 1;
+        r.pages_scanned += pass.pages_scanned;
+        r.runs += pass.runs;
+        r.duplicate_groups += pass.duplicate_groups;
+        r.coalesced += pass.coalesced;
+        r.refused += pass.refused;
+        r.live_after = pass.live_after;
+        Ok(())
+    }
+
+    /// Before a write request arriving at `now` (ns): the dynamic switch's decision.
+    pub fn before_write<N: NandFlash, P: PolicySet, M: MappingTable>(
+        &mut self,
+        ftl: &mut Ftl<'_, N, P, M>,
+        now: u64,
+        pages: u64,
+    ) {
+        while self.outstanding.front().is_some_and(|&(done, _)| done <= now) {
+            if let Some((_, p)) = self.outstanding.pop_front() {
+                self.outstanding_pages -= p;
+            }
+        }
+        if self.opts.dynamic_switch {
+            let b = self.opts.buffer_pages;
+            if self.inline_on && self.outstanding_pages * 100 >= b * 95 {
+                self.inline_on = false;
+                self.switch_offs += 1;
+            } else if !self.inline_on && self.outstanding_pages * 100 <= b * 50 {
+                self.inline_on = true;
+            }
+            ftl.set_inline_dedup(self.inline_on);
+            if !self.inline_on {
+                self.switched_off_pages += pages;
+            }
+        }
+    }
+
+    /// After a write request: the hashing time on its critical path (ns), and its pages stay in
+    /// the buffer until `done` plus that time. SHA-1s of pages fingerprinted after their write
+    /// (pre-hash misses) are off the critical path (the paper leaves them to idle time) and only
+    /// counted.
+    pub fn after_write<N: NandFlash, P: PolicySet, M: MappingTable>(
+        &mut self,
+        ftl: &Ftl<'_, N, P, M>,
+        done: u64,
+        pages: u64,
+    ) -> u64 {
+        let (crcs, sha1s) = ftl.dedup_hashing();
+        let after = ftl.dedup_stats().fingerprinted_after_write;
+        let background = after - self.after_write_sha1s;
+        let critical_sha1s = (sha1s - self.hashing.1).saturating_sub(background);
+        let cycles = (crcs - self.hashing.0) * CRC_CYCLES + critical_sha1s * SHA1_CYCLES;
+        self.hashing = (crcs, sha1s);
+        self.after_write_sha1s = after;
+        // Cycles per 4 KiB, scaled to the page size.
+        let to_ns = |c: u64| c * 1000 / self.opts.mhz * self.page_bytes as u64 / 4096;
+        let ns = to_ns(cycles);
+        self.hash_ns += ns;
+        self.hash_ns_background += to_ns(background * SHA1_CYCLES);
+        let done = done + ns;
+        let at = self.outstanding.partition_point(|&(d, _)| d <= done);
+        self.outstanding.insert(at, (done, pages));
+        self.outstanding_pages += pages;
+        ns
+    }
+
+    /// After the run: out-of-line deduplication if asked for.
+    pub fn finish<N: NandFlash, P: PolicySet, M: MappingTable>(
+        &mut self,
+        ftl: &mut Ftl<'_, N, P, M>,
+    ) -> Result<(), String> {
+        if self.opts.out_of_line {
+            ftl.set_inline_dedup(true);
+            let pass = out_of_line(ftl, self.opts.ool_memory_records)?;
+            let r = self
+                .ool
+                .get_or_insert_with(|| OolReport { live_before: pass.live_before, ..OolReport::default() });
+            r.passes += 1;
+            r.pages_scanned += pass.pages_scanned;
+            r.runs += pass.runs;
+            r.duplicate_groups += pass.duplicate_groups;
+            r.coalesced += pass.coalesced;
+            r.refused += pass.refused;
+            r.live_after = pass.live_after;
+        }
+        Ok(())
+    }
+
+    /// The report object.
+    pub fn report<N: NandFlash, P: PolicySet, M: MappingTable>(
+        &self,
+        ftl: &Ftl<'_, N, P, M>,
+    ) -> serde_json::Value {
+        let s = ftl.dedup_stats();
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        let deduplicated = d(s.deduplicated, self.stats_base.deduplicated);
+        let n = self.written;
+        let m = n.saturating_sub(deduplicated);
+        let rate = |x: u64| if n == 0 { 0.0 } else { x as f64 / n as f64 };
+        let offline = n.saturating_sub(self.contents.len() as u64);
+        let mapped = (0..ftl.capacity_pages()).filter(|&l| ftl.physical_page_of(l).is_some()).count() as u64;
+        let live = ftl.live_physical_pages();
+        serde_json::json!({
+            "options": format!("{:?}", self.opts),
+            "pages_written_n": n,
+            "pages_to_flash_m": m,
+            "dedup_rate": rate(n - m),
+            "offline_rate": rate(offline),
+            "found_of_offline": if offline == 0 { 0.0 } else { (n - m) as f64 / offline as f64 },
+            "live_oracle_rate": rate(self.live_duplicates),
+            "found_of_live_oracle": if self.live_duplicates == 0 { 0.0 } else { (n - m) as f64 / self.live_duplicates as f64 },
+            "probes": d(s.probes, self.stats_base.probes),
+            "hits": d(s.hits, self.stats_base.hits),
+            "stale_hits": d(s.stale_hits, self.stats_base.stale_hits),
+            "compare_mismatches": d(s.compare_mismatches, self.stats_base.compare_mismatches),
+            "unprobed_pages": d(s.unprobed, self.stats_base.unprobed),
+            "vmap_full": d(s.vmap_full, self.stats_base.vmap_full),
+            "shared_moves": d(s.shared_moves, self.stats_base.shared_moves),
+            "share_journal_pages": d(s.journal_pages, self.stats_base.journal_pages),
+            "crc32s": self.hashing.0 - self.hashing_base.0,
+            "sha1s": self.hashing.1 - self.hashing_base.1,
+            "hash_ms_critical_path": self.hash_ns as f64 / 1e6,
+            "hash_ms_after_write": self.hash_ns_background as f64 / 1e6,
+            "switch_offs": self.switch_offs,
+            "pages_with_inline_off": self.switched_off_pages,
+            "shared_contents": ftl.shared_contents(),
+            "mapped_logical_pages": mapped,
+            "live_physical_pages": live,
+            "space_saved": if mapped == 0 { 0.0 } else { 1.0 - live as f64 / mapped as f64 },
+            "out_of_line": self.ool.as_ref().map(|o| serde_json::json!({
+                "passes": o.passes,
+                "pages_scanned": o.pages_scanned,
+                "runs": o.runs,
+                "duplicate_groups": o.duplicate_groups,
+                "coalesced": o.coalesced,
+                "refused": o.refused,
+                "live_before": o.live_before,
+                "live_after": o.live_after,
+            })),
+        })
+    }
+}
+
+/// Out-of-line deduplication: fingerprints one logical page per live physical page, sorts the records in runs
+/// of `memory` and merges them, and coalesces each group of equal fingerprints.
+pub fn out_of_line<N: NandFlash, P: PolicySet, M: MappingTable>(
+    ftl: &mut Ftl<'_, N, P, M>,
+    memory: usize,
+) -> Result<OolReport, String> {
+    let pb = ftl.page_bytes() as usize;
+    let mut page = vec![0u8; pb];
+    let mut rep = OolReport { live_before: ftl.live_physical_pages(), ..OolReport::default() };
+    let mut runs: Vec<Vec<([u8; 20], u32)>> = Vec::new();
+    let mut run = Vec::with_capacity(memory.min(1 << 20));
+    let mut seen = HashSet::new();
+    for l in 0..ftl.capacity_pages() {
+        // One record per physical page: a shared page stands for all its logical pages.
+        match ftl.physical_page_of(l) {
+            Some(p) if seen.insert(p) => {}
+            _ => continue,
+        }
+        ftl.read(l, &mut page).map_err(|e| format!("out-of-line read of page {l}: {e}"))?;
+        run.push((ftl_policies::dedup::sha1_page(&page).0, l));
+        rep.pages_scanned += 1;
+        if run.len() == memory {
+            run.sort_unstable();
+            runs.push(std::mem::take(&mut run));
+        }
+    }
+    if !run.is_empty() {
+        run.sort_unstable();
+        runs.push(run);
+    }
+    rep.runs = runs.len() as u64;
+    // K-way merge of the sorted runs.
+    // (fingerprint, logical page, run, index in the run), smallest first.
+    type Head = std::cmp::Reverse<([u8; 20], u32, usize, usize)>;
+    let mut heap: BinaryHeap<Head> = BinaryHeap::new();
+    for (r, v) in runs.iter().enumerate() {
+        if let Some(&(f, l)) = v.first() {
+            heap.push(std::cmp::Reverse((f, l, r, 0)));
+        }
+    }
+    let mut group: Option<([u8; 20], u32, bool)> = None;
+    while let Some(std::cmp::Reverse((f, l, r, i))) = heap.pop() {
+        if let Some(&(nf, nl)) = runs[r].get(i + 1) {
+            heap.push(std::cmp::Reverse((nf, nl, r, i + 1)));
+        }
+        match group {
+            Some((gf, keep, counted)) if gf == f => {
+                if !counted {
+                    rep.duplicate_groups += 1;
+                    group = Some((gf, keep, true));
+                }
+                if ftl.coalesce(keep, l, &mut page).map_err(|e| format!("coalesce({keep}, {l}): {e}"))? {
+                    rep.coalesced += 1;
+                } else {
+                    rep.refused += 1;
+                }
+            }
+            _ => group = Some((f, l, false)),
+        }
+    }
+    ftl.flush().map_err(|e| format!("flush after out-of-line deduplication: {e}"))?;
+    rep.live_after = ftl.live_physical_pages();
+    Ok(rep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_parse() {
+        assert_eq!(DedupOptions::from_features("eti"), Ok(None));
+        assert_eq!(DedupOptions::from_features("dedup"), Ok(Some(DedupOptions::default())));
+        let o = DedupOptions::from_features("eti+dedup:nosample:noprehash:switch:buffer=64:ool:oolmem=100")
+            .unwrap()
+            .unwrap();
+        assert_eq!((o.sampling_unit, o.prehash, o.dynamic_switch), (0, false, true));
+        assert_eq!((o.buffer_pages, o.out_of_line, o.ool_memory_records), (64, true, 100));
+        let i = DedupOptions::parse("idle=100").unwrap();
+        assert_eq!((i.idle_ms, i.out_of_line), (100, true));
+        assert!(DedupOptions::parse("sample=x").unwrap_err().contains("whole number"));
+        assert!(DedupOptions::parse("bogus").unwrap_err().contains("unknown dedup option"));
+    }
+}

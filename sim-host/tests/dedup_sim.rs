@@ -1,0 +1,80 @@
+//! The simulator's deduplication against independent expectations: the synthetic workload's
+//! duplicate ratio, the offline optimum, the dynamic switch and out-of-line deduplication.
+
+use sim_host::sim::dedup::DedupOptions;
+use sim_host::sim::device::Preset;
+use sim_host::sim::{simulate, AddressMode, ClassifierKind, Feature, Precondition, SimConfig};
+use sim_host::workload::{generate, Pattern, RequestPages, WorkloadSpec};
+
+fn config(dedup: &str) -> SimConfig {
+    SimConfig {
+        label: dedup.into(),
+        device: Preset::Small.device(),
+        op_percent: 10.0,
+        classifier: ClassifierKind::None,
+        features: vec![Feature::Dedup],
+        precondition: Precondition::None,
+        address: AddressMode::Strict,
+        queue_depth: 4,
+        open_loop: false,
+        seed: 1,
+        write_limit_pages: None,
+        dedup: DedupOptions::from_features(dedup).unwrap().unwrap(),
+        nv_cache: None,
+        flex: Default::default(),
+        wom_recycle_max_valid_permille: 0,
+    }
+}
+
+fn run(dedup: &str, pattern: Pattern, writes: u64, dup: f64) -> serde_json::Value {
+    let cfg = config(dedup);
+    let spec = WorkloadSpec {
+        request_pages: RequestPages::Uniform { min: 1, max: 8 },
+        duplicate_ratio: dup,
+        seed: 3,
+        ..WorkloadSpec::new(pattern, writes)
+    };
+    let w = generate(&spec, cfg.logical_pages() as u64, cfg.device.geometry.data_bytes as u64).unwrap();
+    let out = simulate(&cfg, w, &mut |_| {}).unwrap();
+    out.report.features["dedup"].clone()
+}
+
+fn f(v: &serde_json::Value, k: &str) -> f64 {
+    v[k].as_f64().unwrap_or_else(|| panic!("{k} missing in {v}"))
+}
+
+#[test]
+fn sequential_without_sampling_finds_every_duplicate() {
+    // Written once, nothing dies: every duplicate is of live content, and the index holds all.
+    let r = run("dedup:nosample", Pattern::Sequential, 1500, 0.3);
+    assert_eq!(f(&r, "dedup_rate"), f(&r, "offline_rate"), "{r}");
+    assert!((f(&r, "dedup_rate") - 0.3).abs() < 0.03, "{r}");
+    assert_eq!(f(&r, "stale_hits"), 0.0);
+    // Every logical page's content is on flash once.
+    let n = f(&r, "pages_written_n");
+    let m = f(&r, "pages_to_flash_m");
+    assert_eq!(f(&r, "live_physical_pages"), m, "{r}");
+    assert_eq!(f(&r, "mapped_logical_pages"), n, "{r}");
+}
+
+#[test]
+fn switch_and_out_of_line_recover_the_space() {
+    let inline = run("dedup:nosample", Pattern::Sequential, 1500, 0.5);
+    let switched = run("dedup:nosample:switch:buffer=4", Pattern::Sequential, 1500, 0.5);
+    assert!(f(&switched, "switch_offs") > 0.0, "{switched}");
+    assert!(f(&switched, "dedup_rate") < f(&inline, "dedup_rate"), "{switched}");
+    let ool = run("dedup:nosample:switch:buffer=4:ool", Pattern::Sequential, 1500, 0.5);
+    let o = &ool["out_of_line"];
+    assert!(o["coalesced"].as_u64().unwrap() > 0, "{ool}");
+    assert_eq!(o["refused"].as_u64(), Some(0));
+    // After out-of-line deduplication the live pages are the distinct contents, as inline got.
+    assert_eq!(f(&ool, "live_physical_pages"), f(&inline, "live_physical_pages"), "{ool}");
+}
+
+#[test]
+fn gc_heavy_dedup_stays_within_the_live_oracle() {
+    // Overwrites many times the space: shared pages are moved by GC and counted down.
+    let r = run("dedup:nosample", Pattern::Uniform, 20_000, 0.5);
+    assert!(f(&r, "shared_moves") > 0.0, "{r}");
+    assert!(f(&r, "dedup_rate") > 0.0 && f(&r, "dedup_rate") <= f(&r, "live_oracle_rate") + 1e-9, "{r}");
+}
