@@ -182,7 +182,7 @@ fn bad_input_gets_a_clear_message_and_a_failure_exit() {
     fails_with(&["run", "--workload", "uniform", "--read-ratio", "2"], "--read-ratio");
     fails_with(&["run", "--trace", "/nonexistent/trace.csv"], "/nonexistent/trace.csv");
     fails_with(&["run"], "--trace");
-    fails_with(&["run", "--workload", "uniform", "--features", "dedup"], "not implemented");
+    fails_with(&["run", "--workload", "uniform", "--features", "wom,dedup"], "not combined");
     // The default device programs pages in order: no second writes there.
     fails_with(&["run", "--workload", "uniform", "--features", "wom"], "--device wom");
     fails_with(&["run", "--workload", "uniform", "--classifier", "bogus"], "unknown classifier");
