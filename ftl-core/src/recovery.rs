@@ -178,7 +178,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 continue;
             }
             #[cfg(feature = "wom")]
-            self.reuse_survey(b);
+            self.reuse_survey(b)?;
             match PageMeta::decode(&self.buf[d..d + META_LEN]) {
                 SpareState::Erased => self.blocks.raw_set(b, BlockState::Free, 0, 0),
                 SpareState::Invalid => self.blocks.raw_set(b, BlockState::Dirty, 0, 0),

@@ -80,6 +80,10 @@ use crate::policy::{Destination, PageCodec, Placement, PolicySet, Temperature};
 use crate::{Config, Error, Ftl, Memory};
 
 const NIL: u32 = u32::MAX;
+/// Reads of a second write's metadata (or of the whole second write) before taking it as torn
+/// or lost: that metadata has a CRC but no correcting code, and raw bit errors are drawn anew
+/// by every read.
+pub(crate) const SW_META_READS: u32 = 4;
 /// `aux` bit of a data page's metadata: the data is scrambled (keyed by its logical page).
 pub const AUX_SCRAMBLED: u32 = 1;
 /// `aux` bit: the scrambled data was complemented.
@@ -561,14 +565,20 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             r.prefetched = None;
             (&mut *r.mem.page_a, &mut *r.mem.page_b)
         };
-        self.counters.nand_reads += 2;
-        read_pair(&mut self.nand, &self.geo, a, b, ra, rb)?;
-        let meta = match SwMeta::decode(&ra[so..]) {
-            SwState::Valid(m) if m.half == 0 && lpn.is_none_or(|l| l == m.lpn) => m,
-            _ => return Err(bad),
-        };
-        r.codec.decode(a.0 as u64, ra, rb, out).map_err(|_| Error::Uncorrectable { lpn: meta.lpn })?;
-        Ok(meta.lpn)
+        let mut lost = bad;
+        for _ in 0..SW_META_READS {
+            self.counters.nand_reads += 2;
+            read_pair(&mut self.nand, &self.geo, a, b, ra, rb)?;
+            let meta = match SwMeta::decode(&ra[so..]) {
+                SwState::Valid(m) if m.half == 0 && lpn.is_none_or(|l| l == m.lpn) => m,
+                _ => continue,
+            };
+            match r.codec.decode(a.0 as u64, ra, rb, out) {
+                Ok(()) => return Ok(meta.lpn),
+                Err(_) => lost = Error::Uncorrectable { lpn: meta.lpn },
+            }
+        }
+        Err(lost)
     }
 
     // -----------------------------------------------------------------------------------------
@@ -819,21 +829,18 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let geo = self.geo;
         // The activation marker (page 0's second-write metadata cells, which page 0 then never
         // uses for a second write) is what tells mount to look for second writes here.
-        // The program carries the spare as read (a program never asks a cell to go back to 1).
-        let d = geo.data_bytes as usize;
-        let sp = geo.spare_bytes as usize;
-        self.counters.nand_reads += 1;
-        self.nand.read_spare(geo.page(a, 0), &mut self.buf[d..d + sp])?;
-        let marked = if self.buf[d + sp - SW_META_LEN..d + sp].iter().all(|&x| x == 0xFF) {
-            let seq = self.seq;
-            self.seq += 1;
-            SwMeta { half: meta::HALF_MARKER, lpn: NIL, seq, partner: b.0 }
-                .encode(&mut self.buf[d + sp - SW_META_LEN..d + sp]);
-            self.counters.nand_programs += 1;
-            self.dirty = true;
-            self.nand.program_page(geo.page(a, 0), &[], &self.buf[d..d + sp]).map_err(Some)
-        } else {
-            Err(None)
+        let marked = match self.marker_spare(geo.page(a, 0))? {
+            true => {
+                let seq = self.seq;
+                self.seq += 1;
+                let (d, sp) = (geo.data_bytes as usize, geo.spare_bytes as usize);
+                SwMeta { half: meta::HALF_MARKER, lpn: NIL, seq, partner: b.0 }
+                    .encode(&mut self.buf[d + sp - SW_META_LEN..d + sp]);
+                self.counters.nand_programs += 1;
+                self.dirty = true;
+                self.nand.program_page(geo.page(a, 0), &[], &self.buf[d..d + sp]).map_err(Some)
+            }
+            false => Err(None),
         };
         let Some(r) = self.reuse.as_mut() else { return Ok(false) };
         match marked {
@@ -863,6 +870,40 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         r.mem.state.get(b.0 as usize).is_some_and(|s| s & WORN == 0)
             && (self.blocks.get(b).erase_count as u64) * 1000
                 < self.geo.endurance as u64 * r.cfg.life_permille as u64
+    }
+
+    /// Prepares in the page buffer's spare area what the activation marker's program of `page`
+    /// (page 0 of the plane-0 block) sends besides the marker: the bytes its cells hold, so that
+    /// a chip refusing 0 -> 1 requests accepts it and nothing but the marker changes. A live
+    /// first write's metadata and codec bytes are sent as *corrected* (decoded and encoded again,
+    /// which gives back exactly what was programmed), so raw read errors are not programmed into
+    /// them; a dead page's are sent as read (nothing needs them); the rest is erased (page 0 never
+    /// takes a second write). False if the page cannot take a marker (its spare is not erased
+    /// there, or a live page does not decode).
+    fn marker_spare(&mut self, page: PageId) -> Result<bool, Error> {
+        let d = self.geo.data_bytes as usize;
+        let sp = self.geo.spare_bytes as usize;
+        let cl = META_LEN + self.codec_len;
+        self.counters.nand_reads += 1;
+        {
+            let (data, spare) = self.buf.split_at_mut(d);
+            self.nand.read_page(page, data, &mut spare[..sp])?;
+        }
+        if self.buf[d + sp - SW_META_LEN..d + sp].iter().any(|&x| x != 0xFF) {
+            return Ok(false);
+        }
+        if self.is_valid_page(page) {
+            let SpareState::Valid(m) = PageMeta::decode(&self.buf[d..d + cl]) else { return Ok(false) };
+            let (data, spare) = self.buf.split_at_mut(d);
+            let codec = self.policies.codec();
+            if codec.decode(data, &spare[META_LEN..cl]).is_err() {
+                return Ok(false);
+            }
+            m.encode(&mut spare[..META_LEN]);
+            codec.encode(data, &mut spare[META_LEN..cl]);
+        }
+        self.buf[d + cl..d + sp].fill(0xFF);
+        Ok(true)
     }
 
     /// The recycled block of `plane` (other than `not`) with the fewest valid pages.

@@ -23,7 +23,7 @@ use nand_hal::{BlockId, NandFlash, PageId};
 
 use super::{
     pair_of, ReuseState, SwMeta, SwState, A_SIDE, HALF_MARKER, M_MARKED, M_REPLAY, M_TOUCHED, STATE_MASK,
-    SW_META_LEN,
+    SW_META_LEN, SW_META_READS,
 };
 use crate::blocks::BlockState;
 use crate::map::MappingTable;
@@ -52,26 +52,47 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.reuse.as_ref().and_then(|r| r.mem.state.get(b.0 as usize)).is_some_and(|x| x & bits != 0)
     }
 
-    /// Step 1: the survey read page 0's whole spare of `b` into the page buffer.
-    pub(crate) fn reuse_survey(&mut self, b: BlockId) {
+    /// Step 1: the survey read page 0's whole spare of `b` into the page buffer. Metadata that
+    /// does not check out is read again (up to [`SW_META_READS`] reads: raw bit errors are drawn
+    /// per read, and the second-write metadata has a CRC but no correcting code).
+    pub(crate) fn reuse_survey(&mut self, b: BlockId) -> Result<(), Error> {
         if self.reuse.is_none() {
-            return;
+            return Ok(());
         }
         let d = self.geo.data_bytes as usize;
         let sp = self.geo.spare_bytes as usize;
-        match SwMeta::decode(&self.buf[d + sp - SW_META_LEN..d + sp]) {
+        let mut state = SwMeta::decode(&self.buf[d + sp - SW_META_LEN..d + sp]);
+        for _ in 1..SW_META_READS {
+            if state != SwState::Invalid {
+                break;
+            }
+            self.counters.nand_reads += 1;
+            self.nand.read_spare(self.geo.page(b, 0), &mut self.buf[d..d + sp])?;
+            state = SwMeta::decode(&self.buf[d + sp - SW_META_LEN..d + sp]);
+        }
+        match state {
             SwState::Erased => {}
             SwState::Valid(m) if m.half == HALF_MARKER => self.mount_bits(b, M_MARKED | M_TOUCHED, true),
             _ => self.mount_bits(b, M_TOUCHED, true),
         }
+        Ok(())
     }
 
+    /// The second-write metadata of `page`, read again while it does not check out (up to
+    /// [`SW_META_READS`] reads).
     fn read_sw_meta(&mut self, page: PageId) -> Result<SwState, Error> {
         let d = self.geo.data_bytes as usize;
         let sp = self.geo.spare_bytes as usize;
-        self.counters.nand_reads += 1;
-        self.nand.read_spare(page, &mut self.buf[d..d + sp])?;
-        Ok(SwMeta::decode(&self.buf[d + sp - SW_META_LEN..d + sp]))
+        let mut state = SwState::Invalid;
+        for _ in 0..SW_META_READS {
+            self.counters.nand_reads += 1;
+            self.nand.read_spare(page, &mut self.buf[d..d + sp])?;
+            state = SwMeta::decode(&self.buf[d + sp - SW_META_LEN..d + sp]);
+            if state != SwState::Invalid {
+                break;
+            }
+        }
+        Ok(state)
     }
 
     /// Step 2: finds the second writes in the blocks the checkpoint recorded.
