@@ -55,9 +55,11 @@
 //! replays those newer than the checkpoint in sequence order with the other pages, verifies the
 //! newest by decoding it, and rolls it back (voiding its metadata) if it was torn. Pair
 //! activations count as opened blocks for the checkpoint interval, which bounds the replay.
-//! Every program the FTL issues with second writes on carries the bytes as read where it does
-//! not mean to clear them (voids and markers read the spare first), so chips that refuse
-//! 0 -> 1 requests accept them.
+//! Every program the FTL issues with second writes on carries the bytes the cells hold where it
+//! does not mean to clear them (a live page 0 under an activation marker: its metadata and codec
+//! bytes decoded and encoded again, so raw read errors are not programmed into it), so chips
+//! that refuse 0 -> 1 requests accept them. Second-write metadata has a CRC and no correcting
+//! code: it is read up to `SW_META_READS` (4) times before being taken as torn.
 //!
 //! RAM ([`ReuseLayout`]): `ceil(total_pages / 32)` words of second-write bitmap, 5 bytes per
 //! block (partner, state) and three raw pages, plus the codec's own memory.
