@@ -618,9 +618,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             self.counters.nand_reads += 1;
             let (data, spare) = self.buf.split_at_mut(d);
             self.nand.read_page(page, data, &mut spare[..spare_len])?;
-            let lpn = match PageMeta::decode(&spare[..spare_len]) {
+            // The auxiliary word (e.g. the first-write scrambler's flags) travels with the data.
+            let (lpn, aux) = match PageMeta::decode(&spare[..spare_len]) {
                 SpareState::Valid(m) if m.kind == PageKind::Data && self.map.get(m.tag) == Some(page) => {
-                    m.tag
+                    (m.tag, m.aux)
                 }
                 _ => continue,
             };
@@ -628,7 +629,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 continue;
             }
             let new =
-                self.append(plane, Stream::Gc, PageKind::Data, lpn, 0, Source::Buffer { encode: true })?;
+                self.append(plane, Stream::Gc, PageKind::Data, lpn, aux, Source::Buffer { encode: true })?;
             self.remap(lpn, Some(new));
             return Ok(());
         }

@@ -622,8 +622,21 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                 && p[so..].iter().all(|&x| x == 0xFF)
                 && programmed as usize * 8 <= d * 8 * 5
         };
-        if !fresh(r.mem.page_a) || !fresh(r.mem.page_b) {
-            // Not usable (voided, a second write started here before a cut, or too dense).
+        // The code is computed over the cells as they are: correct the raw read errors of the
+        // first writes' data first (a cell read as erased but programmed would break the
+        // codeword for good). A first write that does not decode (torn) is not used.
+        let cl = META_LEN + self.codec_len;
+        let codec = self.policies.codec();
+        let mut corrected = |p: &mut [u8]| {
+            let (data, spare) = p.split_at_mut(d);
+            codec.decode(data, &spare[META_LEN..cl]).is_ok()
+        };
+        if !fresh(r.mem.page_a)
+            || !fresh(r.mem.page_b)
+            || !corrected(r.mem.page_a)
+            || !corrected(r.mem.page_b)
+        {
+            // Not usable (voided, torn, a second write started here before a cut, or too dense).
             r.active[q].offset = self.geo.page_in_block(a) + 1;
             r.stats.skipped_pages += 1;
             return Ok(None);
