@@ -38,7 +38,7 @@
 //! about 20 ns on x86-64 against 13 for format 1's plain CRC); only a mismatch runs the BCH
 //! decoder, and the CRC then checks what it corrected.
 
-mod ecc;
+pub(crate) mod ecc;
 
 /// Bytes of metadata at the start of the spare area.
 pub const META_LEN: usize = 28;

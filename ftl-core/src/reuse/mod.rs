@@ -58,8 +58,9 @@
 //! Every program the FTL issues with second writes on carries the bytes the cells hold where it
 //! does not mean to clear them (a live page 0 under an activation marker: its metadata and codec
 //! bytes decoded and encoded again, so raw read errors are not programmed into it), so chips
-//! that refuse 0 -> 1 requests accept them. Second-write metadata has a CRC and no correcting
-//! code: it is read up to `SW_META_READS` (4) times before being taken as torn.
+//! that refuse 0 -> 1 requests accept them. Second-write metadata carries the first write's
+//! metadata code (3 bits corrected) and a CRC; it is read up to `SW_META_READS` (4) times
+//! before being taken as torn.
 //!
 //! RAM ([`ReuseLayout`]): `ceil(total_pages / 32)` words of second-write bitmap, 5 bytes per
 //! block (partner, state) and three raw pages, plus the codec's own memory.
@@ -83,8 +84,7 @@ use crate::{Config, Error, Ftl, Memory};
 
 const NIL: u32 = u32::MAX;
 /// Reads of a second write's metadata (or of the whole second write) before taking it as torn
-/// or lost: that metadata has a CRC but no correcting code, and raw bit errors are drawn anew
-/// by every read.
+/// or lost: raw bit errors beyond what the codes correct are drawn anew by every read.
 pub(crate) const SW_META_READS: u32 = 4;
 /// `aux` bit of a data page's metadata: the data is scrambled (keyed by its logical page).
 pub const AUX_SCRAMBLED: u32 = 1;

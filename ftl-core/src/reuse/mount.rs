@@ -53,8 +53,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     }
 
     /// Step 1: the survey read page 0's whole spare of `b` into the page buffer. Metadata that
-    /// does not check out is read again (up to [`SW_META_READS`] reads: raw bit errors are drawn
-    /// per read, and the second-write metadata has a CRC but no correcting code).
+    /// does not check out is read again (up to [`SW_META_READS`] reads: raw bit errors beyond
+    /// what its code corrects are drawn anew per read).
     pub(crate) fn reuse_survey(&mut self, b: BlockId) -> Result<(), Error> {
         if self.reuse.is_none() {
             return Ok(());
