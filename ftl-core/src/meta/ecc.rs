@@ -1,6 +1,7 @@
 //! The error-correcting code of the page metadata: a binary BCH code over GF(2^8) correcting
 //! [`T`] = 3 bit errors, shortened to [`MSG_BYTES`] message bytes and [`PARITY_BYTES`] parity
-//! bytes (200 bits; designed distance 7).
+//! bytes (200 bits; designed distance 7). The second-write metadata of feature `wom`
+//! (`reuse/meta.rs`) uses the same code, shortened further by two implicit 0xFF bytes.
 //!
 //! - Field: GF(2^8) with the primitive polynomial x^8 + x^4 + x^3 + x^2 + 1 (0x11D); the generator
 //!   polynomial is the product of the minimal polynomials of alpha, alpha^3 and alpha^5 (degree
