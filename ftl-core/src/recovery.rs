@@ -15,7 +15,8 @@
 //!    clear: an earlier mount's void of it was cut) the previous mapping stands and the page is
 //!    voided, so later mounts skip it. If the previous mapping is itself a page this replay
 //!    applied (at most 8 back: a torn retry or refresh of a page torn before), it is checked the
-//!    same way.
+//!    same way. A page that needed corrections is read a second time and kept only if that read
+//!    decodes too (a cut can leave cells marginal: one lucky read is not enough).
 //! 5. Valid counts, the bitmap and the lists are rebuilt from the map. Blocks without live data
 //!    (and no live journal page) become dirty (erased before use, since a cut may have left them
 //!    half-erased); in each plane the GC and host frontiers resume on the replayed blocks with the
@@ -35,8 +36,8 @@
 //! it torn again. Repeated cuts can exhaust the page's NOP, which step 6 covers.
 //!
 //! Cost: `total_blocks` spare reads + the checkpoint's pages + the replayed pages (at most
-//! `checkpoint_interval_blocks` + open frontiers blocks, invalid pages included) + 1 (+ up to 8
-//! when step 4 walks back) + one read per resumed frontier; a void adds a program and a read, a
+//! `checkpoint_interval_blocks` + open frontiers blocks, invalid pages included) + 1 or 2 (+ up
+//! to 8 when step 4 walks back) + one read per resumed frontier; a void adds a program and a read, a
 //! refresh up to 4 reads and a program. A mount after a clean `unmount` replays nothing.
 
 use nand_hal::{BlockId, NandFlash, PageId};
@@ -603,7 +604,16 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         {
             return Ok(None);
         }
-        Ok(self.policies.codec().decode(data, &spare[META_LEN..spare_len]).ok())
+        match self.policies.codec().decode(data, &spare[META_LEN..spare_len]) {
+            // Corrected bits may be cells a cut left marginal: one read can decode and the next
+            // not. Such a page is kept only if a second read decodes too.
+            Ok(n) if n > 0 => {
+                self.counters.nand_reads += 1;
+                self.nand.read_page(page, data, &mut spare[..spare_len])?;
+                Ok(self.policies.codec().decode(data, &spare[META_LEN..spare_len]).ok().map(|m| m.max(n)))
+            }
+            r => Ok(r.ok()),
+        }
     }
 
     /// Step 7: copies the data page `page` (mapped) to the GC stream once a read of it corrects

@@ -684,3 +684,86 @@ fn torn_pages_stay_dead_across_cut_mounts_with_rber() {
     assert!(stats.new_kept > 0 && stats.old_kept > 0 && stats.void_cuts > 50, "{stats:?}");
     assert!(stats.fallback_checkpoints > 0, "{stats:?}");
 }
+
+/// A device whose last programmed page (armed with `arm`) has marginal cells, as a program cut
+/// near its end leaves them: its first read shows `t` bit errors in the data (the codec corrects
+/// them), every later read `t + 1` (it cannot).
+struct Marginal<'a> {
+    emu: &'a mut Emulator,
+    last_program: Option<PageId>,
+    target: Option<PageId>,
+    t: usize,
+    reads: u32,
+}
+
+impl Marginal<'_> {
+    fn arm(&mut self) {
+        self.target = self.last_program;
+        self.reads = 0;
+    }
+}
+
+impl nand_hal::ErrorType for Marginal<'_> {
+    type Error = sim_host::emulator::EmuError;
+}
+
+impl NandFlash for Marginal<'_> {
+    fn geometry(&self) -> Geometry {
+        self.emu.geometry()
+    }
+    fn read_page(&mut self, page: PageId, data: &mut [u8], spare: &mut [u8]) -> Result<(), Self::Error> {
+        self.emu.read_page(page, data, spare)?;
+        if Some(page) == self.target && !data.is_empty() {
+            let flips = if self.reads == 0 { self.t } else { self.t + 1 };
+            self.reads += 1;
+            for bit in 0..flips {
+                data[bit * 37 / 8] ^= 1 << (bit * 37 % 8);
+            }
+        }
+        Ok(())
+    }
+    fn program_page(&mut self, page: PageId, data: &[u8], spare: &[u8]) -> Result<(), Self::Error> {
+        self.last_program = Some(page);
+        self.emu.program_page(page, data, spare)
+    }
+    fn erase_block(&mut self, block: nand_hal::BlockId) -> Result<(), Self::Error> {
+        self.emu.erase_block(block)
+    }
+    fn is_bad(&mut self, block: nand_hal::BlockId) -> Result<bool, Self::Error> {
+        self.emu.is_bad(block)
+    }
+    fn mark_bad(&mut self, block: nand_hal::BlockId) -> Result<(), Self::Error> {
+        self.emu.mark_bad(block)
+    }
+}
+
+/// A cut leaves the newest page torn so that one read decodes (with corrections) and the next
+/// does not. Mount must not keep it on the strength of one lucky read: the logical page reads
+/// its old content (or the new one, exactly), never `Uncorrectable`, and stays so after more
+/// mounts.
+#[test]
+fn torn_page_decoding_on_one_lucky_read_is_rolled_back() {
+    let geo = bch_geometry(PPB, BLOCKS_PER_PLANE, PLANES);
+    let cfg = model_config();
+    let mut emu = emulator(geo, 0.0, 0.0, 0.0, 5);
+    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut dev = Marginal { emu: &mut emu, last_program: None, target: None, t: 8, reads: 0 };
+    let mut f = format_with(&mut dev, &mut mem, cfg, bch_policies(&geo)).unwrap();
+    f.write(3, &page(3, 1)).unwrap();
+    f.flush().unwrap();
+    // The cut lands at the end of this write's program (not acknowledged: no flush).
+    f.write(3, &page(3, 2)).unwrap();
+    drop(f);
+    dev.arm();
+    assert!(dev.target.is_some());
+    let mut buf = vec![0u8; 512];
+    for mount in 0..3 {
+        let mut f = mount_with(&mut dev, &mut mem, cfg, bch_policies(&geo)).unwrap();
+        f.read(3, &mut buf).unwrap_or_else(|e| panic!("mount {mount}: read of the torn page's lpn: {e:?}"));
+        assert_eq!(identify(3, &buf), Found::Content(Some(1)), "mount {mount}");
+        f.write(7, &page(7, 10 + mount)).unwrap();
+        f.flush().unwrap();
+        drop(f);
+    }
+    assert!(dev.reads >= 2, "mount read the torn page again");
+}

@@ -687,6 +687,16 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             let (data, spare) = self.buf.split_at_mut(d);
             self.nand.read_page(page, data, &mut spare[..spare_len])?;
         }
+        // Replay rebuilds a share made since the checkpoint from the shared page's own data page
+        // (the owner's write) when that page is newer than the checkpoint: its block is then kept
+        // until the next checkpoint too (GC writes one before erasing it).
+        let newer = match PageMeta::decode(&self.buf[d..d + spare_len]) {
+            SpareState::Valid(m) => m.seq > self.ckpt.seq,
+            _ => true,
+        };
+        if newer {
+            self.blocks.set_flags(self.geo.block_of(page), FLAG_LIVE_JOURNAL, true);
+        }
         let encode = {
             let (data, spare) = self.buf.split_at_mut(d);
             matches!(self.policies.codec().decode(data, &spare[META_LEN..spare_len]), Ok(n) if n > 0)
