@@ -16,6 +16,8 @@
 //!   `ftl_core::recovery`: a torn write, the recovery mount cut at each of its operations or
 //!   repeatedly at its void (up to NOP exhaustion), then more writes and remounts; the page keeps
 //!   its old or its new content for good (`FTL_VOID_SEEDS=n` seeds per torn fraction, default 12).
+//! - `torn_page_decoding_on_one_lucky_read_is_rolled_back`: a torn newest page that decodes on
+//!   one read and not the next is rolled back by mount, not kept.
 //! - `corrected_bits_are_counted_and_reads_stay_exact`: the codec corrects bits on the FTL's reads
 //!   (counted by a wrapper codec) and every read returns exact data.
 //! - `errors_beyond_t_are_uncorrectable_never_wrong_data`: at an RBER far beyond t, reads return

@@ -16,7 +16,8 @@
 //! - `random_cuts`: long random workloads with a cut always pending (`FTL_DEDUP_CUTS`, default 2000;
 //!   `FTL_DEDUP_SEED` the first seed).
 //! - Unit cases: full compare refuses a lying index, `coalesce`, GC of shared pages, a dedup image
-//!   mounted without dedup, and `inline: false`.
+//!   mounted without dedup, `inline: false`, and a shared page's owner surviving GC of its block
+//!   and a cut before the next checkpoint.
 //!
 //! `PROPTEST_CASES` sets the property tests' case count (default 200 each).
 
