@@ -125,6 +125,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     unvoided |= !self.void_page(page);
                     self.start_retiring(block);
                 }
+                Err(e) if nand_hal::Error::kind(&e) == ErrorKind::NopExceeded => {
+                    // The page reads erased but was programmed before (a torn program whose voids
+                    // cuts interrupted until its NOP ran out); the chip changed nothing. Replay
+                    // stops at a page that reads erased, so nothing more goes into this block.
+                    self.close_block(block);
+                }
                 Err(e) => {
                     if !self.void_page(page) || unvoided {
                         self.checkpoint_soon();

@@ -2,13 +2,17 @@
 //!
 //! 1. Survey: read the spare of the first page of every block (one read per block): bad-block
 //!    marker, erased, garbage, or the kind, sequence number and erase count of its first page.
+//!    A first page that reads invalid with its void mark clear (torn) is read up to 4 times and
+//!    voided if no read decodes, as in step 3.
 //! 2. Load the newest checkpoint whose every page and CRC check out (older ones are the fallback
 //!    when a cut tore the newest).
 //! 3. Replay, in global sequence order, every page written after the checkpoint: the blocks opened
 //!    since (first-page sequence above the checkpoint's) and the frontier blocks the checkpoint
 //!    recorded, from their recorded next page. A k-way merge over the blocks (each written in
 //!    sequence order) gives the global order; a block's replay skips invalid (torn, voided) pages
-//!    and stops at its first erased page. Data pages set the map; journal pages that check out
+//!    and stops at its first erased page. A page whose metadata reads invalid but whose void
+//!    mark is clear (a torn program) is read up to 4 times; if no read decodes it is voided, so
+//!    a later mount whose read happens to decode its marginal cells cannot replay it. Data pages set the map; journal pages that check out
 //!    apply trims.
 //! 4. The newest replayed data page is read whole and checked by the codec: a cut in the middle of
 //!    its program may have left metadata intact but data torn; if so (or if its void mark is not
@@ -22,7 +26,10 @@
 //!    half-erased); in each plane the GC and host frontiers resume on the replayed blocks with the
 //!    most erased pages left, so a cut does not strand the free reserve GC needs. A resumed page
 //!    whose metadata reads erased but whose bytes are not all 0xFF (a program torn before its
-//!    metadata) is voided and skipped.
+//!    metadata) is voided and skipped; if that void does not complete the block is not resumed
+//!    (a later replay would stop at that page). A program the chip refuses for its NOP (a page
+//!    that reads erased after voids cut until its NOP ran out) closes the block and retries in
+//!    another.
 //! 6. If any void this mount needed did not complete, a checkpoint is written: no later mount
 //!    replays a page older than it.
 //! 7. If the newest data page passed only with corrections (a cut may have left it a few bits
@@ -62,6 +69,10 @@ pub const MAX_REPLAY_BLOCKS: usize = 128;
 /// Reads step 7 tries before leaving a page that needed correction as it is.
 const REFRESH_READS: u32 = 4;
 
+/// Reads of a replayed page's metadata before a page that reads invalid (and not voided) is
+/// taken as torn and voided.
+const META_READS: u32 = 4;
+
 /// Data pages step 4 can walk back through: as many as one write's program attempts.
 const HISTORY: usize = crate::frontier::MAX_PROGRAM_ATTEMPTS as usize;
 
@@ -95,7 +106,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         #[cfg(feature = "wom")]
         self.reuse_reset();
 
-        let max_seen = self.survey()?;
+        let mut survey_voids = true;
+        let max_seen = self.survey(&mut survey_voids)?;
         let (ckpt_seq, next_seq) = self.load_newest_checkpoint()?;
         #[cfg(feature = "dedup")]
         self.dedup_load_checkpoint()?;
@@ -128,7 +140,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         if newest >= MAX_SEQ / 2 {
             return Err(Error::Corrupt);
         }
-        let mut voids_complete = replayed.voids_complete;
+        let mut voids_complete = replayed.voids_complete && survey_voids;
         self.seq = newest + 1;
         self.ckpt = CheckpointState { seq: ckpt_seq, blocks_since: replayed.blocks };
         self.frontiers = [Frontier::NONE; crate::config::MAX_TOTAL_PLANES * crate::frontier::STREAMS];
@@ -160,8 +172,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(())
     }
 
-    /// Step 1. Returns the largest sequence number seen.
-    fn survey(&mut self) -> Result<u64, Error> {
+    /// Step 1. Returns the largest sequence number seen; `voids_complete` turns false if a void
+    /// of a torn first page did not complete.
+    fn survey(&mut self, voids_complete: &mut bool) -> Result<u64, Error> {
         let d = self.geo.data_bytes as usize;
         let ppb = self.geo.pages_per_block;
         let mut max_seq = 0;
@@ -180,7 +193,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             }
             #[cfg(feature = "wom")]
             self.reuse_survey(b)?;
-            match PageMeta::decode(&self.buf[d..d + META_LEN]) {
+            match self.torn_meta_check(self.geo.page(b, 0), voids_complete)? {
                 SpareState::Erased => self.blocks.raw_set(b, BlockState::Free, 0, 0),
                 SpareState::Invalid => self.blocks.raw_set(b, BlockState::Dirty, 0, 0),
                 SpareState::Valid(m) => {
@@ -502,7 +515,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             voided = self.void_page(page);
             next += 1;
         }
-        if next < self.geo.pages_per_block {
+        // A page whose void did not complete may read erased to a later mount, whose replay of
+        // this block would stop there: pages written after it would be lost. The block stays
+        // closed.
+        if voided && next < self.geo.pages_per_block {
             self.blocks.set_state(b, BlockState::Open);
             self.frontiers[Self::frontier_index(plane, stream)] = Frontier { block: b.0, next_page: next };
         }
@@ -554,7 +570,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             if (VOID_MIN_ZEROS..VOID_STRONG_ZEROS).contains(&void_zeros(&self.buf[d..d + META_LEN])) {
                 *voids_complete &= self.void_page(page);
             }
-            match PageMeta::decode(&self.buf[d..d + META_LEN]) {
+            match self.torn_meta_check(page, voids_complete)? {
                 SpareState::Erased => return Ok(()),
                 SpareState::Valid(m) if m.seq > ckpt_seq && m.kind != PageKind::Checkpoint => {
                     c.seq = m.seq;
@@ -567,6 +583,30 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             }
         }
         Ok(())
+    }
+
+    /// Decodes the metadata just read into the buffer's spare. A page that reads invalid but
+    /// whose void mark is clear is a torn program whose marginal cells another read (of this
+    /// mount or a later one) may decode: it is read again (up to `META_READS` reads in all) and,
+    /// if no read decodes, voided, so that no later mount takes what this one skipped
+    /// (`voids_complete` turns false if that void does not complete).
+    fn torn_meta_check(&mut self, page: PageId, voids_complete: &mut bool) -> Result<SpareState, Error> {
+        let d = self.geo.data_bytes as usize;
+        let state = PageMeta::decode(&self.buf[d..d + META_LEN]);
+        if !matches!(state, SpareState::Invalid) || void_zeros(&self.buf[d..d + META_LEN]) >= VOID_MIN_ZEROS {
+            return Ok(state);
+        }
+        for _ in 1..META_READS {
+            self.counters.nand_reads += 1;
+            self.nand.read_spare(page, &mut self.buf[d..d + META_LEN])?;
+            let state = PageMeta::decode(&self.buf[d..d + META_LEN]);
+            // A page that read invalid once is not erased, whatever a later read says.
+            if matches!(state, SpareState::Valid(_)) {
+                return Ok(state);
+            }
+        }
+        *voids_complete &= self.void_page(page);
+        Ok(SpareState::Invalid)
     }
 
     /// Reads a journal page and applies its trims; false if the page does not check out.

@@ -16,6 +16,9 @@
 //!   `ftl_core::recovery`: a torn write, the recovery mount cut at each of its operations or
 //!   repeatedly at its void (up to NOP exhaustion), then more writes and remounts; the page keeps
 //!   its old or its new content for good (`FTL_VOID_SEEDS=n` seeds per torn fraction, default 12).
+//! - `torn_pages_found_by_long_runs_stay_dead`: the cases of the previous test that longer runs
+//!   found failing (a torn page read invalid by one mount and valid by the next; a torn page
+//!   whose NOP ran out while it still read erased).
 //! - `torn_page_decoding_on_one_lucky_read_is_rolled_back`: a torn newest page that decodes on
 //!   one read and not the next is rolled back by mount, not kept.
 //! - `corrected_bits_are_counted_and_reads_stay_exact`: the codec corrects bits on the FTL's reads
@@ -685,6 +688,27 @@ fn torn_pages_stay_dead_across_cut_mounts_with_rber() {
     eprintln!("{stats:?}");
     assert!(stats.new_kept > 0 && stats.old_kept > 0 && stats.void_cuts > 50, "{stats:?}");
     assert!(stats.fallback_checkpoints > 0, "{stats:?}");
+}
+
+/// Cases of `torn_page_case` that longer runs (`FTL_VOID_SEEDS` in the hundreds) found failing:
+/// - torn 0.995, seed 1295, the recovery mount cut at operation 20 or 30: the torn page was the
+///   first of its block, read invalid by one mount's survey (its block left dirty, the old
+///   content kept, nothing voided) and valid by the next, which took the new content;
+/// - torn 0.995, seed 1295, 4 void cuts: the same page read invalid in a replay, later valid;
+/// - torn 0.01, seed 3429, 4 void cuts: the torn page's voids, cut, used up its NOP while it
+///   still read erased; the frontier resumed on it and the next program was refused.
+#[test]
+fn torn_pages_found_by_long_runs_stay_dead() {
+    let mut stats = VoidStats::default();
+    for (torn, seed, void_cuts, mount_cut) in [
+        (0.995, 1295, 0, Some(20)),
+        (0.995, 1295, 0, Some(30)),
+        (0.995, 1295, 4, None),
+        (0.01, 3429, 4, None),
+    ] {
+        torn_page_case(torn, seed, void_cuts, mount_cut, &mut stats);
+    }
+    assert_eq!(stats.cases, 4);
 }
 
 /// A device whose last programmed page (armed with `arm`) has marginal cells, as a program cut
