@@ -6,6 +6,11 @@
 //! FTL's counters show the failures and the retirements, and the FTL never programs, erases or
 //! marks a factory-bad block (a spy between the FTL and the emulator records every operation on
 //! one) and reports every factory-bad block as bad.
+//!
+//! Then failures placed deterministically on a tight two-plane device, at every position in a
+//! range: two or three program failures, and failed erases of every free block of one plane.
+//! None wears the device out, so every op must succeed (no `NoSpace` while a plane still has a
+//! free block) and every read must equal the model, also after a remount.
 
 use ftl_core::blocks::BlockState;
 use ftl_core::Config;

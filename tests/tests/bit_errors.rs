@@ -754,7 +754,7 @@ fn torn_page_decoding_on_one_lucky_read_is_rolled_back() {
     f.flush().unwrap();
     // The cut lands at the end of this write's program (not acknowledged: no flush).
     f.write(3, &page(3, 2)).unwrap();
-    drop(f);
+    f.into_nand();
     dev.arm();
     assert!(dev.target.is_some());
     let mut buf = vec![0u8; 512];
@@ -764,7 +764,7 @@ fn torn_page_decoding_on_one_lucky_read_is_rolled_back() {
         assert_eq!(identify(3, &buf), Found::Content(Some(1)), "mount {mount}");
         f.write(7, &page(7, 10 + mount)).unwrap();
         f.flush().unwrap();
-        drop(f);
+        f.into_nand();
     }
     assert!(dev.reads >= 2, "mount read the torn page again");
 }
