@@ -173,9 +173,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 self.buf[body * 4..body * 4 + 4].copy_from_slice(&c.to_le_bytes());
             }
             if p % ppb == 0 {
-                let plane =
-                    (0..self.geo.total_planes()).max_by_key(|&pl| self.blocks.free_count(pl)).unwrap_or(0);
-                block = match self.alloc_block(plane) {
+                block = match self.alloc_checkpoint_block() {
                     Ok(b) => b,
                     Err(e) => {
                         self.release_blocks(BlockState::CheckpointNew);
@@ -226,6 +224,24 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.counters.checkpoints += 1;
         self.dirty = false;
         Ok(true)
+    }
+
+    /// A free block for the checkpoint, from the plane with the most free blocks; if erase
+    /// failures empty that plane, from the next one. `Error::NoSpace` only when no plane has a
+    /// free block left.
+    fn alloc_checkpoint_block(&mut self) -> Result<BlockId, Error> {
+        loop {
+            let plane =
+                (0..self.geo.total_planes()).max_by_key(|&pl| self.blocks.free_count(pl)).unwrap_or(0);
+            if self.blocks.free_count(plane) == 0 {
+                return Err(Error::NoSpace);
+            }
+            // `NoSpace` here: every free block of the plane failed its erase and is now bad.
+            match self.alloc_block(plane) {
+                Err(Error::NoSpace) => continue,
+                r => return r,
+            }
+        }
     }
 
     /// Every block in `state` becomes dirty (free, erased before its next use).

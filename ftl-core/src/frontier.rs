@@ -4,8 +4,14 @@
 //! taken in order; a full block becomes `Used`. Before a host stream opens a block, GC runs until
 //! the plane has its free reserve (GC's own stream never triggers GC, so GC cannot recurse), and a
 //! checkpoint is written when enough blocks were opened since the last one (see
-//! [`Ftl::ensure_frontier`]). A new block is the free block with the lowest erase count (dynamic
-//! wear leveling), erased first if it is dirty.
+//! [`Ftl::ensure_frontier`]; for the GC stream the checkpoint comes before its plane is chosen,
+//! so it cannot take the block GC was to open). A new block is the free block with the lowest
+//! erase count (dynamic wear leveling), erased first if it is dirty.
+//!
+//! Failures spend free blocks outside this accounting (a retry's block, a retirement's copies, a
+//! failed erase). When a plane has no free block left, its pages go to the same stream of another
+//! plane (an open frontier there, else the plane with the most free blocks), so `Error::NoSpace`
+//! means that no plane has a free block; `gc::retire_pending` then restores the reserves.
 //!
 //! [`Ftl::append`] programs one page with its metadata and codec bytes. A program failure voids
 //! the page, sends the block to retirement, and retries on a fresh block with a new sequence
@@ -90,7 +96,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let mut plane = plane;
         for attempt in 0..MAX_PROGRAM_ATTEMPTS {
             if attempt > 0 {
-                plane = self.retry_plane(plane, stream);
+                plane = self.spill_plane(plane, stream);
             }
             let page = self.take_page(plane, stream)?;
             let block = self.geo.block_of(page);
@@ -204,13 +210,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
     }
 
-    /// The next page of a frontier, opening a block if it has none.
+    /// The next page of a frontier, opening a block if it has none. When `plane` cannot supply a
+    /// block (no free block left, or erase failures retired the last ones), the page comes from
+    /// the same stream in another plane (see [`Self::spill_target`]).
     fn take_page(&mut self, plane: u32, stream: Stream) -> Result<PageId, Error> {
-        let i = Self::frontier_index(plane, stream);
-        if self.frontiers[i].block == NIL {
-            self.open_block(plane, stream)?;
-        }
-        let f = &mut self.frontiers[i];
+        let plane = self.open_somewhere(plane, stream)?;
+        let f = &mut self.frontiers[Self::frontier_index(plane, stream)];
         let block = BlockId(f.block);
         let page = self.geo.page(block, f.next_page);
         f.next_page += 1;
@@ -221,46 +226,78 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(page)
     }
 
-    /// Where a program that failed on `plane` is retried: the same plane if its frontier is still
-    /// open or it has a free block, else a plane whose frontier of `stream` is open, else the
-    /// plane with the most free blocks. (A failure retires the frontier's block, and the plane's
-    /// free reserve may already be spent: `ensure_frontier` only tops it up before opening a
-    /// block, and no GC can run here with data in the page buffer.)
-    fn retry_plane(&self, plane: u32, stream: Stream) -> u32 {
+    /// Makes sure the frontier of (`plane`, `stream`) has an open block, or, if `plane` cannot
+    /// supply one, the frontier of `stream` in the plane [`Self::spill_target`] names; returns the
+    /// plane whose frontier is open. `Error::NoSpace` only when no plane has an open frontier of
+    /// `stream` or a free block. (No GC, no checkpoint: safe with data in the buffer.)
+    fn open_somewhere(&mut self, plane: u32, stream: Stream) -> Result<u32, Error> {
+        let mut plane = plane;
+        // Each `NoSpace` leaves `plane` without a free block and nothing here frees one, so the
+        // loop ends after at most one round per plane.
+        while self.frontiers[Self::frontier_index(plane, stream)].block == NIL {
+            match self.open_block(plane, stream) {
+                Ok(()) => {}
+                Err(Error::NoSpace) => plane = self.spill_target(plane, stream).ok_or(Error::NoSpace)?,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(plane)
+    }
+
+    /// Another plane that can take a page of `stream` when `plane` cannot: one whose frontier of
+    /// `stream` is open, else the one with the most free blocks, if it has any.
+    fn spill_target(&self, plane: u32, stream: Stream) -> Option<u32> {
         let open = |p: u32| self.frontiers[Self::frontier_index(p, stream)].block != NIL;
-        if open(plane) || self.blocks.free_count(plane) > 0 {
-            return plane;
-        }
-        let planes = 0..self.geo.total_planes();
-        planes
-            .clone()
-            .find(|&p| open(p))
-            .or_else(|| planes.max_by_key(|&p| self.blocks.free_count(p)))
-            .unwrap_or(plane)
+        let others = (0..self.geo.total_planes()).filter(|&p| p != plane);
+        others.clone().find(|&p| open(p)).or_else(|| {
+            others.max_by_key(|&p| self.blocks.free_count(p)).filter(|&p| self.blocks.free_count(p) > 0)
+        })
     }
 
+    /// Where a page of `stream` meant for `plane` goes: `plane` if its frontier is open or it has
+    /// a free block, else [`Self::spill_target`] (if any). A program failure retires the
+    /// frontier's block and the plane's free reserve may already be spent: `ensure_frontier` only
+    /// tops it up before opening a host block, and no GC can run with data in the page buffer.
+    fn spill_plane(&self, plane: u32, stream: Stream) -> u32 {
+        let open = self.frontiers[Self::frontier_index(plane, stream)].block != NIL;
+        if open || self.blocks.free_count(plane) > 0 {
+            return plane;
+        }
+        self.spill_target(plane, stream).unwrap_or(plane)
+    }
+
+    /// The plane whose GC stream takes data collected in `plane` (see [`Self::spill_plane`]).
     pub(crate) fn gc_plane(&self, plane: u32) -> u32 {
-        let open = |p: u32| self.frontiers[Self::frontier_index(p, Stream::Gc)].block != NIL;
-        if open(plane) || self.blocks.free_count(plane) > 0 {
-            return plane;
-        }
-        let planes = 0..self.geo.total_planes();
-        planes
-            .clone()
-            .find(|&p| open(p))
-            .or_else(|| planes.max_by_key(|&p| self.blocks.free_count(p)))
-            .unwrap_or(plane)
+        self.spill_plane(plane, Stream::Gc)
     }
 
-    /// Makes sure the frontier of (`plane`, `stream`) has an open block. This is the only place
-    /// that runs GC (for host streams, when the plane is below its free reserve) and writes
-    /// periodic checkpoints; both use the page buffer, so it is called only where the buffer holds
-    /// nothing: before a host page is appended, before GC reads a page to move it, before a
-    /// journal page is assembled.
-    pub(crate) fn ensure_frontier(&mut self, plane: u32, stream: Stream) -> Result<(), Error> {
+    /// Makes sure a GC frontier can take data collected in `plane` and returns its plane. Where a
+    /// block must be opened, a due checkpoint is written first and the plane chosen after it: the
+    /// checkpoint takes blocks from the plane with the most free ones, which may be the last free
+    /// block of the plane chosen before. Called only where the page buffer holds nothing.
+    pub(crate) fn ensure_gc_frontier(&mut self, plane: u32) -> Result<u32, Error> {
+        let target = self.gc_plane(plane);
+        if self.frontiers[Self::frontier_index(target, Stream::Gc)].block != NIL {
+            return Ok(target);
+        }
+        if self.ckpt.blocks_since >= self.cfg.checkpoint_interval_blocks {
+            self.write_checkpoint()?;
+        }
+        let target = self.gc_plane(plane);
+        self.ensure_frontier(target, Stream::Gc)
+    }
+
+    /// Makes sure the frontier of (`plane`, `stream`) has an open block (or, when `plane` cannot
+    /// supply one, the same stream's frontier in another plane: see [`Self::open_somewhere`]) and
+    /// returns the plane whose frontier is open. Apart from the end-of-operation maintenance
+    /// (retirement, wear leveling), this is the only place that runs GC (for host streams, when
+    /// the plane is below its free reserve) and writes periodic checkpoints; both use the page
+    /// buffer, so it is called only where the buffer holds nothing: before a host page is
+    /// appended, before GC reads a page to move it, before a journal page is assembled.
+    pub(crate) fn ensure_frontier(&mut self, plane: u32, stream: Stream) -> Result<u32, Error> {
         let i = Self::frontier_index(plane, stream);
         if self.frontiers[i].block != NIL {
-            return Ok(());
+            return Ok(plane);
         }
         if stream != Stream::Gc {
             self.ensure_free(plane)?;
@@ -268,10 +305,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         if self.ckpt.blocks_since >= self.cfg.checkpoint_interval_blocks {
             self.write_checkpoint()?;
         }
-        if self.frontiers[i].block == NIL {
-            self.open_block(plane, stream)?;
-        }
-        Ok(())
+        self.open_somewhere(plane, stream)
     }
 
     /// Opens a fresh block on a frontier (no GC, no checkpoint: safe with data in the buffer).

@@ -62,6 +62,8 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     pub(crate) codec_len: usize,
     /// Whether anything changed since the last checkpoint (for `unmount`).
     pub(crate) dirty: bool,
+    /// A block was retired since the free reserves were last restored (see `retire_pending`).
+    pub(crate) reserve_spent: bool,
     /// Second writes, when on (see [`crate::reuse`]).
     #[cfg(feature = "wom")]
     pub(crate) reuse: Option<crate::reuse::Reuse<'m>>,
@@ -109,6 +111,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             counters: Counters::default(),
             codec_len,
             dirty: false,
+            reserve_spent: false,
             #[cfg(feature = "wom")]
             reuse: None,
             #[cfg(feature = "cdm")]
@@ -294,7 +297,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             let Destination::FirstWrite(stream) = self.policies.placement().place(l, t);
             let plane = self.next_plane;
             self.next_plane = (self.next_plane + 1) % self.geo.total_planes();
-            self.ensure_frontier(plane, stream)?;
+            let plane = self.ensure_frontier(plane, stream)?;
             let page = self.append_host(plane, stream, l, chunk)?;
             self.remap(l, Some(page));
             self.counters.host_write_pages += 1;
@@ -455,6 +458,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let _ = self.nand.mark_bad(b);
         self.blocks.set_state(b, BlockState::Bad);
         self.counters.blocks_retired += 1;
+        self.reserve_spent = true;
         self.dirty = true;
     }
 }

@@ -1,6 +1,7 @@
 //! Garbage collection: moving a block's valid pages to the GC stream of its plane (of another
 //! plane when its own has neither an open GC block nor a free block) and erasing (or, for a
-//! failing block, retiring) it.
+//! failing block, retiring) it. After blocks were retired, GC restores every plane's free reserve
+//! (see [`Ftl::retire_pending`]), so that failures cannot leave GC without a block to copy into.
 //!
 //! Victims come from the [`crate::policy::VictimPolicy`] (greedy by default). A victim is taken
 //! out of the lists while it is collected and put back if an error stops the collection, so a
@@ -117,8 +118,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
-        let plane = self.gc_plane(plane);
-        self.ensure_frontier(plane, Stream::Gc)?;
+        let plane = self.ensure_gc_frontier(plane)?;
         self.counters.nand_reads += 1;
         {
             let (data, spare) = self.buf.split_at_mut(d);
@@ -165,10 +165,22 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         (0..self.map.len()).find(|&l| self.map.get(l) == Some(page))
     }
 
-    /// Retires every block a program failed on: moves its data, then marks it bad.
+    /// Retires every block a program failed on (moves its data, then marks it bad), then, if
+    /// blocks were retired since the last time, restores every plane's free reserve.
+    ///
+    /// Failures take free blocks without GC: a failed program's retry opens a block, the
+    /// retirement's copies open GC blocks, a failed erase loses a free block. Host writes top up
+    /// only the plane whose host block they open, so without this a second failure can find both
+    /// planes without a free block, and GC, which needs one to free any, could not run again.
     pub(crate) fn retire_pending(&mut self) -> Result<(), Error> {
         while let Some(b) = self.blocks.next_retiring() {
             self.collect(b, Finish::Retire)?;
+        }
+        if self.reserve_spent {
+            for plane in 0..self.geo.total_planes() {
+                self.ensure_free(plane)?;
+            }
+            self.reserve_spent = false;
         }
         Ok(())
     }

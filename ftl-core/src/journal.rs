@@ -91,8 +91,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Writes the pending trims as one journal page (on the GC stream, so it never triggers GC).
     pub(crate) fn write_journal(&mut self) -> Result<(), Error> {
         let d = self.geo.data_bytes as usize;
-        let plane = self.gc_plane(self.next_plane);
-        self.ensure_frontier(plane, Stream::Gc)?;
+        let plane = self.ensure_gc_frontier(self.next_plane)?;
         if self.trims.is_empty() {
             // The checkpoint that ensure_frontier may have written made them durable already.
             return Ok(());

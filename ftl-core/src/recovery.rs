@@ -662,8 +662,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     fn refresh_newest(&mut self, page: PageId) -> Result<(), Error> {
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
-        let plane = self.gc_plane(self.geo.plane_index(self.geo.block_of(page)));
-        self.ensure_frontier(plane, Stream::Gc)?;
+        let plane = self.ensure_gc_frontier(self.geo.plane_index(self.geo.block_of(page)))?;
         for _ in 0..REFRESH_READS {
             self.counters.nand_reads += 1;
             let (data, spare) = self.buf.split_at_mut(d);

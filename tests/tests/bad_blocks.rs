@@ -6,7 +6,13 @@
 //! FTL's counters show the failures and the retirements, and the FTL never programs, erases or
 //! marks a factory-bad block (a spy between the FTL and the emulator records every operation on
 //! one) and reports every factory-bad block as bad.
+//!
+//! Then failures placed deterministically on a tight two-plane device, at every position in a
+//! range: two or three program failures, and failed erases of every free block of one plane.
+//! None wears the device out, so every op must succeed (no `NoSpace` while a plane still has a
+//! free block) and every read must equal the model, also after a remount.
 
+use ftl_core::blocks::BlockState;
 use ftl_core::Config;
 use ftl_tests::{
     format, geometry, mount, random_workload, session, verify_all, Ctx, CutControl, Log, Model, Outcome, Rng,
@@ -154,4 +160,187 @@ fn factory_and_grown_bad_blocks_lose_nothing() {
         let t = run(seed);
         eprintln!("seed {seed}: {t:?}");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deterministic failure placements on a tight two-plane device
+
+/// A small two-plane device (8 pages per block, 20 blocks per plane, 40% of the raw pages
+/// exported, a checkpoint every 2 opened blocks) formatted, filled and overwritten with no
+/// failures, then unmounted: the starting point of every case, and the workload each case runs.
+struct Tight {
+    geo: Geometry,
+    cfg: Config,
+    emu: Emulator,
+    mem: FtlMemory,
+    model: Model,
+    window: Vec<ftl_tests::Op>,
+    /// The free blocks of each plane as a mount of the device leaves them (all dirty: mount
+    /// erases none, so the first allocations erase them).
+    free: Vec<Vec<BlockId>>,
+}
+
+fn tight(seed: u64) -> Tight {
+    let geo = geometry(8, 20, 2);
+    let mut cfg = Config::for_utilization(&geo, 400);
+    cfg.checkpoint_interval_blocks = 2;
+    let mut emu = Emulator::new(EmulatorConfig { seed, ..EmulatorConfig::new(geo) }).unwrap();
+    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut model = Model::new(cfg.logical_pages);
+    let mut rng = Rng::new(seed);
+    let mut ops: Vec<_> =
+        (0..cfg.logical_pages).step_by(4).map(|lpn| ftl_tests::Op::Write { lpn, pages: 4 }).collect();
+    ops.extend(random_workload(&mut rng, cfg.logical_pages, 400));
+    let mut ftl = format(&mut emu, &mut mem, cfg).unwrap();
+    let (mut log, mut mount_cut) = (Log::default(), None);
+    let mut ctx = Ctx {
+        model: &mut model,
+        log: &mut log,
+        verify: Verify::Touched,
+        mount_cut: &mut mount_cut,
+        stop_on_device_error: false,
+    };
+    assert_eq!(session(&mut ftl, &mut ctx, &ops, &mut 0).unwrap(), Outcome::End);
+    ftl.unmount().unwrap();
+    model.flush();
+    let window = random_workload(&mut rng, cfg.logical_pages, 150);
+    let (mut e, mut m) = (emu.clone(), mem.clone());
+    mount(&mut e, &mut m, cfg).unwrap().into_nand();
+    let mut free = vec![Vec::new(); geo.total_planes() as usize];
+    for (b, info) in m.parts().1.blocks.iter().enumerate() {
+        let b = BlockId(b as u32);
+        if matches!(info.state(), BlockState::Free | BlockState::Dirty) {
+            free[geo.plane_index(b) as usize].push(b);
+        }
+    }
+    Tight { geo, cfg, emu, mem, model, window, free }
+}
+
+/// Mounts a copy of `t`'s device and runs its window one op at a time, calling `arm` before each
+/// op with the emulator, the op's index and the FTL's program and erase failures so far; then
+/// reads everything back, unmounts, mounts again and reads everything back. Every op must
+/// succeed and every read must equal the model. Returns the FTL's counters.
+fn run_case(
+    t: &Tight,
+    mut arm: impl FnMut(&mut Emulator, usize, &ftl_core::Counters),
+) -> Result<ftl_core::Counters, String> {
+    let (mut emu, mut mem, mut model) = (t.emu.clone(), t.mem.clone(), t.model.clone());
+    let (mut log, mut mount_cut) = (Log::default(), None);
+    let counters;
+    {
+        let mut ftl = mount(&mut emu, &mut mem, t.cfg).map_err(|e| format!("mount: {e:?}"))?;
+        for i in 0..t.window.len() {
+            let c = *ftl.counters();
+            arm(ftl.nand_mut(), i, &c);
+            let mut ctx = Ctx {
+                model: &mut model,
+                log: &mut log,
+                verify: Verify::Touched,
+                mount_cut: &mut mount_cut,
+                stop_on_device_error: false,
+            };
+            let mut next = i;
+            session(&mut ftl, &mut ctx, &t.window[..i + 1], &mut next)?;
+        }
+        verify_all(&mut ftl, &model)?.map_err(|o| format!("{o:?}"))?;
+        counters = *ftl.counters();
+        ftl.nand_mut().clear_injected_failures();
+        ftl.unmount().map_err(|e| format!("unmount: {e:?}"))?;
+    }
+    model.flush();
+    let mut ftl = mount(&mut emu, &mut mem, t.cfg).map_err(|e| format!("remount: {e:?}"))?;
+    verify_all(&mut ftl, &model)?.map_err(|o| format!("{o:?}"))?;
+    Ok(counters)
+}
+
+/// Runs `t`'s window with program failures: the first `gaps[0]` programs into the window, each
+/// next one `gaps[k]` programs after the op that saw the one before.
+fn with_program_failures(t: &Tight, gaps: &[u64]) -> Result<ftl_core::Counters, String> {
+    let mut armed = 0;
+    let c = run_case(t, |emu, i, c| {
+        if armed < gaps.len() && (i == 0 || c.program_failures >= armed as u64) {
+            emu.fail_program_after(gaps[armed]);
+            armed += 1;
+        }
+    })?;
+    if c.program_failures < gaps.len() as u64 {
+        return Err(format!("{} program failures, not {}", c.program_failures, gaps.len()));
+    }
+    Ok(c)
+}
+
+/// Two program failures at every pair of positions. A failure retires a block, and its retry and
+/// the retirement's copies take free blocks without GC, so a plane's reserve runs low while a
+/// checkpoint is due; the checkpoint must not take the last free block of the plane GC is about
+/// to open a block in. Two retired blocks never wear this device out: every op must succeed.
+#[test]
+fn two_program_failures_never_end_in_no_space() {
+    let mut cases = 0;
+    for seed in 1..=2 {
+        let t = tight(seed);
+        for a in 0..48 {
+            for b in 0..48 {
+                with_program_failures(&t, &[a, b])
+                    .unwrap_or_else(|e| panic!("seed {seed}, failures at {a}, {b}: {e}"));
+                cases += 1;
+            }
+        }
+    }
+    eprintln!("{cases} cases");
+}
+
+/// Three program failures close together, at every position in a range: each retirement spends
+/// free blocks in both planes (the retry's block, GC blocks for the copies), and host writes top a
+/// plane up only when they open a block there, so without restoring the reserves after a
+/// retirement the third one finds no free block in either plane and GC can no longer run. Three
+/// retired blocks never wear this device out: every op must succeed.
+#[test]
+fn three_program_failures_never_end_in_no_space() {
+    let mut cases = 0;
+    for seed in 1..=2 {
+        let t = tight(seed);
+        for a in 0..16 {
+            for b in 0..16 {
+                for c in 0..16 {
+                    with_program_failures(&t, &[a, b, c])
+                        .unwrap_or_else(|e| panic!("seed {seed}, failures at {a}, {b}, {c}: {e}"));
+                    cases += 1;
+                }
+            }
+        }
+    }
+    eprintln!("{cases} cases");
+}
+
+/// Every free block of one plane fails its next erase, so the plane's first allocations retire
+/// them all and it has no free block left while the other plane has its reserve: blocks come from
+/// the other plane (host and GC frontiers, checkpoints) until GC restores the emptied plane's
+/// reserve. A handful of retired blocks never wears this device out: every op must succeed.
+#[test]
+fn erase_failures_emptying_a_plane_spill_into_the_other() {
+    let (mut cases, mut emptied, mut retired) = (0, 0, 0);
+    for seed in 1..=24 {
+        let t = tight(seed);
+        for plane in 0..t.geo.total_planes() {
+            let blocks = &t.free[plane as usize];
+            assert!(!blocks.is_empty(), "seed {seed}: plane {plane} has no free block");
+            let c = run_case(&t, |emu, i, _| {
+                if i == 0 {
+                    for &b in blocks {
+                        emu.inject_erase_failure(b).unwrap();
+                    }
+                }
+            })
+            .unwrap_or_else(|e| panic!("seed {seed}, plane {plane} ({blocks:?}): {e}"));
+            assert!(c.erase_failures >= 1, "seed {seed}, plane {plane}: {c:?}");
+            assert!(c.blocks_retired >= c.erase_failures, "seed {seed}, plane {plane}: {c:?}");
+            // The plane was emptied when every block injected failed (the FTL may instead reuse a
+            // block GC just erased before it reaches the last ones).
+            emptied += u32::from(c.erase_failures >= blocks.len() as u64);
+            retired += c.blocks_retired;
+            cases += 1;
+        }
+    }
+    eprintln!("{cases} cases, {emptied} planes emptied, {retired} blocks retired");
+    assert!(emptied * 4 >= cases * 3, "{emptied} of {cases} planes emptied");
 }

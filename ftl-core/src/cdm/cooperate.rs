@@ -269,7 +269,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let plane = self.next_plane;
         self.next_plane = (self.next_plane + 1) % self.geo.total_planes();
         // GC may run here (it only marks slots as only copies; it never frees one).
-        self.ensure_frontier(plane, Stream::Host)?;
+        let plane = self.ensure_frontier(plane, Stream::Host)?;
         let d = self.geo.data_bytes as usize;
         let Some(nv) = self.nv.as_mut() else { return Ok(()) };
         if !nv.is_live(v) || !nv.is_dirty(v) {

@@ -406,8 +406,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         if !self.trims.is_empty() {
             self.write_journal()?;
         }
-        let plane = self.gc_plane(plane);
-        self.ensure_frontier(plane, Stream::Gc)?;
+        let plane = self.ensure_gc_frontier(plane)?;
         if self.dedup.pending.is_empty() {
             // A checkpoint written by ensure_frontier holds them already.
             return Ok(());
@@ -554,7 +553,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let Destination::FirstWrite(stream) = self.policies.placement().place(lpn, t);
         let plane = self.next_plane;
         self.next_plane = (self.next_plane + 1) % self.geo.total_planes();
-        self.ensure_frontier(plane, stream)?;
+        let plane = self.ensure_frontier(plane, stream)?;
         let written = self.append_host(plane, stream, lpn, page)?;
         self.remap(lpn, Some(written));
         self.counters.host_write_pages += 1;
@@ -680,8 +679,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     pub(crate) fn relocate_shared(&mut self, page: PageId, v: u32, plane: u32) -> Result<(), Error> {
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
-        let plane = self.gc_plane(plane);
-        self.ensure_frontier(plane, Stream::Gc)?;
+        let plane = self.ensure_gc_frontier(plane)?;
         self.counters.nand_reads += 1;
         {
             let (data, spare) = self.buf.split_at_mut(d);

@@ -473,7 +473,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let Destination::FirstWrite(stream) = self.policies.placement().place(lpn, t);
         let plane = self.next_plane;
         self.next_plane = (self.next_plane + 1) % self.geo.total_planes();
-        self.ensure_frontier(plane, stream)?;
+        let plane = self.ensure_frontier(plane, stream)?;
         let aux = self.scramble_into_buf(lpn, data);
         let page = self.append(plane, stream, PageKind::Data, lpn, aux, Source::Buffer { encode: true })?;
         self.remap(lpn, Some(page));
@@ -1029,8 +1029,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Relocates a valid second write one of whose halves is `page` (GC): decoded and written
     /// as a first write on the GC stream.
     pub(crate) fn relocate_second(&mut self, page: PageId, plane: u32) -> Result<(), Error> {
-        let plane = self.gc_plane(plane);
-        self.ensure_frontier(plane, crate::policy::Stream::Gc)?;
+        let plane = self.ensure_gc_frontier(plane)?;
         let Some((a, b)) = self.halves(page) else {
             self.set_valid_bit(page, false);
             return Ok(());
