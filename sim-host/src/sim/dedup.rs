@@ -323,6 +323,13 @@ impl DedupSim {
         let inline = ftl.dedup_settings().inline;
         let pass = out_of_line(ftl, self.opts.ool_memory_records)?;
         ftl.set_inline_dedup(inline);
+        self.record_pass(&pass);
+        Ok(())
+    }
+
+    /// Adds an out-of-line pass to the run's totals (live pages before: the first pass's; after:
+    /// the last one's).
+    fn record_pass(&mut self, pass: &OolReport) {
         let r = self
             .ool
             .get_or_insert_with(|| OolReport { live_before: pass.live_before, ..OolReport::default() });
@@ -333,7 +340,6 @@ impl DedupSim {
         r.coalesced += pass.coalesced;
         r.refused += pass.refused;
         r.live_after = pass.live_after;
-        Ok(())
     }
 
     /// Before a write request arriving at `now` (ns): the dynamic switch's decision.
@@ -400,16 +406,7 @@ impl DedupSim {
         if self.opts.out_of_line {
             ftl.set_inline_dedup(true);
             let pass = out_of_line(ftl, self.opts.ool_memory_records)?;
-            let r = self
-                .ool
-                .get_or_insert_with(|| OolReport { live_before: pass.live_before, ..OolReport::default() });
-            r.passes += 1;
-            r.pages_scanned += pass.pages_scanned;
-            r.runs += pass.runs;
-            r.duplicate_groups += pass.duplicate_groups;
-            r.coalesced += pass.coalesced;
-            r.refused += pass.refused;
-            r.live_after = pass.live_after;
+            self.record_pass(&pass);
         }
         Ok(())
     }

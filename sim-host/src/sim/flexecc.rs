@@ -36,7 +36,7 @@ use super::backing::{DiskAt, ModelDisk};
 use super::cache_manager::{Access, CacheManager};
 use super::ecc_model::{DecodeTiming, EccModel, ErrorRates, ModelCodec, NoisyNand, SharedModel};
 use super::metrics::{Latencies, LatencySummary};
-use super::report::{DeviceReport, Report};
+use super::report::{Report, RunStats};
 use super::{SimConfig, SimOutput};
 use crate::emulator::{Emulator, EmulatorConfig};
 use crate::memory::FtlMemory;
@@ -620,55 +620,25 @@ pub fn simulate_flex(
     r.device_dirty_write_latency_us = run.lat.dirty.summary();
     r.device_clean_write_latency_us = run.lat.clean.summary();
     r.device_flush_read_latency_us = run.lat.flush.summary();
-    let erase_counts: Vec<u32> = run
-        .ftl
-        .erase_counts()
-        .filter(|(_, _, bad)| !bad)
-        .map(|(b, _, _)| {
-            let now = run.ftl.nand().emu.erase_counts()[b.0 as usize];
-            now - erase_base.get(b.0 as usize).copied().unwrap_or(0)
-        })
-        .collect();
-    let (emin, emax) =
-        (erase_counts.iter().copied().min().unwrap_or(0), erase_counts.iter().copied().max().unwrap_or(0));
-    let emean = erase_counts.iter().map(|&e| e as f64).sum::<f64>() / erase_counts.len().max(1) as f64;
-    let report = Report {
-        label: cfg.label.clone(),
-        device: DeviceReport {
-            page_bytes: geo.data_bytes,
-            spare_bytes: geo.spare_bytes,
-            pages_per_block: geo.pages_per_block,
-            blocks: geo.total_blocks(),
-            planes: geo.total_planes(),
-            logical_pages: n,
-            op_percent: cfg.op_percent,
-            t_r_us: tp.t_r_ns as f64 / 1000.0,
-            t_prog_us: tp.t_prog_ns as f64 / 1000.0,
-            t_bers_us: tp.t_bers_ns as f64 / 1000.0,
-        },
+    let erase_counts =
+        super::report::erases_since(run.ftl.erase_counts(), run.ftl.nand().emu.erase_counts(), &erase_base);
+    let report = Report::from_run(RunStats {
+        cfg,
+        logical_pages: n,
         requests: measured,
         host_read_pages: r.read_hits + r.read_misses,
         host_write_pages: r.write_hits + r.write_misses,
         rmw_pages: 0,
-        nand_reads: c.nand_reads,
-        nand_programs: c.nand_programs,
-        nand_erases: c.nand_erases,
-        gc_page_copies: c.gc_page_copies,
-        checkpoint_pages: c.checkpoint_pages,
-        journal_pages: c.journal_pages,
-        waf: if c.host_write_pages == 0 { 0.0 } else { c.nand_programs as f64 / c.host_write_pages as f64 },
-        erase_count_min: emin,
-        erase_count_max: emax,
-        erase_count_mean: emean,
-        read_latency_us: read_latency.summary(),
-        write_latency_us: write_latency.summary(),
-        simulated_seconds: end.saturating_sub(t0) as f64 / 1e9,
-        sim_wall_seconds: wall_s,
-        sim_requests_per_second: if wall_s > 0.0 { measured as f64 / wall_s } else { 0.0 },
+        counters: c,
+        erase_counts: &erase_counts,
+        read_latency: &mut read_latency,
+        write_latency: &mut write_latency,
+        simulated_ns: end.saturating_sub(t0),
+        wall_seconds: wall_s,
         features: [("flex_ecc".to_string(), serde_json::to_value(&r).map_err(|e| e.to_string())?)]
             .into_iter()
             .collect(),
-    };
+    });
     Ok(SimOutput {
         report,
         erase_counts,

@@ -41,7 +41,7 @@ use crate::memory::FtlMemory;
 use crate::trace::{page_span, Compactor, Op, Request};
 use device::Device;
 use metrics::Latencies;
-use report::{DeviceReport, Report};
+use report::{Report, RunStats};
 
 /// What the simulator reads from a classifier: a value sampled over time (ETI's extents in use) and
 /// its counters for the report's `features` object.
@@ -604,57 +604,30 @@ where
     let waf_series = waf_series(&samples, n, 200);
     let end_time = ftl.nand().idle_at_ns().max(last_time);
     let c = *ftl.counters();
-    let erase_counts: Vec<u32> = ftl
-        .erase_counts()
-        .filter(|(_, _, bad)| !bad)
-        .map(|(b, _, _)| ftl.nand().erase_counts()[b.0 as usize] - erase_base[b.0 as usize])
+    let erase_counts = report::erases_since(ftl.erase_counts(), ftl.nand().erase_counts(), &erase_base);
+    let features = ftl
+        .policies_mut()
+        .classifier()
+        .feature_report()
+        .into_iter()
+        .chain(ftl.reuse_stats().map(|s| ("wom".to_string(), wom::report(&s, &wom_cfg))))
+        .chain(dedup_report.map(|r| ("dedup".to_string(), r)))
         .collect();
-    let (emin, emax) =
-        (erase_counts.iter().copied().min().unwrap_or(0), erase_counts.iter().copied().max().unwrap_or(0));
-    let emean = erase_counts.iter().map(|&e| e as f64).sum::<f64>() / erase_counts.len().max(1) as f64;
-    let report = Report {
-        label: cfg.label.clone(),
-        device: DeviceReport {
-            page_bytes: geo.data_bytes,
-            spare_bytes: geo.spare_bytes,
-            pages_per_block: geo.pages_per_block,
-            blocks: geo.total_blocks(),
-            planes: geo.total_planes(),
-            logical_pages: n,
-            op_percent: cfg.op_percent,
-            t_r_us: cfg.device.timing.t_r_ns as f64 / 1000.0,
-            t_prog_us: cfg.device.timing.t_prog_ns as f64 / 1000.0,
-            t_bers_us: cfg.device.timing.t_bers_ns as f64 / 1000.0,
-        },
+    let mut report = Report::from_run(RunStats {
+        cfg,
+        logical_pages: n,
         requests: requests_done,
         host_read_pages: c.host_read_pages,
         host_write_pages: c.host_write_pages,
         rmw_pages,
-        nand_reads: c.nand_reads,
-        nand_programs: c.nand_programs,
-        nand_erases: c.nand_erases,
-        gc_page_copies: c.gc_page_copies,
-        checkpoint_pages: c.checkpoint_pages,
-        journal_pages: c.journal_pages,
-        waf: if c.host_write_pages == 0 { 0.0 } else { c.nand_programs as f64 / c.host_write_pages as f64 },
-        erase_count_min: emin,
-        erase_count_max: emax,
-        erase_count_mean: emean,
-        read_latency_us: read_latency.summary(),
-        write_latency_us: write_latency.summary(),
-        simulated_seconds: end_time.saturating_sub(t0) as f64 / 1e9,
-        sim_wall_seconds: wall_s,
-        sim_requests_per_second: if wall_s > 0.0 { requests_done as f64 / wall_s } else { 0.0 },
-        features: ftl
-            .policies_mut()
-            .classifier()
-            .feature_report()
-            .into_iter()
-            .chain(ftl.reuse_stats().map(|s| ("wom".to_string(), wom::report(&s, &wom_cfg))))
-            .chain(dedup_report.map(|r| ("dedup".to_string(), r)))
-            .collect(),
-    };
-    let mut report = report;
+        counters: c,
+        erase_counts: &erase_counts,
+        read_latency: &mut read_latency,
+        write_latency: &mut write_latency,
+        simulated_ns: end_time.saturating_sub(t0),
+        wall_seconds: wall_s,
+        features,
+    });
     if let (Some(spec), Some(c), Some(nv)) = (cfg.nv_cache, ftl.nv_counters(), ftl.nv_cache()) {
         let (k, v) = nv_run.report(&spec, geo.data_bytes, &c, nv.only_copies());
         report.features.insert(k, v);

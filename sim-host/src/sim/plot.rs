@@ -78,6 +78,23 @@ fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
 
+/// Draws the series labels of `chart` at `position`, boxed on a translucent white ground.
+fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)
+}
+
 /// Erase counts in `bins` equal bins: (bin start, blocks).
 fn histogram(counts: &[u32], bins: u32) -> Vec<(u32, u32)> {
     let max = counts.iter().copied().max().unwrap_or(0);
@@ -153,13 +170,7 @@ drawer!(WafOverTime, |root, label: &'a str, series: &'a [(f64, f64, f64)]| {
         .map_err(err)?
         .label("cumulative")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], PALETTE[0]));
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
-    Ok(())
+    legend(&mut chart, SeriesLabelPosition::MiddleRight)
 });
 
 drawer!(Cdfs, |root, title: &'a str, lines: &'a [(String, Vec<(f64, f64)>)]| {
@@ -185,14 +196,7 @@ drawer!(Cdfs, |root, title: &'a str, lines: &'a [(String, Vec<(f64, f64)>)]| {
             .label(name.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
-    Ok(())
+    legend(&mut chart, SeriesLabelPosition::LowerRight)
 });
 
 drawer!(Relative, |root, reports: &'a [Report]| {
@@ -240,13 +244,7 @@ drawer!(Relative, |root, reports: &'a [Report]| {
             .label(r.label.as_str())
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
-    Ok(())
+    legend(&mut chart, SeriesLabelPosition::MiddleRight)
 });
 
 drawer!(SeriesOverTime, |root, title: &'a str, ylabel: &'a str, series: &'a [(f64, u64)]| {

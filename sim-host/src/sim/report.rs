@@ -1,13 +1,17 @@
-//! The JSON report of a simulation and the `compare` table.
+//! The JSON report of a simulation, built from what a run measured ([`RunStats`]), and the
+//! `compare` table.
 //!
 //! Key invariants (tested): `waf == nand_programs / host_write_pages`; the per-block erase counts
 //! behind `erase_count_*` sum to `nand_erases`.
 
 use std::collections::BTreeMap;
 
+use ftl_core::Counters;
+use nand_hal::BlockId;
 use serde::Serialize;
 
-use super::metrics::LatencySummary;
+use super::metrics::{Latencies, LatencySummary};
+use super::SimConfig;
 
 /// The device a report was measured on.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -81,6 +85,111 @@ pub struct Report {
     pub sim_requests_per_second: f64,
     /// One object per enabled feature with its own counters.
     pub features: BTreeMap<String, serde_json::Value>,
+}
+
+impl DeviceReport {
+    /// The device of `cfg`, exporting `logical_pages`.
+    pub fn new(cfg: &SimConfig, logical_pages: u32) -> Self {
+        let geo = cfg.device.geometry;
+        let timing = cfg.device.timing;
+        DeviceReport {
+            page_bytes: geo.data_bytes,
+            spare_bytes: geo.spare_bytes,
+            pages_per_block: geo.pages_per_block,
+            blocks: geo.total_blocks(),
+            planes: geo.total_planes(),
+            logical_pages,
+            op_percent: cfg.op_percent,
+            t_r_us: timing.t_r_ns as f64 / 1000.0,
+            t_prog_us: timing.t_prog_ns as f64 / 1000.0,
+            t_bers_us: timing.t_bers_ns as f64 / 1000.0,
+        }
+    }
+}
+
+/// What a run measured: the inputs of [`Report::from_run`].
+pub struct RunStats<'a> {
+    /// The configuration run (its label and device).
+    pub cfg: &'a SimConfig,
+    /// Logical pages the device exported.
+    pub logical_pages: u32,
+    /// Host requests measured.
+    pub requests: u64,
+    /// Logical pages read by the host.
+    pub host_read_pages: u64,
+    /// Logical pages written by the host.
+    pub host_write_pages: u64,
+    /// Partial pages read for read-modify-write.
+    pub rmw_pages: u64,
+    /// The FTL's counters over the measured part (NAND work, GC, checkpoints, journal; `waf`
+    /// is their `nand_programs / host_write_pages`).
+    pub counters: Counters,
+    /// Erases of each good block during the measured part ([`erases_since`]).
+    pub erase_counts: &'a [u32],
+    /// Read response times.
+    pub read_latency: &'a mut Latencies,
+    /// Write response times.
+    pub write_latency: &'a mut Latencies,
+    /// Simulated device time of the measured part, ns.
+    pub simulated_ns: u64,
+    /// Wall-clock time of the measured part, seconds.
+    pub wall_seconds: f64,
+    /// One object per enabled feature.
+    pub features: BTreeMap<String, serde_json::Value>,
+}
+
+impl Report {
+    /// The report of a run.
+    pub fn from_run(s: RunStats<'_>) -> Self {
+        let c = s.counters;
+        let e = s.erase_counts;
+        Report {
+            label: s.cfg.label.clone(),
+            device: DeviceReport::new(s.cfg, s.logical_pages),
+            requests: s.requests,
+            host_read_pages: s.host_read_pages,
+            host_write_pages: s.host_write_pages,
+            rmw_pages: s.rmw_pages,
+            nand_reads: c.nand_reads,
+            nand_programs: c.nand_programs,
+            nand_erases: c.nand_erases,
+            gc_page_copies: c.gc_page_copies,
+            checkpoint_pages: c.checkpoint_pages,
+            journal_pages: c.journal_pages,
+            waf: if c.host_write_pages == 0 {
+                0.0
+            } else {
+                c.nand_programs as f64 / c.host_write_pages as f64
+            },
+            erase_count_min: e.iter().copied().min().unwrap_or(0),
+            erase_count_max: e.iter().copied().max().unwrap_or(0),
+            erase_count_mean: e.iter().map(|&x| x as f64).sum::<f64>() / e.len().max(1) as f64,
+            read_latency_us: s.read_latency.summary(),
+            write_latency_us: s.write_latency.summary(),
+            simulated_seconds: s.simulated_ns as f64 / 1e9,
+            sim_wall_seconds: s.wall_seconds,
+            sim_requests_per_second: if s.wall_seconds > 0.0 {
+                s.requests as f64 / s.wall_seconds
+            } else {
+                0.0
+            },
+            features: s.features,
+        }
+    }
+}
+
+/// Erases of each good block since `base`: `blocks` as the FTL lists them (block, its count,
+/// bad), `now` and `base` the device's per-block erase counts (a block missing from `base` had
+/// none).
+pub fn erases_since(
+    blocks: impl Iterator<Item = (BlockId, u32, bool)>,
+    now: &[u32],
+    base: &[u32],
+) -> Vec<u32> {
+    blocks
+        .filter(|(_, _, bad)| !bad)
+        .map(|(b, _, _)| now[b.0 as usize] - base.get(b.0 as usize).copied().unwrap_or(0))
+        .collect()
 }
 
 /// Reads one metric from a report.
