@@ -394,6 +394,13 @@ pub struct Ctx<'a> {
     pub stop_on_device_error: bool,
 }
 
+impl<'a> Ctx<'a> {
+    /// Reads back the touched pages; a device error other than a power cut fails the session.
+    pub fn touched(model: &'a mut Model, log: &'a mut Log, mount_cut: &'a mut Option<u32>) -> Self {
+        Ctx { model, log, verify: Verify::Touched, mount_cut, stop_on_device_error: false }
+    }
+}
+
 /// A bounded log of recent events.
 #[derive(Default, Debug)]
 pub struct Log {

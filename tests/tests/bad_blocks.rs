@@ -112,13 +112,7 @@ fn run(seed: u64) -> Totals {
                 emu.inject_program_failure(BlockId(rng.below(geo.total_blocks() as u64) as u32)).unwrap();
             }
             let end = (next + 200).min(mine.len());
-            let mut ctx = Ctx {
-                model: &mut model,
-                log: &mut log,
-                verify: Verify::Touched,
-                mount_cut: &mut mount_cut,
-                stop_on_device_error: false,
-            };
+            let mut ctx = Ctx::touched(&mut model, &mut log, &mut mount_cut);
             let outcome = session(&mut ftl, &mut ctx, &mine[..end], &mut next).unwrap_or_else(|e| {
                 panic!(
                     "seed {seed}, round {round}: {e}\ncounters {:?}\nrecent events:\n{}",
@@ -193,13 +187,7 @@ fn tight(seed: u64) -> Tight {
     ops.extend(random_workload(&mut rng, cfg.logical_pages, 400));
     let mut ftl = format(&mut emu, &mut mem, cfg).unwrap();
     let (mut log, mut mount_cut) = (Log::default(), None);
-    let mut ctx = Ctx {
-        model: &mut model,
-        log: &mut log,
-        verify: Verify::Touched,
-        mount_cut: &mut mount_cut,
-        stop_on_device_error: false,
-    };
+    let mut ctx = Ctx::touched(&mut model, &mut log, &mut mount_cut);
     assert_eq!(session(&mut ftl, &mut ctx, &ops, &mut 0).unwrap(), Outcome::End);
     ftl.unmount().unwrap();
     model.flush();
@@ -232,13 +220,7 @@ fn run_case(
         for i in 0..t.window.len() {
             let c = *ftl.counters();
             arm(ftl.nand_mut(), i, &c);
-            let mut ctx = Ctx {
-                model: &mut model,
-                log: &mut log,
-                verify: Verify::Touched,
-                mount_cut: &mut mount_cut,
-                stop_on_device_error: false,
-            };
+            let mut ctx = Ctx::touched(&mut model, &mut log, &mut mount_cut);
             let mut next = i;
             session(&mut ftl, &mut ctx, &t.window[..i + 1], &mut next)?;
         }
@@ -275,18 +257,23 @@ fn with_program_failures(t: &Tight, gaps: &[u64]) -> Result<ftl_core::Counters, 
 /// to open a block in. Two retired blocks never wear this device out: every op must succeed.
 #[test]
 fn two_program_failures_never_end_in_no_space() {
+    eprintln!("{} cases", program_failures_everywhere(2, 48));
+}
+
+/// Runs `count` program failures at every combination of gaps in `0..range` on both tight
+/// devices; panics on the first case that does not hold. Returns the number of cases.
+fn program_failures_everywhere(count: u32, range: u64) -> u64 {
     let mut cases = 0;
     for seed in 1..=2 {
         let t = tight(seed);
-        for a in 0..48 {
-            for b in 0..48 {
-                with_program_failures(&t, &[a, b])
-                    .unwrap_or_else(|e| panic!("seed {seed}, failures at {a}, {b}: {e}"));
-                cases += 1;
-            }
+        for n in 0..range.pow(count) {
+            let gaps: Vec<u64> = (0..count).map(|k| n / range.pow(count - 1 - k) % range).collect();
+            with_program_failures(&t, &gaps)
+                .unwrap_or_else(|e| panic!("seed {seed}, failures at {gaps:?}: {e}"));
+            cases += 1;
         }
     }
-    eprintln!("{cases} cases");
+    cases
 }
 
 /// Three program failures close together, at every position in a range: each retirement spends
@@ -296,20 +283,7 @@ fn two_program_failures_never_end_in_no_space() {
 /// retired blocks never wear this device out: every op must succeed.
 #[test]
 fn three_program_failures_never_end_in_no_space() {
-    let mut cases = 0;
-    for seed in 1..=2 {
-        let t = tight(seed);
-        for a in 0..16 {
-            for b in 0..16 {
-                for c in 0..16 {
-                    with_program_failures(&t, &[a, b, c])
-                        .unwrap_or_else(|e| panic!("seed {seed}, failures at {a}, {b}, {c}: {e}"));
-                    cases += 1;
-                }
-            }
-        }
-    }
-    eprintln!("{cases} cases");
+    eprintln!("{} cases", program_failures_everywhere(3, 16));
 }
 
 /// Every free block of one plane fails its next erase, so the plane's first allocations retire

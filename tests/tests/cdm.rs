@@ -22,7 +22,7 @@ use ftl_core::policy::DefaultPolicies;
 use ftl_core::{Config, Error, Ftl};
 use ftl_tests::{
     fill_page, geometry, identify, is_power_loss, session, settle_all, verify_all, Ctx, CutControl, Found,
-    Log, Model, Op, Outcome, TestFtl, Verify,
+    Log, Model, Op, Outcome, TestFtl,
 };
 use nand_hal::{BlockId, ErrorKind, ErrorType, Geometry, NandFlash, PageId};
 use proptest::prelude::*;
@@ -238,13 +238,7 @@ impl CdmEnv {
                 next = Next::Recover;
                 continue;
             }
-            let mut ctx = Ctx {
-                model: &mut self.model,
-                log: &mut self.log,
-                verify: Verify::Touched,
-                mount_cut: &mut mount_cut,
-                stop_on_device_error: false,
-            };
+            let mut ctx = Ctx::touched(&mut self.model, &mut self.log, &mut mount_cut);
             let outcome = session(&mut ftl, &mut ctx, ops, &mut next_op)?;
             if let Some(c) = ftl.nv_counters() {
                 self.drops += c.gc_drops;
