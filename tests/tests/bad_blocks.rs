@@ -16,7 +16,7 @@ use ftl_core::blocks::BlockState;
 use ftl_core::Config;
 use ftl_tests::{
     format, geometry, mount, random_workload, session, verify_all, Ctx, CutControl, Log, Model, Outcome, Rng,
-    Totals, Verify,
+    Totals,
 };
 use nand_hal::{BlockId, ErrorType, Geometry, NandFlash, PageId};
 use sim_host::emulator::{EmuError, Emulator, EmulatorConfig, FaultConfig};
