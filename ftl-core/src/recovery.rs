@@ -12,8 +12,8 @@
 //!    sequence order) gives the global order; a block's replay skips invalid (torn, voided) pages
 //!    and stops at its first erased page. A page whose metadata reads invalid but whose void
 //!    mark is clear (a torn program) is read up to 4 times; if no read decodes it is voided, so
-//!    a later mount whose read happens to decode its marginal cells cannot replay it. Data pages set the map; journal pages that check out
-//!    apply trims.
+//!    a later mount whose read happens to decode its marginal cells cannot replay it. Data
+//!    pages set the map; journal pages that check out apply trims.
 //! 4. The newest replayed data page is read whole and checked by the codec: a cut in the middle of
 //!    its program may have left metadata intact but data torn; if so (or if its void mark is not
 //!    clear: an earlier mount's void of it was cut) the previous mapping stands and the page is
@@ -44,8 +44,8 @@
 //!
 //! Cost: `total_blocks` spare reads + the checkpoint's pages + the replayed pages (at most
 //! `checkpoint_interval_blocks` + open frontiers blocks, invalid pages included) + 1 or 2 (+ up
-//! to 8 when step 4 walks back) + one read per resumed frontier; a void adds a program and a read, a
-//! refresh up to 4 reads and a program. A mount after a clean `unmount` replays nothing.
+//! to 8 when step 4 walks back) + one read per resumed frontier + 3 more reads per torn page
+//! (steps 1 and 3); a void adds a program and a read, a refresh up to 4 reads and a program. A mount after a clean `unmount` replays nothing.
 
 use nand_hal::{BlockId, NandFlash, PageId};
 
