@@ -45,7 +45,8 @@
 //! Cost: `total_blocks` spare reads + the checkpoint's pages + the replayed pages (at most
 //! `checkpoint_interval_blocks` + open frontiers blocks, invalid pages included) + 1 or 2 (+ up
 //! to 8 when step 4 walks back) + one read per resumed frontier + 3 more reads per torn page
-//! (steps 1 and 3); a void adds a program and a read, a refresh up to 4 reads and a program. A mount after a clean `unmount` replays nothing.
+//! (steps 1 and 3); a void adds a program and a read, a refresh up to 4 reads and a program. A
+//! mount after a clean `unmount` replays nothing.
 
 use nand_hal::{BlockId, NandFlash, PageId};
 
