@@ -131,6 +131,19 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
     }
 
+    /// Whether a periodic checkpoint is due (`checkpoint_interval_blocks` opened since the last).
+    pub(crate) fn checkpoint_due(&self) -> bool {
+        self.ckpt.blocks_since >= self.cfg.checkpoint_interval_blocks
+    }
+
+    /// Writes the periodic checkpoint if it is due.
+    pub(crate) fn checkpoint_if_due(&mut self) -> Result<(), Error> {
+        if self.checkpoint_due() {
+            self.write_checkpoint()?;
+        }
+        Ok(())
+    }
+
     /// Writes a checkpoint of the current state and makes it current.
     pub(crate) fn write_checkpoint(&mut self) -> Result<(), Error> {
         let mut last_err = Error::Device(ErrorKind::ProgramFailed);

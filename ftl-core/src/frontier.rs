@@ -280,9 +280,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         if self.frontiers[Self::frontier_index(target, Stream::Gc)].block != NIL {
             return Ok(target);
         }
-        if self.ckpt.blocks_since >= self.cfg.checkpoint_interval_blocks {
-            self.write_checkpoint()?;
-        }
+        self.checkpoint_if_due()?;
         let target = self.gc_plane(plane);
         self.ensure_frontier(target, Stream::Gc)
     }
@@ -302,9 +300,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         if stream != Stream::Gc {
             self.ensure_free(plane)?;
         }
-        if self.ckpt.blocks_since >= self.cfg.checkpoint_interval_blocks {
-            self.write_checkpoint()?;
-        }
+        self.checkpoint_if_due()?;
         self.open_somewhere(plane, stream)
     }
 

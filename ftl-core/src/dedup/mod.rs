@@ -392,7 +392,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// journal fills.
     pub(crate) fn write_share_journal(&mut self, may_gc: bool) -> Result<(), Error> {
         let d = self.geo.data_bytes as usize;
-        if self.ckpt.blocks_since >= self.cfg.checkpoint_interval_blocks {
+        if self.checkpoint_due() {
             // A checkpoint is due: it holds the records (and, written before the plane is chosen,
             // cannot take the free block the journal page was to go to).
             return self.write_checkpoint();

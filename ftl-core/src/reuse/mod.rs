@@ -837,9 +837,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             return Ok(false);
         };
         // Replayed blocks are bounded by the checkpoint interval: a pair counts as one.
-        if self.ckpt.blocks_since >= self.cfg.checkpoint_interval_blocks {
-            self.write_checkpoint()?;
-        }
+        self.checkpoint_if_due()?;
         self.ckpt.blocks_since += 1;
         let geo = self.geo;
         // The activation marker (page 0's second-write metadata cells, which page 0 then never
