@@ -262,6 +262,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// After a failed program whose page could not be voided and that no retry supersedes (it may
     /// read as valid metadata with torn data): a checkpoint comes before the next program (see
     /// [`Self::settle_torn`]), after which no mount replays that page.
+    #[cfg(feature = "wom")]
     pub(crate) fn checkpoint_soon(&mut self) {
         self.torn.must_checkpoint = true;
     }
