@@ -30,7 +30,9 @@ impl core::fmt::Display for Error {
         match self {
             Error::OutOfRange => f.write_str("access past the end of the device"),
             Error::Length => f.write_str("length is not a whole number of 512-byte sectors"),
-            Error::Buffer => f.write_str("page buffer shorter than a page, or page size not a multiple of 512"),
+            Error::Buffer => {
+                f.write_str("page buffer shorter than a page, or page size not a multiple of 512")
+            }
             Error::Busy => f.write_str("device in use (re-entrant call)"),
             Error::Ftl(e) => write!(f, "FTL: {e}"),
         }

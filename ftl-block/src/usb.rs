@@ -37,7 +37,9 @@ pub fn command(kind: &ScsiCommand) -> Command {
         ScsiCommand::RequestSense { desc, alloc_len } => {
             Command::RequestSense { desc, alloc_len: alloc_len as u16 }
         }
-        ScsiCommand::Inquiry { evpd, page_code, alloc_len } => Command::Inquiry { evpd, page_code, alloc_len },
+        ScsiCommand::Inquiry { evpd, page_code, alloc_len } => {
+            Command::Inquiry { evpd, page_code, alloc_len }
+        }
         ScsiCommand::ModeSense6 { page_control, page_code, subpage_code, alloc_len, .. } => {
             Command::ModeSense {
                 ten: false,
@@ -48,7 +50,13 @@ pub fn command(kind: &ScsiCommand) -> Command {
             }
         }
         ScsiCommand::ModeSense10 { page_control, page_code, subpage_code, alloc_len, .. } => {
-            Command::ModeSense { ten: true, page_control: page_control as u8, page_code, subpage_code, alloc_len }
+            Command::ModeSense {
+                ten: true,
+                page_control: page_control as u8,
+                page_code,
+                subpage_code,
+                alloc_len,
+            }
         }
         ScsiCommand::ReadCapacity10 => Command::ReadCapacity10,
         ScsiCommand::ReadCapacity16 { alloc_len } => Command::ReadCapacity16 { alloc_len },

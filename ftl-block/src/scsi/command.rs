@@ -168,7 +168,9 @@ impl Command {
         match op {
             TEST_UNIT_READY => Command::TestUnitReady,
             REQUEST_SENSE => Command::RequestSense { desc: cdb[1] & 1 != 0, alloc_len: cdb[4] as u16 },
-            INQUIRY => Command::Inquiry { evpd: cdb[1] & 1 != 0, page_code: cdb[2], alloc_len: be16(&cdb[3..]) },
+            INQUIRY => {
+                Command::Inquiry { evpd: cdb[1] & 1 != 0, page_code: cdb[2], alloc_len: be16(&cdb[3..]) }
+            }
             MODE_SENSE_6 | MODE_SENSE_10 => Command::ModeSense {
                 ten: op == MODE_SENSE_10,
                 page_control: cdb[2] >> 6,

@@ -115,13 +115,31 @@ impl Default for Identity {
 enum State {
     Idle,
     /// A reply in `xfer[..len]`, `sent` bytes of it gone.
-    Reply { len: usize, sent: usize },
+    Reply {
+        len: usize,
+        sent: usize,
+    },
     /// READ: sectors `next..end` not yet read from the disk; `xfer[sent..len]` not yet sent.
-    Read { next: u64, end: u64, len: usize, sent: usize, total: u64 },
+    Read {
+        next: u64,
+        end: u64,
+        len: usize,
+        sent: usize,
+        total: u64,
+    },
     /// WRITE: sectors `next..end` not yet written; `xfer[..filled]` received of the next chunk.
-    Write { next: u64, end: u64, filled: usize, total: u64 },
+    Write {
+        next: u64,
+        end: u64,
+        filled: usize,
+        total: u64,
+    },
     /// UNMAP: `xfer[..filled]` of the parameter list received; `want` once the header is in.
-    Unmap { param_len: Option<u16>, filled: usize, want: Option<usize> },
+    Unmap {
+        param_len: Option<u16>,
+        filled: usize,
+        want: Option<usize>,
+    },
 }
 
 /// The SCSI handler: a [`SectorDisk`], a lent transfer buffer `X`, the sense data of the last
