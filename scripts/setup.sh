@@ -7,10 +7,12 @@ if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo not found; install Rust with rustup first" >&2
   exit 1
 fi
-# The no_std crates are built for the Cortex-M7 of the board.
-if ! rustup target list --installed | grep -qx thumbv7em-none-eabihf; then
-  rustup target add thumbv7em-none-eabihf
-fi
+# The no_std crates are built for the Cortex-M7 of the board and for Cortex-M0+ (RP2040 class).
+for t in thumbv7em-none-eabihf thumbv6m-none-eabi; do
+  if ! rustup target list --installed | grep -qx "$t"; then
+    rustup target add "$t"
+  fi
+done
 for c in clippy rustfmt; do
   if ! rustup component list --installed | grep -q "^$c"; then
     rustup component add "$c"

@@ -34,7 +34,7 @@ impl DataPhase for Host {
     type Error = ();
     fn send(&mut self, data: &[u8]) -> Result<usize, ()> {
         self.calls += 1;
-        if self.calls % 3 == 0 {
+        if self.calls.is_multiple_of(3) {
             return Ok(0);
         }
         let n = data.len().min(64);
@@ -43,7 +43,7 @@ impl DataPhase for Host {
     }
     fn receive(&mut self, buf: &mut [u8]) -> Result<usize, ()> {
         self.calls += 1;
-        if self.calls % 3 == 0 {
+        if self.calls.is_multiple_of(3) {
             return Ok(0);
         }
         let n = buf.len().min(64).min(self.out.len() - self.taken);
