@@ -6,9 +6,8 @@
 //! ```ignore
 //! let mut scsi = usbd_storage::subclass::scsi::Scsi::new(&usb_alloc, 64, 0, usb_buf)?;
 //! // ... UsbDeviceBuilder, then in the USB interrupt or main loop:
-//! if usb_dev.poll(&mut [&mut scsi]) {
-//!     scsi.poll_command(|cmd| disk.process(cmd)).ok();
-//! }
+//! usb_dev.poll(&mut [&mut scsi]);
+//! let _ = scsi.poll(|cmd| handler.process(cmd));
 //! ```
 //!
 //! usbd-storage decodes the CDB itself and keeps only the opcode of the commands it does not
@@ -18,6 +17,11 @@
 //! anything else stay unknown (INVALID COMMAND OPERATION CODE). usbd-storage gives no signal of a
 //! bus reset to the callback: call [`ScsiDisk::abort`] when the device sees one (e.g. when
 //! `UsbDevice::state()` leaves `Configured`), so a half-done command is not continued.
+//!
+//! Limitation (usbd-storage 2 gives the callback no access to the CBW's transfer length): a host
+//! whose CBW announces less data than the CDB moves (bulk-only cases 7 and 13) leaves the command
+//! waiting for the transport until the host times out and resets the device. Hosts send matching
+//! lengths for the commands handled here.
 
 use core::borrow::BorrowMut;
 
@@ -91,18 +95,20 @@ impl<'alloc, Bus: UsbBus + 'alloc, Buf: BorrowMut<[u8]>> DataPhase for Phase<'_,
 }
 
 impl<S: PageStore, B: AsMut<[u8]>, X: AsMut<[u8]>> ScsiDisk<S, B, X> {
-    /// Runs one `poll_command` callback: advances the command and, when it completes, sets the
-    /// status of the command status wrapper (the transport counts the residue itself).
+    /// The body of `Scsi::poll`'s callback: advances the command and, when it completes, sets the
+    /// status of the command status wrapper (the transport counts the residue itself). A
+    /// transport error (the host's CBW disagrees with the command about the data phase) ends the
+    /// command with a phase error, which makes the host reset the device.
     pub fn process<'alloc, Bus: UsbBus + 'alloc, Buf: BorrowMut<[u8]>>(
         &mut self,
         mut cmd: UsbCommand<'_, ScsiCommand, Scsi<BulkOnly<'alloc, Bus, Buf>>>,
-    ) -> Result<(), TransportError<BulkOnlyError>> {
+    ) {
         let c = command(&cmd.kind);
-        match self.poll(&c, &mut Phase(&mut cmd))? {
-            Poll::Pending => {}
-            Poll::Done { status: Status::Passed, .. } => cmd.pass(),
-            Poll::Done { status: Status::Failed, .. } => cmd.fail(),
+        match self.poll(&c, &mut Phase(&mut cmd)) {
+            Ok(Poll::Pending) => {}
+            Ok(Poll::Done { status: Status::Passed, .. }) => cmd.pass(),
+            Ok(Poll::Done { status: Status::Failed, .. }) => cmd.fail(),
+            Err(_) => cmd.fail_phase(),
         }
-        Ok(())
     }
 }

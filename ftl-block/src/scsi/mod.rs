@@ -4,7 +4,7 @@
 //! The handler is a polled state machine, independent of any USB stack: the transport hands it
 //! the current [`Command`] and a [`DataPhase`] (what moves data to and from the host), and calls
 //! [`ScsiDisk::poll`] again while it returns [`Poll::Pending`] (the transport had no room or no
-//! data yet). That is the shape of `usbd-storage`'s `Scsi::poll_command` callback; the glue is
+//! data yet). That is the shape of `usbd-storage`'s `Scsi::poll` callback; the glue is
 //! `crate::usb` (feature `usbd-storage`), and the tests drive it with command blocks.
 //!
 //! Commands: TEST UNIT READY, REQUEST SENSE (fixed format), INQUIRY (standard data; VPD pages
