@@ -15,6 +15,8 @@ pub enum Error {
     /// The device is already in use: a re-entrant call through a shared handle (the
     /// embedded-sdmmc wrapper).
     Busy,
+    /// The disk is too small or too large for the filesystem asked for ([`crate::mkfs`]).
+    Size,
     /// The FTL refused or failed (device error, full device, uncorrectable page, ...).
     Ftl(ftl_core::Error),
 }
@@ -33,6 +35,7 @@ impl core::fmt::Display for Error {
             Error::Buffer => {
                 f.write_str("page buffer shorter than a page, or page size not a multiple of 512")
             }
+            Error::Size => f.write_str("disk size outside what the filesystem supports"),
             Error::Busy => f.write_str("device in use (re-entrant call)"),
             Error::Ftl(e) => write!(f, "FTL: {e}"),
         }

@@ -19,6 +19,7 @@
 //! ```
 //!
 //! - [`disk`]: the adapter, with its power-loss behaviour per sector.
+//! - [`mkfs`]: formats the disk as one FAT16 volume behind an MBR (embedded-sdmmc cannot).
 //! - [`scsi`]: a SCSI block command handler (SPC/SBC subset a USB mass-storage host uses).
 //! - `sdmmc` (feature `sdmmc`): `embedded_sdmmc::BlockDevice` for the adapter.
 //! - `usb` (feature `usbd-storage`): drives the handler from `usbd-storage`'s SCSI class.
@@ -31,6 +32,7 @@
 
 pub mod disk;
 pub mod error;
+pub mod mkfs;
 pub mod scsi;
 #[cfg(feature = "sdmmc")]
 pub mod sdmmc;

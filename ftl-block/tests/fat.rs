@@ -1,6 +1,6 @@
-//! FAT on the FTL through embedded-sdmmc (the code the MCU runs): `mkfs.fat` formats a FAT16
-//! partition image, which goes onto the emulated device behind an MBR through the adapter;
-//! embedded-sdmmc (over [`SdmmcDisk`]) then creates a directory and files, writes, appends,
+//! FAT on the FTL through embedded-sdmmc (the code the MCU runs): the emulated device is
+//! formatted either by `mkfs.fat` (a FAT16 partition image, written behind an MBR through the
+//! adapter) or by `ftl_block::mkfs::format_fat16` (what firmware would run); embedded-sdmmc (over [`SdmmcDisk`]) then creates a directory and files, writes, appends,
 //! reads and lists them; power is cut and the FTL remounted, and everything reads and lists the
 //! same; finally tools nobody here wrote check the partition as the FTL holds it: `fsck.fat -n`
 //! (dosfstools) finds no error, `mdir` and `mcopy` (mtools) list and read the same files.
@@ -16,6 +16,7 @@ use std::process::Command;
 
 use common::{emulator, is_cut, open};
 use embedded_sdmmc::{Mode, TimeSource, Timestamp, VolumeIdx, VolumeManager};
+use ftl_block::mkfs::format_fat16;
 use ftl_block::sdmmc::SdmmcDisk;
 use ftl_block::SECTOR_SIZE;
 use ftl_core::Config;
@@ -199,19 +200,37 @@ fn read_files(vm: &Vm<'_, '_>) -> BTreeMap<String, Vec<u8>> {
     found
 }
 
-#[test]
-fn embedded_sdmmc_fat16_on_the_ftl_survives_a_power_cut_and_passes_fsck() {
+/// How the device gets its filesystem.
+enum Format {
+    /// `mkfs.fat` makes a partition image, written behind an MBR at [`PART_START`].
+    MkfsFat,
+    /// `ftl_block::mkfs::format_fat16` on the device (what firmware would do).
+    Firmware,
+}
+
+/// Formats, then writes and reads the files through embedded-sdmmc, cuts power, remounts, reads
+/// again, and checks the partition with fsck.fat, mdir and mcopy. Returns the cluster size.
+fn round_trip(how: Format) -> u64 {
     require(&["mkfs.fat", "fsck.fat", "mdir", "mcopy"]);
     let geo = geometry();
     let mut emu = emulator(geo, 0.5, 0.5);
     let mut mem = FtlMemory::new(&geo, &config());
     let files = expected();
-    let sectors;
+    let (sectors, part_start, part_sectors, cluster);
     {
         let mut disk = open(&mut emu, &mut mem, config(), true).unwrap();
         sectors = disk.sectors();
-        disk.write(0, &image(sectors)).unwrap();
-        disk.flush().unwrap();
+        match how {
+            Format::MkfsFat => {
+                disk.write(0, &image(sectors)).unwrap();
+                disk.flush().unwrap();
+                (part_start, part_sectors, cluster) = (PART_START, (sectors - PART_START) / 8 * 8, 4);
+            }
+            Format::Firmware => {
+                let l = format_fat16(&mut disk, 0x1a2b_3c4d, b"NANDFTL    ").unwrap();
+                (part_start, part_sectors, cluster) = (l.start, l.sectors, l.cluster_sectors);
+            }
+        }
         let sd = SdmmcDisk::new(disk);
         let vm: Vm<'_, '_> = VolumeManager::new(&sd, Clock);
         write_files(&vm);
@@ -234,14 +253,14 @@ fn embedded_sdmmc_fat16_on_the_ftl_survives_a_power_cut_and_passes_fsck() {
     }
     // The partition as the FTL holds it, checked by dosfstools and mtools.
     let mut disk = sd.into_inner();
-    let part_sectors = (sectors - PART_START) / 8 * 8;
     let mut part = vec![0u8; part_sectors as usize * SECTOR_SIZE];
-    disk.read(PART_START, &mut part).unwrap();
-    let path = temp("part.img");
+    disk.read(part_start, &mut part).unwrap();
+    let path = temp(if matches!(how, Format::MkfsFat) { "mkfs-part.img" } else { "fw-part.img" });
     std::fs::write(&path, &part).unwrap();
     let fsck = run(Command::new("fsck.fat").arg("-n").arg(&path));
-    // Clusters in use: each file's, rounded up to 2 KiB clusters, and one for SUB.
-    let used: usize = files.values().map(|c| c.len().div_ceil(2048)).sum::<usize>() + 1;
+    // Clusters in use: each file's, rounded up to whole clusters, and one for SUB.
+    let cb = cluster as usize * SECTOR_SIZE;
+    let used: usize = files.values().map(|c| c.len().div_ceil(cb)).sum::<usize>() + 1;
     assert!(fsck.contains(&format!(" {used}/")), "fsck.fat (expected {used} clusters in use):\n{fsck}");
     let listing = run(Command::new("mdir").args(["-b", "-/", "-i"]).arg(&path).arg("::"));
     let mut listed: Vec<&str> =
@@ -254,4 +273,16 @@ fn embedded_sdmmc_fat16_on_the_ftl_survives_a_power_cut_and_passes_fsck() {
         assert!(out.status.success() && out.stdout == *content, "mcopy ::{name}");
     }
     std::fs::remove_file(&path).unwrap();
+    cluster
+}
+
+#[test]
+fn embedded_sdmmc_on_a_mkfs_fat_volume_survives_a_power_cut_and_passes_fsck() {
+    round_trip(Format::MkfsFat);
+}
+
+#[test]
+fn embedded_sdmmc_on_a_firmware_formatted_volume_survives_a_power_cut_and_passes_fsck() {
+    // Clusters of one 2 KiB page.
+    assert_eq!(round_trip(Format::Firmware), 4);
 }

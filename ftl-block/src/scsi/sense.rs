@@ -48,7 +48,9 @@ impl Sense {
             Error::Ftl(F::NoSpace) => Sense::SPACE_ALLOCATION_FAILED,
             Error::Ftl(F::Device(_)) if writing => Sense::WRITE_ERROR,
             Error::Ftl(F::Device(_)) => Sense::UNRECOVERED_READ_ERROR,
-            Error::Length | Error::Buffer | Error::Busy | Error::Ftl(_) => Sense::INTERNAL_TARGET_FAILURE,
+            Error::Length | Error::Buffer | Error::Busy | Error::Size | Error::Ftl(_) => {
+                Sense::INTERNAL_TARGET_FAILURE
+            }
         }
     }
 
