@@ -7,7 +7,7 @@
 //! - a final clean remount reads everything back.
 //!
 //! Cuts tear pages and erases (the emulator's `torn_fraction` / `partial_erase_fraction`).
-//! `PROPTEST_CASES` sets the case count (default 200). A second test cuts power at every NAND
+//! `PROPTEST_CASES` sets the case count (default 1000). A second test cuts power at every NAND
 //! operation of a partial-page rewrite in turn.
 
 mod common;
@@ -277,7 +277,7 @@ fn run(ops: &[Op], torn: f64, erase: f64) -> Result<Stats, String> {
 }
 
 fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(200)
+    std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(1000)
 }
 
 proptest! {

@@ -211,6 +211,10 @@ fn whole_page_writes_need_no_read_modify_write() {
         (last.host_write_pages - after.host_write_pages, last.host_read_pages - after.host_read_pages),
         (1, 1)
     );
+    // Write-through flushed after each WRITE without programming anything more: NAND programs
+    // equal the host's page writes.
+    assert_eq!(last.host_flushes - before.host_flushes, 2);
+    assert_eq!((last.nand_programs - before.nand_programs, last.checkpoints - before.checkpoints), (9, 0));
 }
 
 #[test]
