@@ -25,6 +25,9 @@ missing_pkgs=()
 command -v qemu-io >/dev/null 2>&1 && command -v qemu-img >/dev/null 2>&1 || missing_pkgs+=(qemu-utils)
 command -v fsck.fat >/dev/null 2>&1 || missing_pkgs+=(dosfstools)
 command -v mdir >/dev/null 2>&1 && command -v mcopy >/dev/null 2>&1 || missing_pkgs+=(mtools)
+# The SCSI handler's replies and sense data are decoded by sg3-utils (sg_inq, sg_vpd,
+# sg_decode_sense) in ftl-block/tests/scsi.rs.
+command -v sg_inq >/dev/null 2>&1 && command -v sg_vpd >/dev/null 2>&1 && command -v sg_decode_sense >/dev/null 2>&1 || missing_pkgs+=(sg3-utils)
 if [ ${#missing_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then apt_get=(apt-get); else apt_get=(sudo apt-get); fi
   "${apt_get[@]}" update

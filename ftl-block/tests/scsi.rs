@@ -62,8 +62,8 @@ struct Done {
     sense: Sense,
 }
 
-/// Runs one command to completion (polling while it is pending), then asks REQUEST SENSE.
-fn exec_cmd(scsi: &mut Scsi<'_>, cmd: Command, out: &[u8]) -> Done {
+/// Runs one command to completion (polling while it is pending).
+fn run_cmd(scsi: &mut Scsi<'_>, cmd: Command, out: &[u8]) -> Done {
     let mut host = Host { out: out.to_vec(), taken: 0, got: Vec::new(), calls: 0 };
     let mut polls = 0;
     let (status, bytes) = loop {
@@ -76,7 +76,13 @@ fn exec_cmd(scsi: &mut Scsi<'_>, cmd: Command, out: &[u8]) -> Done {
         }
     };
     assert!(!scsi.busy());
-    let sense = scsi.sense();
+    Done { status, bytes, data: host.got, sense: scsi.sense() }
+}
+
+/// Runs one command to completion, then asks REQUEST SENSE and checks it reports the same sense.
+fn exec_cmd(scsi: &mut Scsi<'_>, cmd: Command, out: &[u8]) -> Done {
+    let done = run_cmd(scsi, cmd, out);
+    let sense = done.sense;
     if cmd != (Command::RequestSense { desc: false, alloc_len: 18 }) {
         // REQUEST SENSE reports the same sense, in fixed format, and clears it.
         let rs = exec_cmd(scsi, Command::RequestSense { desc: false, alloc_len: 18 }, &[]);
@@ -86,7 +92,7 @@ fn exec_cmd(scsi: &mut Scsi<'_>, cmd: Command, out: &[u8]) -> Done {
         assert_eq!(Sense { key: rs.data[2], asc: rs.data[12], ascq: rs.data[13] }, sense);
         assert_eq!(scsi.sense(), Sense::NONE);
     }
-    Done { status, bytes, data: host.got, sense }
+    done
 }
 
 fn exec(scsi: &mut Scsi<'_>, cdb: &[u8], out: &[u8]) -> Done {
@@ -455,5 +461,87 @@ fn usbd_storage_commands_map_to_the_handler() {
     ];
     for (u, want) in cases {
         assert_eq!(command(&u), want, "{u:?}");
+    }
+}
+
+/// Runs an sg3-utils decoder on `bytes` (as an ASCII hex file) and returns its output.
+fn sg3(tool: &str, opt: &str, bytes: &[u8]) -> String {
+    let found =
+        std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()));
+    assert!(found, "`{tool}` is not installed: run `bash scripts/setup.sh` (it installs sg3-utils)");
+    let path = std::env::temp_dir().join(format!("ftl-block-sg3-{}-{tool}.hex", std::process::id()));
+    let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    std::fs::write(&path, hex.join(" ") + "\n").unwrap();
+    let out = std::process::Command::new(tool).arg(format!("{opt}{}", path.display())).output().unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{tool} failed:\n{text}");
+    text
+}
+
+/// The replies and sense data as sg3-utils (a decoder nobody here wrote) reads them.
+#[test]
+fn replies_and_sense_decode_with_sg3_utils() {
+    let mut emu = emulator(geometry(BLOCKS), 0.5, 0.5);
+    let mut mem = FtlMemory::new(&geometry(BLOCKS), &config());
+    let mut scsi = handler(open(&mut emu, &mut mem, config(), true).unwrap(), 2048);
+    let d = exec(&mut scsi, &[opcode::INQUIRY, 0, 0, 0, 96, 0], &[]);
+    let t = sg3("sg_inq", "--inhex=", &d.data);
+    for want in [
+        "PQual=0  PDT=0  RMB=0",
+        "version=0x06  [SPC-4]",
+        "Peripheral device type: disk",
+        "Vendor identification: nandftl",
+        "Product identification: FTL raw NAND",
+        "Product revision level: 0.1",
+    ] {
+        assert!(t.contains(want), "sg_inq lacks {want:?}:\n{t}");
+    }
+    let vpd = |scsi: &mut Scsi<'_>, page: u8| exec(scsi, &[opcode::INQUIRY, 1, page, 0, 255, 0], &[]).data;
+    let t = sg3("sg_vpd", "--inhex=", &vpd(&mut scsi, 0x00));
+    for want in
+        ["Block limits (SBC)", "Block device characteristics (SBC)", "Logical block provisioning (SBC)"]
+    {
+        assert!(t.contains(want), "sg_vpd 0x00 lacks {want:?}:\n{t}");
+    }
+    let t = sg3("sg_vpd", "--inhex=", &vpd(&mut scsi, 0xB0));
+    for want in [
+        "Optimal transfer length granularity: 4 blocks",
+        "Maximum unmap block descriptor count: 127",
+        "Optimal unmap granularity: 4 blocks",
+        "Unmap granularity alignment valid: true",
+    ] {
+        assert!(t.contains(want), "sg_vpd 0xB0 lacks {want:?}:\n{t}");
+    }
+    let t = sg3("sg_vpd", "--inhex=", &vpd(&mut scsi, 0xB1));
+    assert!(t.contains("Non-rotating medium"), "{t}");
+    let t = sg3("sg_vpd", "--inhex=", &vpd(&mut scsi, 0xB2));
+    for want in ["(LBPU): 1", "(LBPRZ): 0", "Provisioning type: 2 (thin provisioned)"] {
+        assert!(t.contains(want), "sg_vpd 0xB2 lacks {want:?}:\n{t}");
+    }
+    // Sense data of failed commands, as REQUEST SENSE returns it.
+    let read_past_end = read10(SECTORS as u32, 1);
+    let cases: [(&[u8], &str); 4] = [
+        (&read_past_end, "Logical block address out of range"),
+        (&[0xFF, 0, 0, 0, 0, 0], "Invalid command operation code"),
+        (&[opcode::MODE_SENSE_6, 0, 0x1C, 0, 255, 0], "Invalid field in cdb"),
+        (&unmap_cdb(4), "Parameter list length error"),
+    ];
+    for (cdb, asc) in cases {
+        assert_eq!(run_cmd(&mut scsi, Command::parse(cdb), &[0; 4]).status, Status::Failed);
+        let rs = run_cmd(&mut scsi, Command::RequestSense { desc: false, alloc_len: 252 }, &[]);
+        let t = sg3("sg_decode_sense", "--file=", &rs.data);
+        assert!(t.contains("Fixed format, current; Sense key: Illegal Request"), "{t}");
+        assert!(t.contains(asc), "sg_decode_sense lacks {asc:?}:\n{t}");
+    }
+    for (sense, key, asc) in [
+        (Sense::UNRECOVERED_READ_ERROR, "Medium Error", "Unrecovered read error"),
+        (Sense::WRITE_ERROR, "Medium Error", "Write error"),
+        (Sense::SPACE_ALLOCATION_FAILED, "Data Protect", "Space allocation failed write protect"),
+        (Sense::INTERNAL_TARGET_FAILURE, "Hardware Error", "Internal target failure"),
+    ] {
+        let fixed = [0x70, 0, sense.key, 0, 0, 0, 0, 10, 0, 0, 0, 0, sense.asc, sense.ascq, 0, 0, 0, 0];
+        let t = sg3("sg_decode_sense", "--file=", &fixed);
+        assert!(t.contains(key) && t.contains(asc), "{sense:?}: {t}");
     }
 }
