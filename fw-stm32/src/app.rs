@@ -155,10 +155,7 @@ where
     if !any {
         info!("features: none (baseline FTL)");
     }
-    info!(
-        "policies: codec {}, request-size classifier, greedy GC, single host stream",
-        if cfg!(feature = "null-codec") { "none (null-codec)" } else { "CRC-32C" }
-    );
+    info!("policies: codec {}, request-size classifier, greedy GC, single host stream", api::CODEC_NAME);
     let overhead = calibrate();
     info!(
         "timer: {} ticks/s, 1 tick = {} {}; metering costs {}.{:03} ticks inside, {}.{:03} outside a call",
@@ -200,6 +197,16 @@ where
     if t.test.generations.len() < n as usize || t.test.write.len() < pb || t.test.read.len() < pb {
         error!("application buffers too small");
         return Err(Failed);
+    }
+    {
+        let mut codec = policies(&nand)?.codec;
+        crate::codec_bench::run(
+            &mut codec,
+            api::CODEC_T,
+            geo.ecc.codeword_bytes as usize,
+            &mut t.test.write[..pb],
+            &mut t.test.read[..pb],
+        )?;
     }
     let mut app = App {
         overhead,
@@ -352,15 +359,30 @@ where
     Ok(TimedNand::new(nand))
 }
 
+/// The policy bundle for the chip (its codec sized by the chip's ECC requirement).
+fn policies<B: OnfiBus>(nand: &Nand<B>) -> Result<api::AppPolicies, Failed> {
+    let geo = nand.geometry();
+    api::policies(&geo).ok_or_else(|| {
+        error!(
+            "the chip requires {} correctable bits per {} bytes: more than the firmware's codec ({})",
+            geo.ecc.bits,
+            geo.ecc.codeword_bytes,
+            api::CODEC_NAME
+        );
+        Failed
+    })
+}
+
 fn mount<'a, B: OnfiBus>(
     nand: &'a mut Nand<B>,
     mem: &'a mut FtlBuffers,
     lay: &RamLayout,
     cfg: Config,
 ) -> Result<AppFtl<'a, B>, Failed> {
+    let pol = policies(nand)?;
     let (map, m) = mem.parts(lay);
     let t0 = now();
-    let ftl = api::mount(nand, map, m, cfg).map_err(|e| ftl_failed("mount", e))?;
+    let ftl = api::mount(nand, pol, map, m, cfg).map_err(|e| ftl_failed("mount", e))?;
     let c = ftl.counters();
     info!(
         "mounted in {} us: {} NAND reads, {} pages replayed",
@@ -378,10 +400,11 @@ fn try_mount<'a, B: OnfiBus>(
     lay: &RamLayout,
     cfg: Config,
 ) -> Result<Option<AppFtl<'a, B>>, Failed> {
+    let pol = policies(nand)?;
     let (map, m) = mem.parts(lay);
     let t0 = now();
     // The device is lent (`&mut`), so that a failed mount does not drop it.
-    match api::mount(nand, map, m, cfg) {
+    match api::mount(nand, pol, map, m, cfg) {
         Ok(ftl) => {
             let c = ftl.counters();
             info!(
@@ -406,9 +429,10 @@ fn format<'a, B: OnfiBus>(
     lay: &RamLayout,
     cfg: Config,
 ) -> Result<AppFtl<'a, B>, Failed> {
+    let pol = policies(nand)?;
     let (map, m) = mem.parts(lay);
     let t0 = now();
-    let ftl = api::format(nand, map, m, cfg).map_err(|e| ftl_failed("format", e))?;
+    let ftl = api::format(nand, pol, map, m, cfg).map_err(|e| ftl_failed("format", e))?;
     let c = ftl.counters();
     info!(
         "formatted in {} us: {} blocks erased, {} NAND reads, {} bad blocks",
