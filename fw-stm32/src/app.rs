@@ -26,7 +26,7 @@
 
 use ftl_core::{BlockInfo, Config, Counters, Error as FtlError, FlatMap, Memory, RamLayout};
 use nand_hal::onfi::OnfiBus;
-use nand_hal::{Geometry, NandFlash};
+use nand_hal::{BlockId, Geometry, NandFlash};
 
 use crate::ftl_api::{self as api, AppFtl, Nand};
 use crate::log::Loggable;
@@ -241,7 +241,12 @@ where
         };
         let (mut ftl, formatted) = match mounted {
             Some(ftl) => (ftl, false),
-            None => (format(&mut nand, &mut t.ftl, &lay, cfg)?, true),
+            None => {
+                if !t.force_format {
+                    first_boot_check(&mut nand)?;
+                }
+                (format(&mut nand, &mut t.ftl, &lay, cfg)?, true)
+            }
         };
         log_ram(&ftl, &lay);
         app.gens.fill(if formatted { GEN_ZERO } else { GEN_UNKNOWN });
@@ -416,11 +421,75 @@ fn try_mount<'a, B: OnfiBus>(
             Ok(Some(ftl))
         }
         Err(FtlError::NotFormatted) => {
-            info!("no FTL image on the device: first boot");
+            info!("no FTL image on the device");
             Ok(None)
         }
         Err(e) => Err(ftl_failed("mount", e)),
     }
+}
+
+/// Format a chip that holds data in another format (feature `format-foreign`).
+const FORMAT_FOREIGN: bool = cfg!(feature = "format-foreign");
+
+/// First boot (no FTL image): formats only a blank chip, or a foreign one with `format-foreign`;
+/// otherwise reports it and fails, leaving the chip alone.
+fn first_boot_check<N: NandFlash>(nand: &mut N) -> Result<(), Failed>
+where
+    N::Error: Loggable,
+{
+    match scan_foreign(nand)? {
+        0 => {
+            info!("device blank: first boot, formatting");
+            Ok(())
+        }
+        n if FORMAT_FOREIGN => {
+            warn!("{} blocks hold data in another format: formatting anyway (feature format-foreign)", n);
+            Ok(())
+        }
+        n => {
+            error!(
+                "{} blocks hold data in another format: left alone. To format this chip, rebuild with the \
+                 cargo feature `format-foreign` (or `force-format`)",
+                n
+            );
+            Err(Failed)
+        }
+    }
+}
+
+/// Good blocks whose first page is not erased (data and spare all 0xFF): data in another format
+/// (or in none). Reads one page per block; factory-bad blocks are skipped.
+pub fn scan_foreign<N: NandFlash>(nand: &mut N) -> Result<u32, Failed>
+where
+    N::Error: Loggable,
+{
+    let geo = nand.geometry();
+    let mut data = [0u8; 4096];
+    let mut spare = [0u8; 256];
+    let (db, sb) = (geo.data_bytes as usize, geo.spare_bytes as usize);
+    if db > data.len() || sb > spare.len() {
+        error!("page of {}+{} bytes too large for the blank check", db, sb);
+        return Err(Failed);
+    }
+    let mut foreign = 0;
+    for b in 0..geo.total_blocks() {
+        let block = BlockId(b);
+        let bad = nand.is_bad(block).map_err(|e| {
+            error!("blank check: bad-block check of block {} failed: {:?}", b, e);
+            Failed
+        })?;
+        if bad {
+            continue;
+        }
+        nand.read_page(geo.page(block, 0), &mut data[..db], &mut spare[..sb]).map_err(|e| {
+            error!("blank check: read of block {} failed: {:?}", b, e);
+            Failed
+        })?;
+        if data[..db].iter().chain(&spare[..sb]).any(|&x| x != 0xFF) {
+            foreign += 1;
+        }
+    }
+    Ok(foreign)
 }
 
 fn format<'a, B: OnfiBus>(

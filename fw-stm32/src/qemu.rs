@@ -21,8 +21,8 @@ use cortex_m::peripheral::{syst::SystClkSource, SCB, SYST};
 use cortex_m_rt::{entry, exception, ExceptionFrame};
 use cortex_m_semihosting::{debug, hprintln};
 use ftl_core::{BlockInfo, Config, RamLayout};
-use nand_hal::onfi::{ModelConfig, OnfiChipModel};
-use nand_hal::{BlockId, EccRequirement, Geometry};
+use nand_hal::onfi::{ModelConfig, OnfiChipModel, OnfiNand};
+use nand_hal::{BlockId, EccRequirement, Geometry, NandFlash};
 
 use crate::app::{self, Failed, FtlBuffers, Target, TestBuffers, Workload};
 
@@ -120,6 +120,47 @@ fn report_model(chip: &OnfiChipModel<&'static mut [u8]>) {
     );
 }
 
+/// The first-boot blank check: a page of another format (here, data with an erased spare) in one
+/// block makes `scan_foreign` count one foreign block (the application then leaves the chip
+/// alone); erased again, the chip counts as blank.
+fn foreign_chip_check(
+    chip: OnfiChipModel<&'static mut [u8]>,
+) -> Result<OnfiChipModel<&'static mut [u8]>, Failed> {
+    let mut nand = OnfiNand::new(chip).map_err(|e| {
+        error!("foreign-chip check: identify: {:?}", e);
+        Failed
+    })?;
+    let geo = nand.geometry();
+    let block = BlockId(30);
+    let mut data = [0u8; PAGE];
+    for (i, b) in data.iter_mut().enumerate() {
+        *b = i as u8 ^ 0x5A;
+    }
+    let spare = [0xFFu8; 64];
+    let r = nand.program_page(geo.page(block, 0), &data, &spare[..geo.spare_bytes as usize]);
+    if let Err(e) = r {
+        error!("foreign-chip check: program: {:?}", e);
+        return Err(Failed);
+    }
+    let found = app::scan_foreign(&mut nand)?;
+    let kept = nand.bus().page(geo.page(block, 0)).is_some_and(|(d, _)| d == &data[..]);
+    if found != 1 || !kept {
+        error!("foreign-chip check: {} foreign blocks found (want 1), page kept: {}", found, kept);
+        return Err(Failed);
+    }
+    if let Err(e) = nand.erase_block(block) {
+        error!("foreign-chip check: erase: {:?}", e);
+        return Err(Failed);
+    }
+    let found = app::scan_foreign(&mut nand)?;
+    if found != 0 {
+        error!("foreign-chip check: {} foreign blocks after the erase (want 0)", found);
+        return Err(Failed);
+    }
+    info!("first-boot check: a block of another format is found and left alone; the erased chip counts as blank");
+    Ok(nand.release())
+}
+
 fn run() -> Result<(), Failed> {
     let model = ModelConfig::for_geometry(&GEO).map_err(|e| {
         error!("chip model configuration: {:?}", e);
@@ -144,6 +185,7 @@ fn run() -> Result<(), Failed> {
         error!("chip model faults: {:?}", e);
         return Err(Failed);
     }
+    let chip = foreign_chip_check(chip)?;
     info!(
         "NAND: ONFI chip model, {} bytes of PSRAM; block {} factory bad, every program of block {} fails",
         bytes, FACTORY_BAD.0, FAILING.0
