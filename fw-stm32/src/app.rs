@@ -457,8 +457,10 @@ where
     }
 }
 
-/// Good blocks whose first page is not erased (data and spare all 0xFF): data in another format
-/// (or in none). Reads one page per block; factory-bad blocks are skipped.
+/// Good blocks whose first page is not erased: more 0 bits in its data and spare than the chip's
+/// ECC requirement allows for one page (`ecc.bits` per codeword: an erased page with read noise
+/// still counts as erased): data in another format (or in none). Reads one page per block;
+/// factory-bad blocks are skipped.
 pub fn scan_foreign<N: NandFlash>(nand: &mut N) -> Result<u32, Failed>
 where
     N::Error: Loggable,
@@ -471,6 +473,8 @@ where
         error!("page of {}+{} bytes too large for the blank check", db, sb);
         return Err(Failed);
     }
+    let cw = (geo.ecc.codeword_bytes as u32).max(1);
+    let noise_allowance = geo.ecc.bits as u32 * (geo.data_bytes.div_ceil(cw) + 1);
     let mut foreign = 0;
     for b in 0..geo.total_blocks() {
         let block = BlockId(b);
@@ -485,7 +489,8 @@ where
             error!("blank check: read of block {} failed: {:?}", b, e);
             Failed
         })?;
-        if data[..db].iter().chain(&spare[..sb]).any(|&x| x != 0xFF) {
+        let zeros: u32 = data[..db].iter().chain(&spare[..sb]).map(|&x| x.count_zeros()).sum();
+        if zeros > noise_allowance {
             foreign += 1;
         }
     }

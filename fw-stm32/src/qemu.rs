@@ -64,6 +64,10 @@ const PAGE: usize = GEO.data_bytes as usize;
 /// The PSRAM.
 const MODEL_CAPACITY: usize = 16 << 20;
 
+/// Bit errors per 512-byte codeword injected by the chip model on every page read (0 with the
+/// `crc-codec` and `null-codec` measurement builds, which correct nothing).
+const READ_BIT_ERRORS: u8 = if cfg!(any(feature = "crc-codec", feature = "null-codec")) { 0 } else { 2 };
+
 const FACTORY_BAD: BlockId = BlockId(9);
 const FAILING: BlockId = BlockId(22);
 
@@ -185,10 +189,16 @@ fn run() -> Result<(), Failed> {
         error!("chip model faults: {:?}", e);
         return Err(Failed);
     }
-    let chip = foreign_chip_check(chip)?;
+    let mut chip = foreign_chip_check(chip)?;
+    // Raw bit errors from here on: every page read flips READ_BIT_ERRORS bits in each 512-byte
+    // codeword of data and one in the spare (up to 3 per BCH codeword of t = 4, 1 in the
+    // metadata, whose own code corrects 3).
+    chip.faults_mut().read_bit_errors = READ_BIT_ERRORS;
+    chip.faults_mut().noise_seed = 0x1234_5678;
     info!(
-        "NAND: ONFI chip model, {} bytes of PSRAM; block {} factory bad, every program of block {} fails",
-        bytes, FACTORY_BAD.0, FAILING.0
+        "NAND: ONFI chip model, {} bytes of PSRAM; block {} factory bad, every program of block {} fails; {} bit \
+         errors per 512 B and 1 in the spare on every page read",
+        bytes, FACTORY_BAD.0, FAILING.0, READ_BIT_ERRORS
     );
     let ftl = FtlBuffers {
         map: static_slice!(u32; LAYOUT.map_words; LAYOUT.map_words; 0),

@@ -134,6 +134,13 @@ pub struct ModelFaults {
     pub fail_next_erases: u32,
     /// WP# held low: programs and erases are ignored and status bit 7 reads 0.
     pub write_protect: bool,
+    /// Read noise: each page read (into the page register; the array keeps its bits) flips this
+    /// many bits in every ECC codeword span of the data area (`ecc.codeword_bytes`, 512 if 0)
+    /// and, when non-zero, one bit of the spare outside its first two bytes (the bad-block
+    /// marks). Positions come from a xorshift PRNG seeded by [`ModelFaults::noise_seed`].
+    pub read_bit_errors: u8,
+    /// State of the read-noise PRNG (any non-zero value; 0 is replaced by 1).
+    pub noise_seed: u32,
 }
 
 /// Operation counters.
@@ -713,6 +720,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
             let dst = lay.reg_off + plane * lay.raw;
             mem.copy_within(src..src + lay.raw, dst);
             self.reg_row[plane] = Some(r);
+            self.add_read_noise(dst)?;
         }
         self.counters.page_reads += n as u64;
         self.counters.multi_plane_ops += u64::from(n > 1);
@@ -1033,6 +1041,44 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
         };
         self.output = Output::Register { plane, col };
         self.state = State::Idle;
+        Ok(())
+    }
+
+    /// Flips the read-noise bits ([`ModelFaults::read_bit_errors`]) in the register at `reg`.
+    fn add_read_noise(&mut self, reg: usize) -> Result<(), ModelError> {
+        let k = self.faults.read_bit_errors as usize;
+        if k == 0 {
+            return Ok(());
+        }
+        let (data, spare) = (self.geo.data_bytes as usize, self.geo.spare_bytes as usize);
+        let span = match self.geo.ecc.codeword_bytes as usize {
+            0 => 512,
+            n => n,
+        };
+        let mut x = self.faults.noise_seed.max(1);
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let mem = self.mem()?;
+        let mut start = 0;
+        while start < data {
+            let len = span.min(data - start);
+            // k distinct bits: k equal slices of the span, one bit in each.
+            let slice = (8 * len / k).max(1);
+            for j in 0..k.min(8 * len) {
+                let bit = j * slice + next() as usize % slice;
+                mem[reg + start + bit / 8] ^= 1 << (bit % 8);
+            }
+            start += len;
+        }
+        if spare > 2 {
+            let bit = 16 + next() as usize % (8 * (spare - 2));
+            mem[reg + data + bit / 8] ^= 1 << (bit % 8);
+        }
+        self.faults.noise_seed = next();
         Ok(())
     }
 
