@@ -647,3 +647,31 @@ fn virtual_time_follows_the_operations() {
     let _ = read(&mut n, PageId(0), 1, 0);
     assert_eq!(n.bus().elapsed_us() - t0, 700 + 200 + 25);
 }
+
+#[test]
+fn read_noise_flips_k_bits_per_codeword_and_one_in_the_spare_without_touching_the_array() {
+    let geo = small();
+    let mut n = nand(small_cfg());
+    let page = geo.page(BlockId(3), 0);
+    let (data, spare) = (pattern(512, 7), vec![0xFFu8; 16]);
+    n.program_page(page, &data, &spare).unwrap();
+    for k in [1u8, 3] {
+        n.bus_mut().faults_mut().read_bit_errors = k;
+        n.bus_mut().faults_mut().noise_seed = 99;
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            let (d, s) = read(&mut n, page, 512, 16);
+            let dflips: u32 = d.iter().zip(&data).map(|(a, b)| (a ^ b).count_ones()).sum();
+            let sflips: u32 = s.iter().zip(&spare).map(|(a, b)| (a ^ b).count_ones()).sum();
+            assert_eq!(dflips, k as u32, "one 512-byte codeword span: k distinct flips");
+            assert_eq!(sflips, 1);
+            assert_eq!(&s[..2], &[0xFF, 0xFF], "bad-block marks never flipped");
+            seen.push(d);
+        }
+        // Transient and varying: the array is unchanged and the reads differ.
+        assert_eq!(n.bus().page(page).unwrap().0, &data[..]);
+        assert!(seen.windows(2).any(|w| w[0] != w[1]));
+    }
+    n.bus_mut().faults_mut().read_bit_errors = 0;
+    assert_eq!(read(&mut n, page, 512, 16).0, data);
+}
