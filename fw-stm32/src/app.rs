@@ -348,7 +348,7 @@ where
     );
     info!(
         "chip: {}+{} bytes x {} pages x {} blocks x {} planes x {} LUNs, NOP {}, ECC {} bits/{} bytes, \
-         timing mode {}, multi-plane program/erase {}",
+         timing mode {} (interface running mode {}), on-die ECC {}, multi-plane program/erase {}",
         g.data_bytes,
         g.spare_bytes,
         g.pages_per_block,
@@ -359,6 +359,8 @@ where
         g.ecc.bits,
         g.ecc.codeword_bytes,
         i.timing_mode(),
+        i.interface.mode,
+        if i.on_die_ecc_off { "off (read back)" } else { "none" },
         i.multi_plane_program_erase()
     );
     Ok(TimedNand::new(nand))

@@ -12,7 +12,8 @@
 //!
 //! The chip: 2048 + 64-byte pages, 64 pages per block, 2 planes of 32 blocks (64 blocks, 8 MiB
 //! of data; the MT29F4G08ABADA's page and block, fewer blocks), NOP 4, in-order programming,
-//! its parameter page built by `ParamPage::for_geometry`. Block 9 is factory bad and every
+//! its parameter page built by `ParamPage::for_geometry`, on-die ECC on at power-on (the driver
+//! must switch it off). Block 9 is factory bad and every
 //! program of block 22 fails, so bad-block skipping and run-time retirement run in CI too.
 
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -166,10 +167,13 @@ fn foreign_chip_check(
 }
 
 fn run() -> Result<(), Failed> {
-    let model = ModelConfig::for_geometry(&GEO).map_err(|e| {
+    let mut model = ModelConfig::for_geometry(&GEO).map_err(|e| {
         error!("chip model configuration: {:?}", e);
         Failed
     })?;
+    // The chip powers up with its on-die ECC on: the run passes only if the driver switches it
+    // off (its parity would otherwise overwrite the FTL's metadata in the spare).
+    model.on_die_ecc = true;
     let bytes = OnfiChipModel::<&mut [u8]>::storage_bytes(&model).map_err(|e| {
         error!("chip model size: {:?}", e);
         Failed

@@ -3,7 +3,9 @@
 //!
 //! Start-up, in order:
 //! 1. MPU region 0: 0x8000_0000, 256 MiB (the FMC NAND bank's common and attribute spaces) as
-//!    shareable Device memory, execute-never. The default memory map makes this range Normal,
+//!    strongly-ordered memory, execute-never (as ST advises for the FMC NAND region: each access
+//!    completes before the next instruction, so R/B# is never sampled while a command write is
+//!    still buffered). The default memory map makes this range Normal,
 //!    cacheable memory, where the core may read speculatively: a stray read there is a data
 //!    output cycle that would shift the chip's column. The rest keeps the default map.
 //! 2. I-cache and D-cache on (the NAND window is uncached by 1; the FTL's tables are in AXI
@@ -88,7 +90,7 @@ fn configure_mpu(mpu: &mut MPU) {
     const SIZE_256_MIB: u32 = 27; // 2^(27 + 1) bytes
     const XN: u32 = 1 << 28;
     const AP_FULL_ACCESS: u32 = 0b011 << 24;
-    const SHAREABLE_DEVICE: u32 = (1 << 18) | (1 << 16); // TEX 000, S 1, C 0, B 1
+    const STRONGLY_ORDERED: u32 = 0; // TEX 000, C 0, B 0 (always shareable)
     const ENABLE: u32 = 1;
     const CTRL_PRIVDEFENA: u32 = 1 << 2;
     cortex_m::asm::dmb();
@@ -98,7 +100,7 @@ fn configure_mpu(mpu: &mut MPU) {
         mpu.ctrl.write(0);
         mpu.rnr.write(0);
         mpu.rbar.write(BASE);
-        mpu.rasr.write(XN | AP_FULL_ACCESS | SHAREABLE_DEVICE | (SIZE_256_MIB << 1) | ENABLE);
+        mpu.rasr.write(XN | AP_FULL_ACCESS | STRONGLY_ORDERED | (SIZE_256_MIB << 1) | ENABLE);
         mpu.ctrl.write(CTRL_PRIVDEFENA | ENABLE);
     }
     cortex_m::asm::dsb();
