@@ -86,16 +86,7 @@ pub struct BchCodec<const FIELD: usize, const WORDS: usize, S = Bch<FIELD, WORDS
 impl<const FIELD: usize, const WORDS: usize> BchCodec<FIELD, WORDS> {
     /// An uninitialised codec, for a `static` to be set up with [`BchCodec::init`].
     pub const fn zeroed() -> Self {
-        BchCodec {
-            bch: Bch::zeroed(),
-            cw_bytes: 0,
-            page_bytes: 0,
-            codewords: 0,
-            mask_full: [0; MAX_ECC_BYTES],
-            mask_last: [0; MAX_ECC_BYTES],
-            crc_mask: 0,
-            word_mask: 0,
-        }
+        Self::unlaid(Bch::zeroed())
     }
 
     /// A codec for BCH(m, t) over codewords of `codeword_bytes` data bytes, pages of
@@ -143,16 +134,7 @@ impl<'a, const FIELD: usize, const WORDS: usize> BchCodec<FIELD, WORDS, &'a Bch<
         codeword_bytes: usize,
         page_bytes: usize,
     ) -> Result<Self, BchError> {
-        let mut c = BchCodec {
-            bch,
-            cw_bytes: 0,
-            page_bytes: 0,
-            codewords: 0,
-            mask_full: [0; MAX_ECC_BYTES],
-            mask_last: [0; MAX_ECC_BYTES],
-            crc_mask: 0,
-            word_mask: 0,
-        };
+        let mut c = Self::unlaid(bch);
         c.set_layout(codeword_bytes, page_bytes)?;
         Ok(c)
     }
@@ -168,6 +150,22 @@ impl<'a, const FIELD: usize, const WORDS: usize> BchCodec<FIELD, WORDS, &'a Bch<
             return Err(BchError::UnsupportedStrength);
         }
         Self::with_tables(bch, geometry.ecc.codeword_bytes as usize, geometry.data_bytes as usize)
+    }
+}
+
+impl<const FIELD: usize, const WORDS: usize, S> BchCodec<FIELD, WORDS, S> {
+    /// The tables `bch` with no page layout yet.
+    const fn unlaid(bch: S) -> Self {
+        BchCodec {
+            bch,
+            cw_bytes: 0,
+            page_bytes: 0,
+            codewords: 0,
+            mask_full: [0; MAX_ECC_BYTES],
+            mask_last: [0; MAX_ECC_BYTES],
+            crc_mask: 0,
+            word_mask: 0,
+        }
     }
 }
 

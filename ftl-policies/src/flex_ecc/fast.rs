@@ -144,15 +144,10 @@ mod tests {
     use crate::flex_ecc::{Bch, EccState};
     use ftl_core::crc32c::crc32c;
 
+    /// Pseudo-random bytes (a multiplicative hash of the index).
     fn data(n: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
+        (0..n as u64)
+            .map(|i| ((i + 1).wrapping_mul(seed | 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8)
             .collect()
     }
 
