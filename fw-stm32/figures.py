@@ -9,7 +9,9 @@ Usage (from anywhere):
                               the tolerance below (CI runs this after its board build and QEMU run)
 
 Inputs: the board ELF (fw-stm32/target/board.elf: .ci/run and --build copy it there, since the
-QEMU build overwrites the release artefact) and the QEMU run's log (fw-stm32/target/qemu-run.log, written by run-qemu.sh).
+QEMU build overwrites the release artefact), and the QEMU runs' ELFs and logs (qemu.elf,
+qemu-run.log for the baseline, qemu-eti.elf, qemu-run-eti.log, ... per technique, written by
+run-qemu.sh) (fw-stm32/target/qemu-run.log, written by run-qemu.sh).
 
 Tolerance: 3 % for instruction counts and stack depth (a change in inlining moves them by a few
 percent), 2 % for sizes. The block sits between the markers `<!-- figures:begin -->` and
@@ -38,15 +40,36 @@ def sizes(elf):
     lines = out.splitlines()
     text, data, bss, _ = (int(x) for x in lines[2].split())
     ftl = int(re.search(r"FTL core \+ HAL \+ ONFI driver: (\d+) bytes", out).group(1))
+    core = int(re.search(r"without the page codec: (\d+) bytes", out).group(1))
     sec = {m.group(1): int(m.group(2)) for m in re.finditer(r"^\s+(\.\w+)\s+(\d+)\s+0x", out, re.M)}
-    return dict(text=text, data=data, bss=bss, ftl=ftl, rodata=sec.get(".rodata", 0))
+    return dict(text=text, data=data, bss=bss, ftl=ftl, core=core, rodata=sec.get(".rodata", 0))
+
+
+#: Technique configurations run in QEMU (FW_FEATURES values); each has its log and ELF.
+TECHNIQUES = ["eti", "flex-ecc"]
+
+
+def read_log(path):
+    log = open(path).read()
+    if "RESULT: PASS" not in log:
+        raise SystemExit(f"{path}: the QEMU run did not pass")
+    return log
+
+
+def technique_rows(name):
+    log = read_log(os.path.join(TARGET, f"qemu-run-{name}.log"))
+    rows = []
+    for phase in ("seq-write", "gc-heavy"):
+        m = re.search(r"\[%s\] per page: (\d+) instr in all = FTL (\d+) \+ ONFI driver (\d+) \+ codec (\d+)" % phase, log)
+        rows.append((f"{name}: {phase}: FTL + ONFI driver + codec, instr per host page", int(m.group(2)) + int(m.group(3)) + int(m.group(4)), "instr", "-"))
+    q = sizes(os.path.join(TARGET, f"qemu-{name}.elf"))
+    rows.append((f"{name}: QEMU build, FTL core + HAL + ONFI driver + codec, .text bytes", q["ftl"], "bytes", "-"))
+    return rows
 
 
 def measure():
     """(name, value, unit, target) rows."""
-    log = open(LOG).read()
-    if "RESULT: PASS" not in log:
-        raise SystemExit(f"{LOG}: the QEMU run did not pass")
+    log = read_log(LOG)
     rows = []
     m = re.search(r"\[codec\] encode: (\d+) instr", log)
     rows.append(("BCH codec: encode, instr per 2 KiB page (QEMU)", int(m.group(1)), "instr", "<= 25,000"))
@@ -65,7 +88,12 @@ def measure():
     rows.append(("board: text (flash: .vector_table + .text + .rodata), bytes", b["text"], "bytes", "-"))
     rows.append(("board: .rodata (BCH and CRC tables included), bytes", b["rodata"], "bytes", "-"))
     rows.append(("board: RAM (.data + .bss), bytes", b["data"] + b["bss"], "bytes", "-"))
-    rows.append(("board: FTL core + HAL + ONFI driver + codec, .text bytes", b["ftl"], "bytes", "< 32,768"))
+    rows.append(("board: FTL core + HAL + ONFI driver (no codec), .text bytes", b["core"], "bytes", "< 32,768"))
+    rows.append(("board: FTL core + HAL + ONFI driver + page codec, .text bytes", b["ftl"], "bytes", "-"))
+    q = sizes(os.path.join(TARGET, "qemu.elf"))
+    rows.append(("baseline: QEMU build, FTL core + HAL + ONFI driver + codec, .text bytes", q["ftl"], "bytes", "-"))
+    for name in TECHNIQUES:
+        rows += technique_rows(name)
     return rows
 
 
@@ -100,6 +128,9 @@ def main():
         shutil.copy(RELEASE_ELF, BOARD_ELF)
         subprocess.run(["bash", os.path.join(HERE, "run-qemu.sh")], cwd=HERE, check=True, env=env,
                        stdout=subprocess.DEVNULL)
+        for name in TECHNIQUES:
+            subprocess.run(["bash", os.path.join(HERE, "run-qemu.sh")], cwd=HERE, check=True,
+                           env=dict(env, FW_FEATURES=name), stdout=subprocess.DEVNULL)
         args = ["--write"]
     rows = measure()
     doc = open(DOC).read()

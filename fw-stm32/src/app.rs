@@ -24,23 +24,15 @@
 //! used, erase-count spread, the bus's own report, stack depth. Any failure is logged and
 //! returned as [`Failed`].
 
-use ftl_core::{BlockInfo, Config, Counters, Error as FtlError, FlatMap, Memory, RamLayout};
+use ftl_core::{BlockInfo, Config, Counters, Error as FtlError, Memory, RamLayout};
 use nand_hal::onfi::OnfiBus;
 use nand_hal::{BlockId, Geometry, NandFlash};
 
+use crate::bundle::{self, AppMap};
 use crate::ftl_api::{self as api, AppFtl, Nand};
 use crate::log::Loggable;
 use crate::meter::{calibrate, Meter, Overhead, TimedBus, TimedNand};
 use crate::platform::{now, TICK_HZ, UNIT, UNITS_PER_TICK};
-
-/// Technique features compiled in.
-const FEATURES: [(&str, bool); 5] = [
-    ("wom", cfg!(feature = "wom")),
-    ("dedup", cfg!(feature = "dedup")),
-    ("flex-ecc", cfg!(feature = "flex-ecc")),
-    ("eti", cfg!(feature = "eti")),
-    ("cdm", cfg!(feature = "cdm")),
-];
 
 /// Generation of a page never written, or trimmed: it reads as zeros.
 const GEN_ZERO: u8 = 0;
@@ -81,9 +73,9 @@ impl FtlBuffers {
     }
 
     /// The map and the rest, for one FTL instance (call only after [`Self::fits`]).
-    fn parts(&mut self, lay: &RamLayout) -> (FlatMap<'_>, Memory<'_>) {
+    fn parts(&mut self, lay: &RamLayout) -> (AppMap<'_>, Memory<'_>) {
         (
-            FlatMap::new(&mut self.map[..lay.map_words]),
+            bundle::map(&mut self.map[..lay.map_words]),
             Memory {
                 valid: &mut self.valid[..lay.valid_words],
                 blocks: &mut self.blocks[..lay.blocks],
@@ -146,16 +138,18 @@ where
 {
     info!("fw-stm32 on {}: FTL on raw ONFI NAND", t.name);
     let mut any = false;
-    for (name, on) in FEATURES {
+    for (name, on, wired) in bundle::TECHNIQUES {
         if on {
-            info!("feature {} enabled (not yet wired into the policy bundle: baseline runs)", name);
+            let state =
+                if wired { "in the policy bundle" } else { "compiled, not yet wired into the policy bundle" };
+            info!("feature {}: {}", name, state);
             any = true;
         }
     }
     if !any {
         info!("features: none (baseline FTL)");
     }
-    info!("policies: codec {}, request-size classifier, greedy GC, single host stream", api::CODEC_NAME);
+    info!("policies: codec {}, {}, greedy GC", bundle::CODEC_NAME, bundle::CLASSIFIER_NAME);
     let overhead = calibrate();
     info!(
         "timer: {} ticks/s, 1 tick = {} {}; metering costs {}.{:03} ticks inside, {}.{:03} outside a call",
@@ -199,10 +193,10 @@ where
         return Err(Failed);
     }
     {
-        let mut codec = policies(&nand)?.codec;
+        let mut codec = policies(&nand, cfg.logical_pages)?.codec;
         crate::codec_bench::run(
             &mut codec,
-            api::CODEC_T,
+            bundle::CODEC_T,
             geo.ecc.codeword_bytes as usize,
             &mut t.test.write[..pb],
             &mut t.test.read[..pb],
@@ -367,14 +361,16 @@ where
 }
 
 /// The policy bundle for the chip (its codec sized by the chip's ECC requirement).
-fn policies<B: OnfiBus>(nand: &Nand<B>) -> Result<api::AppPolicies, Failed> {
+fn policies<B: OnfiBus>(nand: &Nand<B>, logical_pages: u32) -> Result<api::AppPolicies, Failed> {
     let geo = nand.geometry();
-    api::policies(&geo).ok_or_else(|| {
+    bundle::policies(&geo, logical_pages).ok_or_else(|| {
         error!(
-            "the chip requires {} correctable bits per {} bytes: more than the firmware's codec ({})",
+            "no policy bundle: the chip requires {} correctable bits per {} bytes (firmware's codec: {}), or the \
+             classifier refused {} logical pages",
             geo.ecc.bits,
             geo.ecc.codeword_bytes,
-            api::CODEC_NAME
+            bundle::CODEC_NAME,
+            logical_pages
         );
         Failed
     })
@@ -386,7 +382,7 @@ fn mount<'a, B: OnfiBus>(
     lay: &RamLayout,
     cfg: Config,
 ) -> Result<AppFtl<'a, B>, Failed> {
-    let pol = policies(nand)?;
+    let pol = policies(nand, cfg.logical_pages)?;
     let (map, m) = mem.parts(lay);
     let t0 = now();
     let ftl = api::mount(nand, pol, map, m, cfg).map_err(|e| ftl_failed("mount", e))?;
@@ -407,7 +403,7 @@ fn try_mount<'a, B: OnfiBus>(
     lay: &RamLayout,
     cfg: Config,
 ) -> Result<Option<AppFtl<'a, B>>, Failed> {
-    let pol = policies(nand)?;
+    let pol = policies(nand, cfg.logical_pages)?;
     let (map, m) = mem.parts(lay);
     let t0 = now();
     // The device is lent (`&mut`), so that a failed mount does not drop it.
@@ -505,7 +501,7 @@ fn format<'a, B: OnfiBus>(
     lay: &RamLayout,
     cfg: Config,
 ) -> Result<AppFtl<'a, B>, Failed> {
-    let pol = policies(nand)?;
+    let pol = policies(nand, cfg.logical_pages)?;
     let (map, m) = mem.parts(lay);
     let t0 = now();
     let ftl = api::format(nand, pol, map, m, cfg).map_err(|e| ftl_failed("format", e))?;

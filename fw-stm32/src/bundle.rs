@@ -1,0 +1,163 @@
+//! The policy bundle the firmware runs, chosen by cargo features in this one place: the page
+//! codec, the hot/cold classifier with its placement, and the mapping table type.
+//!
+//! | feature | effect |
+//! |---|---|
+//! | (default) | BCH t = 4 per 512 B + CRC-32C ([`Codec`]), tables in flash; request-size classifier, one host stream |
+//! | `flex-ecc` | FlexECC's codec (a format tag, then the same BCH + CRC, or CRC only for pages the FTL marks clean; the firmware has no backing store, so its pages are all written correcting) |
+//! | `eti` | the ETI extent classifier (hot/cold by write frequency per extent, [`ETI_EXTENTS`] extents) with hot and cold data on separate frontiers |
+//! | `wom` | refused on the board: the MT29F4G08 requires in-order programming, which second writes break |
+//! | `dedup`, `cdm` | compiled (sizes) but not in the bundle yet: the firmware logs so |
+//! | `crc-codec`, `null-codec` | measurement builds: CRC-32C only, or no codec |
+//!
+//! The map: [`AppMap`] (the flat map today). ftl-core's bounded-RAM map will replace it here.
+
+use ftl_core::policy::{Greedy, Policies};
+use ftl_core::FlatMap;
+use nand_hal::Geometry;
+
+use crate::meter::TimedCodec;
+
+#[cfg(all(feature = "wom", feature = "board"))]
+compile_error!(
+    "feature `wom` cannot run on the board: the MT29F4G08ABADA requires in-order programming \
+     within a block (ONFI parameter page: no non-sequential programming) and WOM second writes \
+     reprogram pages out of order. Build it for QEMU (`--no-default-features --features qemu,wom`), \
+     whose chip model can drop the rule."
+);
+
+/// The mapping table type (one place: ftl-core's bounded-RAM map replaces the flat map here).
+pub type AppMap<'a> = FlatMap<'a>;
+
+/// The mapping table over `words` (sized by `ftl_core::RamLayout::map_words`).
+pub fn map(words: &mut [u32]) -> AppMap<'_> {
+    FlatMap::new(words)
+}
+
+/// Whether the default BCH codec (or FlexECC's) is compiled in.
+const BCH_ON: bool = !cfg!(any(feature = "crc-codec", feature = "null-codec"));
+
+/// Field-table entries of the BCH code (2^13: m = 13).
+pub const BCH_FIELD: usize = 8192;
+/// Remainder words of the BCH code (52 parity bits: one `u64`).
+pub const BCH_WORDS: usize = 1;
+/// The BCH code's correction per codeword (the MT29F4G08ABADA requires 4 bits per 512 bytes).
+pub const BCH_T: u32 = 4;
+
+/// The BCH tables.
+pub type BchTables = ftl_policies::flex_ecc::Bch<BCH_FIELD, BCH_WORDS>;
+
+/// BCH(m = 13, t = 4): tables computed by the compiler (`Bch::new_const` in a `static`
+/// initializer), so they live in flash (`.rodata`, 48 KiB), not RAM; a bad (m, t) is a build
+/// error.
+pub static BCH: BchTables = match BchTables::new_const(13, BCH_T) {
+    Ok(b) => b,
+    Err(_) => panic!("BCH(13, 4) tables"),
+};
+
+/// BCH + CRC-32C over the tables in flash: on a 2048 + 64 page, 4 x 7 parity bytes + 4 CRC
+/// bytes = 32 spare bytes next to the FTL's 28 metadata bytes (60 of 64).
+pub type BchPageCodec = ftl_policies::flex_ecc::BchCodec<BCH_FIELD, BCH_WORDS, &'static BchTables>;
+
+/// The page codec (default): [`BchPageCodec`].
+#[cfg(not(any(feature = "crc-codec", feature = "null-codec", feature = "flex-ecc")))]
+pub type Codec = BchPageCodec;
+/// The page codec with `flex-ecc`: FlexECC's tag byte + [`BchPageCodec`] (33 spare bytes).
+#[cfg(all(feature = "flex-ecc", not(any(feature = "crc-codec", feature = "null-codec"))))]
+pub type Codec = ftl_policies::flex_ecc::FlexCodec<BCH_FIELD, BCH_WORDS, &'static BchTables>;
+/// The page codec with `crc-codec`: CRC-32C only (detects, corrects nothing; for comparison).
+#[cfg(all(feature = "crc-codec", not(feature = "null-codec")))]
+pub type Codec = ftl_policies::policy::Crc32cCodec;
+/// The page codec with `null-codec`: none (to measure the FTL without a codec).
+#[cfg(feature = "null-codec")]
+pub type Codec = ftl_policies::policy::NullCodec;
+
+/// Bit errors per codeword the page codec corrects (0: none).
+pub const CODEC_T: u32 = if BCH_ON { BCH_T } else { 0 };
+
+/// Name of the page codec, for the log.
+pub const CODEC_NAME: &str = if cfg!(feature = "null-codec") {
+    "none (null-codec)"
+} else if cfg!(feature = "crc-codec") {
+    "CRC-32C only (crc-codec)"
+} else if cfg!(feature = "flex-ecc") {
+    "FlexECC (tag + BCH t=4 per 512 B + CRC-32C, tables in flash)"
+} else {
+    "BCH t=4 per 512 B + CRC-32C, tables in flash"
+};
+
+/// The codec for a chip of shape `geo`; `None` if the compiled code is weaker than the chip's
+/// ECC requirement (or does not fit its page).
+pub fn codec(geo: &Geometry) -> Option<Codec> {
+    #[cfg(not(any(feature = "crc-codec", feature = "null-codec")))]
+    {
+        let bch = BchPageCodec::with_tables_for_geometry(&BCH, geo).ok()?;
+        #[cfg(feature = "flex-ecc")]
+        let bch = ftl_policies::flex_ecc::FlexCodec::new(bch);
+        Some(bch)
+    }
+    #[cfg(any(feature = "crc-codec", feature = "null-codec"))]
+    {
+        let _ = geo;
+        Some(Codec::default())
+    }
+}
+
+/// Extents of the ETI classifier (5 bytes each).
+#[cfg(feature = "eti")]
+pub const ETI_EXTENTS: usize = 2048;
+
+/// The classifier: ETI with `eti`.
+#[cfg(feature = "eti")]
+pub type Classifier = ftl_policies::eti::Eti<ETI_EXTENTS>;
+/// The placement: hot and cold on separate frontiers with `eti`.
+#[cfg(feature = "eti")]
+pub type Placement = ftl_core::policy::SeparateByTemperature;
+/// The classifier (default): by request size.
+#[cfg(not(feature = "eti"))]
+pub type Classifier = ftl_core::policy::RequestSizeClassifier;
+/// The placement (default): one host stream.
+#[cfg(not(feature = "eti"))]
+pub type Placement = ftl_core::policy::SingleHostStream;
+
+/// The classifier for `logical_pages`; `None` if its configuration is refused.
+fn classifier(logical_pages: u32) -> Option<Classifier> {
+    #[cfg(feature = "eti")]
+    {
+        Classifier::new(ftl_policies::eti::EtiConfig::with_address_pages(logical_pages as u64)).ok()
+    }
+    #[cfg(not(feature = "eti"))]
+    {
+        let _ = logical_pages;
+        Some(Classifier::default())
+    }
+}
+
+/// Name of the classifier and placement, for the log.
+pub const CLASSIFIER_NAME: &str = if cfg!(feature = "eti") {
+    "ETI extent classifier, hot and cold on separate frontiers"
+} else {
+    "request-size classifier, single host stream"
+};
+
+/// The techniques in the bundle, and those compiled but not wired, for the log.
+pub const TECHNIQUES: [(&str, bool, bool); 5] = [
+    ("flex-ecc", cfg!(feature = "flex-ecc"), true),
+    ("eti", cfg!(feature = "eti"), true),
+    ("wom", cfg!(feature = "wom"), false),
+    ("dedup", cfg!(feature = "dedup"), false),
+    ("cdm", cfg!(feature = "cdm"), false),
+];
+
+/// The policy bundle the firmware runs.
+pub type AppPolicies = Policies<TimedCodec<Codec>, Classifier, Greedy, Placement>;
+
+/// The policy bundle for a chip of shape `geo` and `logical_pages` (`None`: see [`codec`]).
+pub fn policies(geo: &Geometry, logical_pages: u32) -> Option<AppPolicies> {
+    Some(Policies {
+        codec: TimedCodec::new(codec(geo)?),
+        classifier: classifier(logical_pages)?,
+        victim: Greedy,
+        placement: Placement::default(),
+    })
+}
