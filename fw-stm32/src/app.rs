@@ -28,7 +28,7 @@ use ftl_core::{BlockInfo, Config, Counters, Error as FtlError, Memory, RamLayout
 use nand_hal::onfi::OnfiBus;
 use nand_hal::{BlockId, Geometry, NandFlash};
 
-use crate::bundle::{self, AppMap};
+use crate::bundle::{self, AppMap, Attach};
 use crate::ftl_api::{self as api, AppFtl, Nand};
 use crate::log::Loggable;
 use crate::meter::{calibrate, Meter, Overhead, TimedBus, TimedNand};
@@ -61,6 +61,8 @@ pub struct FtlBuffers {
     pub heads: &'static mut [u32],
     /// One raw page, [`RamLayout::page_buf`].
     pub page_buf: &'static mut [u8],
+    /// What the policy bundle attaches (the NV cache with `cdm`).
+    pub attach: bundle::AttachBuffers,
 }
 
 impl FtlBuffers {
@@ -72,9 +74,16 @@ impl FtlBuffers {
             && self.page_buf.len() >= lay.page_buf
     }
 
-    /// The map and the rest, for one FTL instance (call only after [`Self::fits`]).
-    fn parts(&mut self, lay: &RamLayout) -> (AppMap<'_>, Memory<'_>) {
-        (
+    /// The map, the rest and the attachment, for one FTL instance (call only after
+    /// [`Self::fits`]).
+    // Without `cdm` the attachment is `()`.
+    #[allow(clippy::let_unit_value)]
+    fn parts(&mut self, lay: &RamLayout) -> Result<(AppMap<'_>, Memory<'_>, Attach<'_>), Failed> {
+        let attach = self.attach.parts().ok_or_else(|| {
+            error!("the policy bundle's attachment (NV cache) refused its memory");
+            Failed
+        })?;
+        Ok((
             bundle::map(&mut self.map[..lay.map_words]),
             Memory {
                 valid: &mut self.valid[..lay.valid_words],
@@ -82,7 +91,8 @@ impl FtlBuffers {
                 list_heads: &mut self.heads[..lay.list_heads],
                 page_buf: &mut self.page_buf[..lay.page_buf],
             },
-        )
+            attach,
+        ))
     }
 }
 
@@ -272,13 +282,13 @@ where
         app.random_write(&mut ftl, w.gc_writes, app.hot_start, "gc-heavy")?;
         app.seq_read(&mut ftl, "verify-all")?;
         report_device(&mut ftl);
-        let t0 = now();
-        api::unmount(ftl).map_err(|e| ftl_failed("unmount", e))?;
-        info!("unmounted in {} us", ticks_to_us(now() - t0));
+        end_of_life(ftl)?;
     }
     let mut nand = identify(nand.into_inner().release())?;
     {
         let mut ftl = mount(&mut nand, &mut t.ftl, &lay, cfg)?;
+        #[cfg(feature = "cdm")]
+        nv_after_reset(&ftl)?;
         app.seq_read(&mut ftl, "remount-verify")?;
         api::unmount(ftl).map_err(|e| ftl_failed("unmount", e))?;
     }
@@ -286,6 +296,51 @@ where
     info!("NAND bus: {} calls, {} {} in all", bus.meter.calls, bus.meter.ticks * UNITS_PER_TICK, UNIT);
     (t.report_bus)(bus.inner());
     info!("stack: {} bytes used at most", crate::stack::used());
+    Ok(())
+}
+
+/// After the benchmark: unmount; with `cdm`, a simulated reset instead (flush, then drop the FTL
+/// without unmounting: the NV cache region keeps what it holds, RAM state is lost), which the
+/// next mount must reconcile.
+fn end_of_life<B: OnfiBus>(mut ftl: AppFtl<'_, B>) -> Result<(), Failed> {
+    let t0 = now();
+    if cfg!(feature = "cdm") {
+        api::flush(&mut ftl).map_err(|e| ftl_failed("flush", e))?;
+        #[cfg(feature = "cdm")]
+        if let Some(c) = ftl.nv_counters() {
+            info!(
+                "NV cache: {} write inserts, {} read fills, {} evictions ({} write-backs), {} GC drops, {} NVM bytes \
+                 written",
+                c.write_inserts,
+                c.read_fills,
+                c.evictions,
+                c.write_backs,
+                c.gc_drops,
+                c.nvm_write_bytes
+            );
+        }
+        // Returning drops the FTL without unmount: the simulated reset.
+        info!("simulated reset: FTL dropped without unmount after a flush; the NV cache region is kept");
+        return Ok(());
+    }
+    api::unmount(ftl).map_err(|e| ftl_failed("unmount", e))?;
+    info!("unmounted in {} us", ticks_to_us(now() - t0));
+    Ok(())
+}
+
+/// With `cdm`, after the simulated reset: the mount found the NV cache (its slots reconciled
+/// with flash), else the region did not survive.
+#[cfg(feature = "cdm")]
+fn nv_after_reset<B: OnfiBus>(ftl: &AppFtl<'_, B>) -> Result<(), Failed> {
+    let c = ftl.nv_counters().unwrap_or_default();
+    info!(
+        "NV cache after the reset: {} slots restored ({} only copies), {} stale",
+        c.mount_restored, c.mount_only_copy, c.mount_stale
+    );
+    if c.mount_restored + c.mount_stale == 0 {
+        error!("the NV cache held nothing after the reset: its region did not survive");
+        return Err(Failed);
+    }
     Ok(())
 }
 
@@ -383,9 +438,9 @@ fn mount<'a, B: OnfiBus>(
     cfg: Config,
 ) -> Result<AppFtl<'a, B>, Failed> {
     let pol = policies(nand, cfg.logical_pages)?;
-    let (map, m) = mem.parts(lay);
+    let (map, m, att) = mem.parts(lay)?;
     let t0 = now();
-    let ftl = api::mount(nand, pol, map, m, cfg).map_err(|e| ftl_failed("mount", e))?;
+    let ftl = api::mount(nand, pol, map, m, cfg, att).map_err(|e| ftl_failed("mount", e))?;
     let c = ftl.counters();
     info!(
         "mounted in {} us: {} NAND reads, {} pages replayed",
@@ -404,10 +459,10 @@ fn try_mount<'a, B: OnfiBus>(
     cfg: Config,
 ) -> Result<Option<AppFtl<'a, B>>, Failed> {
     let pol = policies(nand, cfg.logical_pages)?;
-    let (map, m) = mem.parts(lay);
+    let (map, m, att) = mem.parts(lay)?;
     let t0 = now();
     // The device is lent (`&mut`), so that a failed mount does not drop it.
-    match api::mount(nand, pol, map, m, cfg) {
+    match api::mount(nand, pol, map, m, cfg, att) {
         Ok(ftl) => {
             let c = ftl.counters();
             info!(
@@ -502,9 +557,9 @@ fn format<'a, B: OnfiBus>(
     cfg: Config,
 ) -> Result<AppFtl<'a, B>, Failed> {
     let pol = policies(nand, cfg.logical_pages)?;
-    let (map, m) = mem.parts(lay);
+    let (map, m, att) = mem.parts(lay)?;
     let t0 = now();
-    let ftl = api::format(nand, pol, map, m, cfg).map_err(|e| ftl_failed("format", e))?;
+    let ftl = api::format(nand, pol, map, m, cfg, att).map_err(|e| ftl_failed("format", e))?;
     let c = ftl.counters();
     info!(
         "formatted in {} us: {} blocks erased, {} NAND reads, {} bad blocks",

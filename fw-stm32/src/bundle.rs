@@ -7,7 +7,8 @@
 //! | `flex-ecc` | FlexECC's codec (a format tag, then the same BCH + CRC, or CRC only for pages the FTL marks clean; the firmware has no backing store, so its pages are all written correcting) |
 //! | `eti` | the ETI extent classifier (hot/cold by write frequency per extent, [`ETI_EXTENTS`] extents) with hot and cold data on separate frontiers |
 //! | `wom` | refused on the board: the MT29F4G08 requires in-order programming, which second writes break |
-//! | `dedup`, `cdm` | compiled (sizes) but not in the bundle yet: the firmware logs so |
+//! | `cdm` | cooperative data management with an NV page cache in [`NV_BYTES`] of non-volatile RAM (the STM32H743's backup SRAM on the board, battery-backed where VBAT is fitted; a RAM region under QEMU): [`NV_SLOTS`] page slot(s) |
+//! | `dedup` | compiled (sizes) but not in the bundle yet: the firmware logs so |
 //! | `crc-codec`, `null-codec` | measurement builds: CRC-32C only, or no codec |
 //!
 //! The map: [`AppMap`] (the flat map today). ftl-core's bounded-RAM map will replace it here.
@@ -25,6 +26,71 @@ compile_error!(
      reprogram pages out of order. Build it for QEMU (`--no-default-features --features qemu,wom`), \
      whose chip model can drop the rule."
 );
+
+/// What the FTL attaches besides its map and memory: the NV cache with `cdm`, nothing otherwise.
+#[cfg(feature = "cdm")]
+pub type Attach<'a> = ftl_core::cdm::NvCache<'a>;
+/// What the FTL attaches besides its map and memory: the NV cache with `cdm`, nothing otherwise.
+#[cfg(not(feature = "cdm"))]
+pub type Attach<'a> = ();
+
+/// Bytes of non-volatile RAM for the NV cache (the STM32H743's backup SRAM).
+#[cfg(feature = "cdm")]
+pub const NV_BYTES: usize = 4096;
+/// Page size the NV cache is sized for (the MT29F4G08's).
+#[cfg(feature = "cdm")]
+const NV_PAGE_BYTES: u32 = 2048;
+/// Page slots that fit in [`NV_BYTES`] next to the cache's header and directory.
+#[cfg(feature = "cdm")]
+pub const NV_SLOTS: u32 = {
+    let mut n = 1u32;
+    while ftl_core::cdm::NvCacheLayout::new(n + 1).nvm_bytes(NV_PAGE_BYTES) <= NV_BYTES as u64 {
+        n += 1;
+    }
+    assert!(ftl_core::cdm::NvCacheLayout::new(n).nvm_bytes(NV_PAGE_BYTES) <= NV_BYTES as u64);
+    n
+};
+
+/// The memory of the attachments (the NV cache's region and its RAM index with `cdm`).
+pub struct AttachBuffers {
+    #[cfg(feature = "cdm")]
+    nvm: ftl_core::cdm::SliceNvm<'static>,
+    #[cfg(feature = "cdm")]
+    slots: &'static mut [ftl_core::cdm::Slot],
+    #[cfg(feature = "cdm")]
+    index: &'static mut [u32],
+}
+
+impl AttachBuffers {
+    /// No attachment.
+    #[cfg(not(feature = "cdm"))]
+    pub fn new() -> Self {
+        AttachBuffers {}
+    }
+
+    /// The NV cache over `nv` (non-volatile RAM, [`NV_BYTES`]; its content is kept). Call once,
+    /// from start-up.
+    #[cfg(feature = "cdm")]
+    pub fn new(nv: &'static mut [u8]) -> Self {
+        const LAY: ftl_core::cdm::NvCacheLayout = ftl_core::cdm::NvCacheLayout::new(NV_SLOTS);
+        AttachBuffers {
+            nvm: ftl_core::cdm::SliceNvm::new(nv),
+            slots: static_slice!(ftl_core::cdm::Slot; LAY.slots; LAY.slots; ftl_core::cdm::Slot::EMPTY),
+            index: static_slice!(u32; LAY.index_words; LAY.index_words; 0),
+        }
+    }
+
+    /// The attachment for one FTL instance; `None` if its memory is refused.
+    pub fn parts(&mut self) -> Option<Attach<'_>> {
+        #[cfg(feature = "cdm")]
+        {
+            use ftl_core::cdm::{NvCache, NvCacheConfig, NvPolicy};
+            NvCache::new(&mut self.nvm, self.slots, self.index, NvCacheConfig::new(NvPolicy::Cdm)).ok()
+        }
+        #[cfg(not(feature = "cdm"))]
+        Some(())
+    }
+}
 
 /// The mapping table type (one place: ftl-core's bounded-RAM map replaces the flat map here).
 pub type AppMap<'a> = FlatMap<'a>;
@@ -146,7 +212,7 @@ pub const TECHNIQUES: [(&str, bool, bool); 5] = [
     ("eti", cfg!(feature = "eti"), true),
     ("wom", cfg!(feature = "wom"), false),
     ("dedup", cfg!(feature = "dedup"), false),
-    ("cdm", cfg!(feature = "cdm"), false),
+    ("cdm", cfg!(feature = "cdm"), true),
 ];
 
 /// The policy bundle the firmware runs.

@@ -7,7 +7,7 @@
 use ftl_core::{Config, Error as FtlError, Ftl, Memory};
 use nand_hal::onfi::{OnfiBus, OnfiError, OnfiNand};
 
-pub use crate::bundle::{AppMap, AppPolicies};
+pub use crate::bundle::{AppMap, AppPolicies, Attach};
 use crate::meter::{TimedBus, TimedNand};
 
 /// The ONFI driver over the metered bus.
@@ -33,8 +33,15 @@ pub fn mount<'a, B: OnfiBus>(
     map: AppMap<'a>,
     mem: Memory<'a>,
     cfg: Config,
+    attach: Attach<'a>,
 ) -> Result<AppFtl<'a, B>, FtlError> {
-    Ftl::mount(nand, policies, map, mem, cfg)
+    #[cfg(feature = "cdm")]
+    return Ftl::mount_with_cache(nand, policies, map, mem, cfg, attach);
+    #[cfg(not(feature = "cdm"))]
+    {
+        let () = attach;
+        Ftl::mount(nand, policies, map, mem, cfg)
+    }
 }
 
 /// Formats.
@@ -45,8 +52,15 @@ pub fn format<'a, B: OnfiBus>(
     map: AppMap<'a>,
     mem: Memory<'a>,
     cfg: Config,
+    attach: Attach<'a>,
 ) -> Result<AppFtl<'a, B>, FtlError> {
-    Ftl::format(nand, policies, map, mem, cfg)
+    #[cfg(feature = "cdm")]
+    return Ftl::format_with_cache(nand, policies, map, mem, cfg, attach);
+    #[cfg(not(feature = "cdm"))]
+    {
+        let () = attach;
+        Ftl::format(nand, policies, map, mem, cfg)
+    }
 }
 
 /// Flushes, checkpoints, gives the device back.

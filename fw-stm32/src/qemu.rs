@@ -210,6 +210,14 @@ fn run() -> Result<(), Failed> {
         blocks: static_slice!(BlockInfo; LAYOUT.blocks; LAYOUT.blocks; BlockInfo::EMPTY),
         heads: static_slice!(u32; LAYOUT.list_heads; LAYOUT.list_heads; 0),
         page_buf: static_slice!(u8; LAYOUT.page_buf; LAYOUT.page_buf; 0),
+        // With `cdm`, a RAM region stands for the board's backup SRAM; the application checks
+        // that the cache survives a simulated reset (an FTL dropped without unmount).
+        #[cfg(feature = "cdm")]
+        attach: crate::bundle::AttachBuffers::new(static_slice!(
+            u8; crate::bundle::NV_BYTES; crate::bundle::NV_BYTES; 0
+        )),
+        #[cfg(not(feature = "cdm"))]
+        attach: crate::bundle::AttachBuffers::new(),
     };
     let test = TestBuffers {
         generations: static_slice!(u8; LOGICAL_PAGES as usize; LOGICAL_PAGES as usize; 0),

@@ -153,6 +153,11 @@ impl FmcNand {
         bus
     }
 
+    /// The interface timings in force.
+    pub fn timing(&self) -> &BusTiming {
+        &self.timing
+    }
+
     /// Writes the bank's registers for `t` (the bank is disabled while they change).
     fn program(&mut self, t: &BusTiming) {
         let f = fmc_timing(t);

@@ -84,7 +84,8 @@ fn SysTick() {
     let _ = now();
 }
 
-/// Region 0: the FMC NAND bank as Device memory (see the module documentation).
+/// Region 0: the FMC NAND bank as strongly-ordered memory; with `cdm`, region 1: the backup
+/// SRAM, non-cacheable (see the module documentation).
 fn configure_mpu(mpu: &mut MPU) {
     const BASE: u32 = 0x8000_0000;
     const SIZE_256_MIB: u32 = 27; // 2^(27 + 1) bytes
@@ -101,10 +102,49 @@ fn configure_mpu(mpu: &mut MPU) {
         mpu.rnr.write(0);
         mpu.rbar.write(BASE);
         mpu.rasr.write(XN | AP_FULL_ACCESS | STRONGLY_ORDERED | (SIZE_256_MIB << 1) | ENABLE);
+        // With `cdm`: region 1, the 4 KiB backup SRAM (the NV cache), Normal non-cacheable, so
+        // that a write is in the SRAM when it completes (not in a write-back D-cache line).
+        #[cfg(feature = "cdm")]
+        {
+            const SIZE_4_KIB: u32 = 11; // 2^(11 + 1) bytes
+            const NORMAL_NON_CACHEABLE: u32 = 0b001 << 19; // TEX 001, C 0, B 0
+            mpu.rnr.write(1);
+            mpu.rbar.write(BACKUP_SRAM);
+            mpu.rasr.write(XN | AP_FULL_ACCESS | NORMAL_NON_CACHEABLE | (SIZE_4_KIB << 1) | ENABLE);
+        }
         mpu.ctrl.write(CTRL_PRIVDEFENA | ENABLE);
     }
     cortex_m::asm::dsb();
     cortex_m::asm::isb();
+}
+
+/// The backup SRAM (4 KiB, in the backup domain: kept in Standby and on VBAT with the backup
+/// regulator on).
+#[cfg(feature = "cdm")]
+const BACKUP_SRAM: u32 = 0x3880_0000;
+
+/// The backup SRAM as the NV cache's memory: its clock (RCC_AHB4ENR.BKPRAMEN), backup-domain
+/// write access (PWR_CR1.DBP) and the backup regulator (PWR_CR2.BREN, waiting for BRRDY,
+/// bounded) are turned on; its content is kept. Battery-backed only where VBAT is fitted:
+/// without it a power-off loses the cache, and the next boot finds an FTL image whose NV cache
+/// is gone (reported as data it leaves alone).
+#[cfg(feature = "cdm")]
+fn backup_sram() -> &'static mut [u8] {
+    // SAFETY: enable bits the HAL does not own; the region is the backup SRAM (RM0433 memory
+    // map), used only through this slice, which start-up makes once.
+    unsafe {
+        let rcc = &*pac::RCC::ptr();
+        rcc.ahb4enr.modify(|r, w| w.bits(r.bits() | (1 << 28)));
+        let pwr = &*pac::PWR::ptr();
+        pwr.cr1.modify(|r, w| w.bits(r.bits() | (1 << 8)));
+        pwr.cr2.modify(|r, w| w.bits(r.bits() | 1));
+        let mut spins = 0u32;
+        while pwr.cr2.read().bits() & (1 << 16) == 0 && spins < 1_000_000 {
+            spins += 1;
+        }
+        cortex_m::asm::dsb();
+        core::slice::from_raw_parts_mut(BACKUP_SRAM as *mut u8, crate::bundle::NV_BYTES)
+    }
 }
 
 /// Clocks of D2 SRAM1, SRAM2 and SRAM3 (RCC_AHB2ENR bits 29-31).
@@ -129,8 +169,12 @@ fn start_clock(syst: &mut SYST) {
     syst.enable_counter();
 }
 
-fn report_fmc(_: &FmcNand) {
-    info!("FMC: NAND bank 3, 8-bit, ONFI timing mode 0 cycles (125 ns), R/B# on PD6");
+fn report_fmc(bus: &FmcNand) {
+    let t = bus.timing();
+    info!(
+        "FMC: NAND bank 3, 8-bit, ONFI timing mode {} (tWC {} ns, tRC {} ns), R/B# on PD6",
+        t.mode, t.t_wc, t.t_rc
+    );
 }
 
 fn run(bus: FmcNand) -> Result<(), Failed> {
@@ -142,6 +186,10 @@ fn run(bus: FmcNand) -> Result<(), Failed> {
         ),
         heads: static_slice!(#[link_section = ".sram1"] u32; LAYOUT.list_heads; LAYOUT.list_heads; 0),
         page_buf: static_slice!(#[link_section = ".sram1"] u8; LAYOUT.page_buf; LAYOUT.page_buf; 0),
+        #[cfg(feature = "cdm")]
+        attach: crate::bundle::AttachBuffers::new(backup_sram()),
+        #[cfg(not(feature = "cdm"))]
+        attach: crate::bundle::AttachBuffers::new(),
     };
     let test = TestBuffers {
         generations: static_slice!(
