@@ -160,6 +160,16 @@ where
         info!("features: none (baseline FTL)");
     }
     info!("policies: codec {}, {}, greedy GC", bundle::CODEC_NAME, bundle::CLASSIFIER_NAME);
+    #[cfg(feature = "dedup")]
+    info!(
+        "dedup: fingerprint store of {} entries ({} buckets), {} virtual pages; {} bytes of the platform's {} for \
+         deduplication",
+        bundle::DEDUP.buckets * bundle::DEDUP_K,
+        bundle::DEDUP.buckets,
+        bundle::DEDUP.virtual_pages,
+        bundle::DEDUP.bytes(),
+        crate::platform::DEDUP_RAM
+    );
     let overhead = calibrate();
     info!(
         "timer: {} ticks/s, 1 tick = {} {}; metering costs {}.{:03} ticks inside, {}.{:03} outside a call",
@@ -826,12 +836,68 @@ impl App<'_> {
         }
         self.gens[trim_from as usize..(trim_from + trim_len) as usize].fill(GEN_ZERO);
         self.verify_range(ftl, 0, region, "self-test overwrite+trim")?;
+        #[cfg(feature = "dedup")]
+        self.dedup_check(ftl, 0, region.min(64))?;
         if let Err(e) = api::flush(ftl) {
             error!("flush failed: {:?}", e);
             return Err(Failed);
         }
         info!("self-test: {} pages written, every third overwritten, {} trimmed: verified", region, trim_len);
         Ok(())
+    }
+
+    /// With `dedup`: writes one content to `count` logical pages from `from`, reads each back
+    /// exact, requires the FTL to have deduplicated some of them, then gives the pages their own
+    /// contents again (and verifies them).
+    #[cfg(feature = "dedup")]
+    fn dedup_check<B: OnfiBus>(
+        &mut self,
+        ftl: &mut AppFtl<'_, B>,
+        from: u32,
+        count: u32,
+    ) -> Result<(), Failed> {
+        let before = ftl.dedup_stats();
+        fill(self.wbuf, u32::MAX, 1);
+        for lpn in from..from + count {
+            if let Err(e) = api::write(ftl, lpn, self.wbuf) {
+                error!("dedup: write of logical page {} failed: {:?}", lpn, e);
+                return Err(Failed);
+            }
+        }
+        for lpn in from..from + count {
+            if let Err(e) = api::read(ftl, lpn, self.rbuf) {
+                error!("dedup: read of logical page {} failed: {:?}", lpn, e);
+                return Err(Failed);
+            }
+            if self.rbuf != self.wbuf {
+                error!("dedup: logical page {} does not hold the shared content", lpn);
+                return Err(Failed);
+            }
+        }
+        let after = ftl.dedup_stats();
+        let (probes, hits, dedup) = (
+            after.probes - before.probes,
+            after.hits - before.hits,
+            after.deduplicated - before.deduplicated,
+        );
+        info!(
+            "dedup: {} writes of one content: {} probes, {} hits, {} pages deduplicated, {} shared contents; all read \
+             back exact",
+            count,
+            probes,
+            hits,
+            dedup,
+            ftl.shared_contents()
+        );
+        if dedup == 0 {
+            error!("dedup: no page was deduplicated");
+            return Err(Failed);
+        }
+        let mut ticks = 0;
+        for lpn in from..from + count {
+            self.write(ftl, lpn, &mut ticks)?;
+        }
+        self.verify_range(ftl, from, from + count, "dedup: own contents again")
     }
 
     fn seq_write<B: OnfiBus>(&mut self, ftl: &mut AppFtl<'_, B>) -> Result<(), Failed> {

@@ -8,7 +8,7 @@
 //! | `eti` | the ETI extent classifier (hot/cold by write frequency per extent, [`ETI_EXTENTS`] extents) with hot and cold data on separate frontiers |
 //! | `wom` | refused on the board: the MT29F4G08 requires in-order programming, which second writes break |
 //! | `cdm` | cooperative data management with an NV page cache in [`NV_BYTES`] of non-volatile RAM (the STM32H743's backup SRAM on the board, battery-backed where VBAT is fitted; a RAM region under QEMU): [`NV_SLOTS`] page slot(s) |
-//! | `dedup` | compiled (sizes) but not in the bundle yet: the firmware logs so |
+//! | `dedup` | inline deduplication (CAFTL): SHA-1 fingerprints of every written page in a fingerprint store sized to the RAM the platform leaves ([`dedup_sizes`], `platform::DEDUP_RAM`), shared contents through virtual pages |
 //! | `crc-codec`, `null-codec` | measurement builds: CRC-32C only, or no codec |
 //!
 //! The map: [`AppMap`] (the flat map today). ftl-core's bounded-RAM map will replace it here.
@@ -27,12 +27,143 @@ compile_error!(
      whose chip model can drop the rule."
 );
 
-/// What the FTL attaches besides its map and memory: the NV cache with `cdm`, nothing otherwise.
+#[cfg(all(feature = "cdm", feature = "dedup"))]
+compile_error!("features `cdm` and `dedup` are not combined (ftl-core attaches one of them at a time)");
+
+/// What the FTL attaches besides its map and memory: the NV cache with `cdm`, the deduplication
+/// index and memory with `dedup`, nothing otherwise.
 #[cfg(feature = "cdm")]
 pub type Attach<'a> = ftl_core::cdm::NvCache<'a>;
-/// What the FTL attaches besides its map and memory: the NV cache with `cdm`, nothing otherwise.
-#[cfg(not(feature = "cdm"))]
+/// What the FTL attaches besides its map and memory (see the `cdm` variant).
+#[cfg(feature = "dedup")]
+pub type Attach<'a> = ftl_core::dedup::Dedup<'a>;
+/// What the FTL attaches besides its map and memory (see the `cdm` variant).
+#[cfg(not(any(feature = "cdm", feature = "dedup")))]
 pub type Attach<'a> = ();
+
+/// Entries per fingerprint-store bucket (4 KiB buckets).
+#[cfg(feature = "dedup")]
+pub const DEDUP_K: usize = ftl_policies::dedup::ENTRIES_4K;
+
+/// How the deduplication memory is split.
+#[cfg(feature = "dedup")]
+#[derive(Copy, Clone, Debug)]
+pub struct DedupSizes {
+    /// 4 KiB buckets of the fingerprint store (`DEDUP_K` entries each).
+    pub buckets: usize,
+    /// Segments of the store.
+    pub segments: usize,
+    /// Slots of the fingerprint-location table (a power of two above the entry capacity).
+    pub locations: usize,
+    /// Virtual pages (contents shared at once): one per store entry.
+    pub virtual_pages: usize,
+    /// Slots of the virtual map's reverse table.
+    pub reverse: usize,
+    /// Pending share records (one page of them).
+    pub pending: usize,
+}
+
+#[cfg(feature = "dedup")]
+impl DedupSizes {
+    /// Bytes of RAM these sizes take.
+    pub const fn bytes(&self) -> usize {
+        use core::mem::size_of;
+        self.buckets * (size_of::<ftl_policies::dedup::Bucket<DEDUP_K>>() + 4)
+            + self.segments * size_of::<ftl_policies::dedup::Segment>()
+            + self.locations * size_of::<ftl_core::dedup::table::Slot<ftl_policies::dedup::Fingerprint>>()
+            + self.virtual_pages * size_of::<ftl_core::dedup::vmap::VirtualEntry>()
+            + self.reverse * size_of::<ftl_core::dedup::table::Slot<u32>>()
+            + self.pending * size_of::<ftl_core::dedup::shares::ShareRecord>()
+    }
+}
+
+/// The largest deduplication memory (in whole buckets) that fits `budget` bytes for pages of
+/// `page_bytes`; at least one bucket (a platform whose budget is smaller fails to build: see
+/// [`DEDUP`]). No pre-hash table: every written page is fingerprinted with SHA-1.
+#[cfg(feature = "dedup")]
+pub const fn dedup_sizes(budget: usize, page_bytes: u32) -> DedupSizes {
+    let mut b = 1;
+    loop {
+        let next = dedup_sizes_for(b + 1, page_bytes);
+        if next.bytes() > budget {
+            return dedup_sizes_for(b, page_bytes);
+        }
+        b += 1;
+    }
+}
+
+#[cfg(feature = "dedup")]
+const fn dedup_sizes_for(buckets: usize, page_bytes: u32) -> DedupSizes {
+    let entries = buckets * DEDUP_K;
+    // A power of two above twice the entries (short probes).
+    let table = (2 * entries + 1).next_power_of_two();
+    DedupSizes {
+        buckets,
+        segments: if buckets < 1024 { buckets } else { 1024 },
+        locations: table,
+        virtual_pages: entries,
+        reverse: table,
+        pending: ftl_core::dedup::shares::page_capacity(page_bytes),
+    }
+}
+
+/// The deduplication memory of this platform (`platform::DEDUP_RAM` bytes, 2 KiB pages).
+#[cfg(feature = "dedup")]
+pub const DEDUP: DedupSizes = {
+    let s = dedup_sizes(crate::platform::DEDUP_RAM, 2048);
+    assert!(
+        s.bytes() <= crate::platform::DEDUP_RAM,
+        "DEDUP_RAM holds less than one 4 KiB bucket and its tables"
+    );
+    s
+};
+
+/// The platform's deduplication buffers (made by [`dedup_parts!`] in the platform's start-up,
+/// in the RAM section it chooses).
+#[cfg(feature = "dedup")]
+pub struct DedupParts {
+    /// See [`DedupSizes`].
+    pub buckets: &'static mut [ftl_policies::dedup::Bucket<DEDUP_K>],
+    /// One per bucket.
+    pub bucket_list: &'static mut [u32],
+    /// See [`DedupSizes`].
+    pub segments: &'static mut [ftl_policies::dedup::Segment],
+    /// See [`DedupSizes`].
+    pub locations: &'static mut [ftl_core::dedup::table::Slot<ftl_policies::dedup::Fingerprint>],
+    /// See [`DedupSizes`].
+    pub virtual_entries: &'static mut [ftl_core::dedup::vmap::VirtualEntry],
+    /// See [`DedupSizes`].
+    pub reverse: &'static mut [ftl_core::dedup::table::Slot<u32>],
+    /// See [`DedupSizes`].
+    pub pending: &'static mut [ftl_core::dedup::shares::ShareRecord],
+}
+
+/// `dedup_parts!(#[link_section = ...])`: the [`DedupParts`] of [`DEDUP`], in static buffers
+/// (in the given section). Expand once, in start-up.
+#[cfg(feature = "dedup")]
+macro_rules! dedup_parts {
+    ($(#[$attr:meta])*) => {{
+        use ftl_core::dedup::{shares::ShareRecord, table::Slot, vmap::VirtualEntry};
+        use ftl_policies::dedup::{Bucket, Fingerprint, Segment};
+        const S: $crate::bundle::DedupSizes = $crate::bundle::DEDUP;
+        $crate::bundle::DedupParts {
+            buckets: static_slice_of!(
+                $(#[$attr])* Bucket<{ $crate::bundle::DEDUP_K }>; S.buckets; S.buckets; Bucket::EMPTY
+            ),
+            bucket_list: static_slice!($(#[$attr])* u32; S.buckets; S.buckets; 0),
+            segments: static_slice!($(#[$attr])* Segment; S.segments; S.segments; Segment::EMPTY),
+            locations: static_slice!(
+                $(#[$attr])* Slot<Fingerprint>; S.locations; S.locations;
+                Slot { key: 0, value: Fingerprint([0; 20]) }
+            ),
+            virtual_entries: static_slice!(
+                $(#[$attr])* VirtualEntry; S.virtual_pages; S.virtual_pages; VirtualEntry::EMPTY
+            ),
+            reverse: static_slice!($(#[$attr])* Slot<u32>; S.reverse; S.reverse; Slot { key: 0, value: 0 }),
+            pending: static_slice!($(#[$attr])* ShareRecord; S.pending; S.pending; ShareRecord::EMPTY),
+        }
+    }};
+}
 
 /// Bytes of non-volatile RAM for the NV cache (the STM32H743's backup SRAM).
 #[cfg(feature = "cdm")]
@@ -51,8 +182,17 @@ pub const NV_SLOTS: u32 = {
     n
 };
 
-/// The memory of the attachments (the NV cache's region and its RAM index with `cdm`).
+/// The memory of the attachments (the NV cache's region and its RAM index with `cdm`; the
+/// content index and the virtual map with `dedup`).
 pub struct AttachBuffers {
+    #[cfg(feature = "dedup")]
+    index: ftl_policies::dedup::CaftlIndex<'static, DEDUP_K>,
+    #[cfg(feature = "dedup")]
+    virtual_entries: &'static mut [ftl_core::dedup::vmap::VirtualEntry],
+    #[cfg(feature = "dedup")]
+    reverse: &'static mut [ftl_core::dedup::table::Slot<u32>],
+    #[cfg(feature = "dedup")]
+    pending: &'static mut [ftl_core::dedup::shares::ShareRecord],
     #[cfg(feature = "cdm")]
     nvm: ftl_core::cdm::SliceNvm<'static>,
     #[cfg(feature = "cdm")]
@@ -63,9 +203,33 @@ pub struct AttachBuffers {
 
 impl AttachBuffers {
     /// No attachment.
-    #[cfg(not(feature = "cdm"))]
+    #[cfg(not(any(feature = "cdm", feature = "dedup")))]
     pub fn new() -> Self {
         AttachBuffers {}
+    }
+
+    /// The deduplication index over `p` (no pre-hash: every page gets a SHA-1); `None` if the
+    /// store refuses the sizes.
+    #[cfg(feature = "dedup")]
+    pub fn new(p: DedupParts) -> Option<Self> {
+        use ftl_policies::dedup::{Accel, CaftlIndex, FingerprintStore, StoreMemory};
+        let store = FingerprintStore::new(
+            StoreMemory {
+                buckets: p.buckets,
+                bucket_list: p.bucket_list,
+                segments: p.segments,
+                crc_slots: &mut [],
+            },
+            Accel::ALL,
+        )
+        .ok()?;
+        let index = CaftlIndex::new(store, false, p.locations).ok()?;
+        Some(AttachBuffers {
+            index,
+            virtual_entries: p.virtual_entries,
+            reverse: p.reverse,
+            pending: p.pending,
+        })
     }
 
     /// The NV cache over `nv` (non-volatile RAM, [`NV_BYTES`]; its content is kept). Call once,
@@ -87,7 +251,20 @@ impl AttachBuffers {
             use ftl_core::cdm::{NvCache, NvCacheConfig, NvPolicy};
             NvCache::new(&mut self.nvm, self.slots, self.index, NvCacheConfig::new(NvPolicy::Cdm)).ok()
         }
-        #[cfg(not(feature = "cdm"))]
+        #[cfg(feature = "dedup")]
+        {
+            use ftl_core::dedup::{Dedup, DedupMemory, DedupSettings};
+            Some(Dedup {
+                memory: DedupMemory {
+                    virtual_entries: &mut *self.virtual_entries,
+                    reverse_slots: &mut *self.reverse,
+                    pending: &mut *self.pending,
+                },
+                index: &mut self.index,
+                settings: DedupSettings::default(),
+            })
+        }
+        #[cfg(not(any(feature = "cdm", feature = "dedup")))]
         Some(())
     }
 }
@@ -211,7 +388,7 @@ pub const TECHNIQUES: [(&str, bool, bool); 5] = [
     ("flex-ecc", cfg!(feature = "flex-ecc"), true),
     ("eti", cfg!(feature = "eti"), true),
     ("wom", cfg!(feature = "wom"), false),
-    ("dedup", cfg!(feature = "dedup"), false),
+    ("dedup", cfg!(feature = "dedup"), true),
     ("cdm", cfg!(feature = "cdm"), true),
 ];
 

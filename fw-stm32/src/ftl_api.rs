@@ -37,7 +37,9 @@ pub fn mount<'a, B: OnfiBus>(
 ) -> Result<AppFtl<'a, B>, FtlError> {
     #[cfg(feature = "cdm")]
     return Ftl::mount_with_cache(nand, policies, map, mem, cfg, attach);
-    #[cfg(not(feature = "cdm"))]
+    #[cfg(feature = "dedup")]
+    return Ftl::mount_dedup(nand, policies, map, mem, cfg, attach);
+    #[cfg(not(any(feature = "cdm", feature = "dedup")))]
     {
         let () = attach;
         Ftl::mount(nand, policies, map, mem, cfg)
@@ -56,7 +58,9 @@ pub fn format<'a, B: OnfiBus>(
 ) -> Result<AppFtl<'a, B>, FtlError> {
     #[cfg(feature = "cdm")]
     return Ftl::format_with_cache(nand, policies, map, mem, cfg, attach);
-    #[cfg(not(feature = "cdm"))]
+    #[cfg(feature = "dedup")]
+    return Ftl::format_dedup(nand, policies, map, mem, cfg, attach);
+    #[cfg(not(any(feature = "cdm", feature = "dedup")))]
     {
         let () = attach;
         Ftl::format(nand, policies, map, mem, cfg)

@@ -24,6 +24,7 @@ mod log;
 mod mem;
 
 mod app;
+#[macro_use]
 mod bundle;
 mod codec_bench;
 mod ftl_api;

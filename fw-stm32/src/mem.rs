@@ -18,6 +18,26 @@ macro_rules! static_slice {
     }};
 }
 
+/// `static_slice_of!(#[attr]* T; CAPACITY; n; value)`: as `static_slice!` for a `T` that is not
+/// `Copy` (each element is `value`, a constant expression, evaluated per element).
+#[allow(unused_macros)]
+macro_rules! static_slice_of {
+    ($(#[$attr:meta])* $ty:ty; $cap:expr; $n:expr; $v:expr) => {{
+        $(#[$attr])*
+        static mut BUF: core::mem::MaybeUninit<[$ty; $cap]> = core::mem::MaybeUninit::uninit();
+        let n: usize = $n;
+        assert!(n <= $cap, "static buffer too small");
+        let p = core::ptr::addr_of_mut!(BUF).cast::<$ty>();
+        for i in 0..n {
+            // SAFETY: in bounds (n <= capacity); the start-up function that expands this runs
+            // once, so nothing else references BUF.
+            unsafe { p.add(i).write($v) };
+        }
+        // SAFETY: the first `n` elements were initialized above; exclusive as above.
+        unsafe { core::slice::from_raw_parts_mut(p, n) }
+    }};
+}
+
 /// Writes `v` to `n` elements from `p` and returns them as a slice.
 ///
 /// # Safety

@@ -65,6 +65,10 @@ const PAGE: usize = GEO.data_bytes as usize;
 /// The PSRAM.
 const MODEL_CAPACITY: usize = 16 << 20;
 
+/// RAM for deduplication (`dedup`): 512 KiB of the SSRAM.
+#[cfg(feature = "dedup")]
+pub const DEDUP_RAM: usize = 512 * 1024;
+
 /// Bit errors per 512-byte codeword injected by the chip model on every page read (0 with the
 /// `crc-codec` and `null-codec` measurement builds, which correct nothing).
 const READ_BIT_ERRORS: u8 = if cfg!(any(feature = "crc-codec", feature = "null-codec")) { 0 } else { 2 };
@@ -216,7 +220,12 @@ fn run() -> Result<(), Failed> {
         attach: crate::bundle::AttachBuffers::new(static_slice!(
             u8; crate::bundle::NV_BYTES; crate::bundle::NV_BYTES; 0
         )),
-        #[cfg(not(feature = "cdm"))]
+        #[cfg(feature = "dedup")]
+        attach: crate::bundle::AttachBuffers::new(dedup_parts!()).ok_or_else(|| {
+            error!("deduplication memory refused");
+            Failed
+        })?,
+        #[cfg(not(any(feature = "cdm", feature = "dedup")))]
         attach: crate::bundle::AttachBuffers::new(),
     };
     let test = TestBuffers {

@@ -118,6 +118,11 @@ fn configure_mpu(mpu: &mut MPU) {
     cortex_m::asm::isb();
 }
 
+/// RAM for deduplication (`dedup`): the 32 KiB of D2 SRAM3, all that the map, the FTL's tables
+/// and the test leave (one 4 KiB bucket of 141 fingerprints and its tables).
+#[cfg(feature = "dedup")]
+pub const DEDUP_RAM: usize = 32 * 1024;
+
 /// The backup SRAM (4 KiB, in the backup domain: kept in Standby and on VBAT with the backup
 /// regulator on).
 #[cfg(feature = "cdm")]
@@ -188,7 +193,14 @@ fn run(bus: FmcNand) -> Result<(), Failed> {
         page_buf: static_slice!(#[link_section = ".sram1"] u8; LAYOUT.page_buf; LAYOUT.page_buf; 0),
         #[cfg(feature = "cdm")]
         attach: crate::bundle::AttachBuffers::new(backup_sram()),
-        #[cfg(not(feature = "cdm"))]
+        #[cfg(feature = "dedup")]
+        attach: crate::bundle::AttachBuffers::new(dedup_parts!(#[link_section = ".sram3"])).ok_or_else(
+            || {
+                error!("deduplication memory refused");
+                Failed
+            },
+        )?,
+        #[cfg(not(any(feature = "cdm", feature = "dedup")))]
         attach: crate::bundle::AttachBuffers::new(),
     };
     let test = TestBuffers {
