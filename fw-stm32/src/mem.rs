@@ -5,22 +5,15 @@
 //! Each expansion owns its static, and every expansion in this crate is in a platform's
 //! start-up function, which runs once: so no two `&'static mut` to one buffer ever exist.
 
-/// `static_slice!(#[attr]* T; CAPACITY; n; value)`: see the module documentation.
+/// `static_slice!(#[attr]* T; CAPACITY; n; value)`: see the module documentation (`value` is
+/// evaluated once per element, so `T` need not be `Copy`).
 macro_rules! static_slice {
-    ($(#[$attr:meta])* $ty:ty; $cap:expr; $n:expr; $v:expr) => {{
-        $(#[$attr])*
-        static mut BUF: core::mem::MaybeUninit<[$ty; $cap]> = core::mem::MaybeUninit::uninit();
-        let n: usize = $n;
-        assert!(n <= $cap, "static buffer too small");
-        // SAFETY: the start-up function that expands this runs once, so this is the only
-        // reference to BUF; the first `n` elements are initialized before the slice is made.
-        unsafe { crate::mem::init_slice(core::ptr::addr_of_mut!(BUF).cast::<$ty>(), n, $v) }
-    }};
+    ($($t:tt)*) => {
+        static_slice_of!($($t)*)
+    };
 }
 
-/// `static_slice_of!(#[attr]* T; CAPACITY; n; value)`: as `static_slice!` for a `T` that is not
-/// `Copy` (each element is `value`, a constant expression, evaluated per element).
-#[allow(unused_macros)]
+/// The expansion of `static_slice!`.
 macro_rules! static_slice_of {
     ($(#[$attr:meta])* $ty:ty; $cap:expr; $n:expr; $v:expr) => {{
         $(#[$attr])*
@@ -36,17 +29,4 @@ macro_rules! static_slice_of {
         // SAFETY: the first `n` elements were initialized above; exclusive as above.
         unsafe { core::slice::from_raw_parts_mut(p, n) }
     }};
-}
-
-/// Writes `v` to `n` elements from `p` and returns them as a slice.
-///
-/// # Safety
-/// `p` must point to `n` writable elements that nothing else references, for `'static`.
-pub unsafe fn init_slice<T: Copy>(p: *mut T, n: usize, v: T) -> &'static mut [T] {
-    for i in 0..n {
-        // SAFETY: in bounds per the contract.
-        unsafe { p.add(i).write(v) };
-    }
-    // SAFETY: initialized above; exclusive per the contract.
-    unsafe { core::slice::from_raw_parts_mut(p, n) }
 }
