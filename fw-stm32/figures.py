@@ -46,7 +46,7 @@ def sizes(elf):
 
 
 #: Technique configurations run in QEMU (FW_FEATURES values); each has its log and ELF.
-TECHNIQUES = ["eti", "flex-ecc", "cdm", "dedup"]
+TECHNIQUES = ["eti", "flex-ecc", "cdm", "dedup", "wom"]
 
 
 def read_log(path):

@@ -292,6 +292,8 @@ where
         app.random_write(&mut ftl, w.gc_writes, app.hot_start, "gc-heavy")?;
         app.seq_read(&mut ftl, "verify-all")?;
         report_device(&mut ftl);
+        #[cfg(feature = "wom")]
+        wom_report(&ftl)?;
         end_of_life(ftl)?;
     }
     let mut nand = identify(nand.into_inner().release())?;
@@ -335,6 +337,27 @@ fn end_of_life<B: OnfiBus>(mut ftl: AppFtl<'_, B>) -> Result<(), Failed> {
     }
     api::unmount(ftl).map_err(|e| ftl_failed("unmount", e))?;
     info!("unmounted in {} us", ticks_to_us(now() - t0));
+    Ok(())
+}
+
+/// With `wom`: what second writes did; the run fails if none happened (the technique did not
+/// run) or if one was read back wrong (the verification phases would have failed first).
+#[cfg(feature = "wom")]
+fn wom_report<B: OnfiBus>(ftl: &AppFtl<'_, B>) -> Result<(), Failed> {
+    let s = ftl.reuse_stats().unwrap_or_default();
+    info!(
+        "wom: {} second writes ({} retries, {} encode failures), {} second-write reads, {} blocks recycled, {} pairs",
+        s.second_writes,
+        s.retries,
+        s.encode_failures,
+        s.second_reads,
+        s.recycled,
+        s.pairs
+    );
+    if s.second_writes == 0 {
+        error!("wom: no second write happened");
+        return Err(Failed);
+    }
     Ok(())
 }
 
@@ -530,7 +553,7 @@ where
 {
     let geo = nand.geometry();
     let mut data = [0u8; 4096];
-    let mut spare = [0u8; 256];
+    let mut spare = [0u8; 512];
     let (db, sb) = (geo.data_bytes as usize, geo.spare_bytes as usize);
     if db > data.len() || sb > spare.len() {
         error!("page of {}+{} bytes too large for the blank check", db, sb);

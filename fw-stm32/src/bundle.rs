@@ -6,7 +6,7 @@
 //! | (default) | BCH t = 4 per 512 B + CRC-32C ([`Codec`]), tables in flash; request-size classifier, one host stream |
 //! | `flex-ecc` | FlexECC's codec (a format tag, then the same BCH + CRC, or CRC only for pages the FTL marks clean; the firmware has no backing store, so its pages are all written correcting) |
 //! | `eti` | the ETI extent classifier (hot/cold by write frequency per extent, [`ETI_EXTENTS`] extents) with hot and cold data on separate frontiers |
-//! | `wom` | refused on the board: the MT29F4G08 requires in-order programming, which second writes break |
+//! | `wom` | refused on the board: the MT29F4G08 requires in-order programming, which second writes break; under QEMU, Reusable SSD's second writes with the polar WOM code (N = 2^16, BCH t = 4 over each half's second-write bytes) on a chip model without the in-order rule |
 //! | `cdm` | cooperative data management with an NV page cache in [`NV_BYTES`] of non-volatile RAM (the STM32H743's backup SRAM on the board, battery-backed where VBAT is fitted; a RAM region under QEMU): [`NV_SLOTS`] page slot(s) |
 //! | `dedup` | inline deduplication (CAFTL): SHA-1 fingerprints of every written page in a fingerprint store sized to the RAM the platform leaves ([`dedup_sizes`], `platform::DEDUP_RAM`), shared contents through virtual pages |
 //! | `crc-codec`, `null-codec` | measurement builds: CRC-32C only, or no codec |
@@ -27,8 +27,14 @@ compile_error!(
      whose chip model can drop the rule."
 );
 
-#[cfg(all(feature = "cdm", feature = "dedup"))]
-compile_error!("features `cdm` and `dedup` are not combined (ftl-core attaches one of them at a time)");
+#[cfg(any(
+    all(feature = "cdm", feature = "dedup"),
+    all(feature = "cdm", feature = "wom"),
+    all(feature = "dedup", feature = "wom")
+))]
+compile_error!(
+    "features `cdm`, `dedup` and `wom` are not combined (ftl-core attaches one of them at a time)"
+);
 
 /// What the FTL attaches besides its map and memory: the NV cache with `cdm`, the deduplication
 /// index and memory with `dedup`, nothing otherwise.
@@ -38,8 +44,53 @@ pub type Attach<'a> = ftl_core::cdm::NvCache<'a>;
 #[cfg(feature = "dedup")]
 pub type Attach<'a> = ftl_core::dedup::Dedup<'a>;
 /// What the FTL attaches besides its map and memory (see the `cdm` variant).
-#[cfg(not(any(feature = "cdm", feature = "dedup")))]
+#[cfg(feature = "wom")]
+pub type Attach<'a> = ftl_core::reuse::Reuse<'a>;
+/// What the FTL attaches besides its map and memory (see the `cdm` variant).
+#[cfg(not(any(feature = "cdm", feature = "dedup", feature = "wom")))]
 pub type Attach<'a> = ();
+
+/// Words of the polar WOM code's blocks (N up to 2^16).
+#[cfg(feature = "wom")]
+pub const POLAR_W: usize = 1024;
+
+/// The second-write codec: the polar WOM page codec, BCH t = 4 (the flash tables) over each
+/// half's second-write bytes, its 64 KiB scratch and two raw pages in static buffers.
+#[cfg(feature = "wom")]
+pub type SecondWrite = ftl_policies::wom::WomSecondWrite<
+    POLAR_W,
+    0,
+    BchPageCodec,
+    &'static mut ftl_policies::wom::WomScratch<POLAR_W, 0>,
+    &'static mut [u8],
+>;
+
+/// The second-write codec for `geo`, whose first writes use `first_spare` spare bytes (metadata
+/// and page codec): the lowest-rate polar code at N = 2^16 with two attempts that fits the spare
+/// left, its BCH sized to what the code protects. Call once, from start-up.
+#[cfg(feature = "wom")]
+fn second_write(geo: &Geometry, first_spare: usize) -> Option<SecondWrite> {
+    use ftl_core::policy::PageCodec;
+    use ftl_policies::wom::{fitted_codec, ftl_layout, WomScratch, WomSecondWrite};
+    const PAGE: usize = crate::platform::GEO.raw_page_bytes() as usize;
+    let layout = ftl_layout(geo, first_spare)?;
+    let cw = geo.ecc.codeword_bytes as usize;
+    // The ECC's length depends on the bytes it protects, which depend on the fitted code.
+    let mut ecc_len = 0;
+    for _ in 0..4 {
+        let codec = fitted_codec::<POLAR_W>(layout, 16, 2, 1, ecc_len).ok()?;
+        let ecc = BchPageCodec::with_tables(&BCH, cw, codec.plan().protected_len).ok()?;
+        if ecc.spare_len() != ecc_len {
+            ecc_len = ecc.spare_len();
+            continue;
+        }
+        let scratch = &mut static_slice_of!(WomScratch<POLAR_W, 0>; 1; 1; WomScratch::new())[0];
+        let a = static_slice!(u8; PAGE; PAGE; 0);
+        let b = static_slice!(u8; PAGE; PAGE; 0);
+        return WomSecondWrite::new(codec, ecc, scratch, a, b).ok();
+    }
+    None
+}
 
 /// Entries per fingerprint-store bucket (4 KiB buckets).
 #[cfg(feature = "dedup")]
@@ -193,6 +244,10 @@ pub struct AttachBuffers {
     reverse: &'static mut [ftl_core::dedup::table::Slot<u32>],
     #[cfg(feature = "dedup")]
     pending: &'static mut [ftl_core::dedup::shares::ShareRecord],
+    #[cfg(feature = "wom")]
+    wom: SecondWrite,
+    #[cfg(feature = "wom")]
+    reuse: WomMemory,
     #[cfg(feature = "cdm")]
     nvm: ftl_core::cdm::SliceNvm<'static>,
     #[cfg(feature = "cdm")]
@@ -201,9 +256,43 @@ pub struct AttachBuffers {
     index: &'static mut [u32],
 }
 
+/// The second writes' own memory.
+#[cfg(feature = "wom")]
+struct WomMemory {
+    second: &'static mut [u32],
+    pair: &'static mut [u32],
+    state: &'static mut [u8],
+    page_a: &'static mut [u8],
+    page_b: &'static mut [u8],
+    page_c: &'static mut [u8],
+    cfg: ftl_core::reuse::ReuseConfig,
+}
+
 impl AttachBuffers {
+    /// Second writes on the platform's chip (`crate::platform::GEO`) with FTL configuration
+    /// `cfg`; `None` if no polar code fits its spare. Call once, from start-up.
+    #[cfg(feature = "wom")]
+    pub fn new(cfg: &ftl_core::Config) -> Option<Self> {
+        use ftl_core::policy::PageCodec;
+        const GEO: Geometry = crate::platform::GEO;
+        const LAY: ftl_core::reuse::ReuseLayout = ftl_core::reuse::ReuseLayout::new(&GEO);
+        let first_spare = ftl_core::meta::META_LEN + codec(&GEO)?.spare_len();
+        Some(AttachBuffers {
+            wom: second_write(&GEO, first_spare)?,
+            reuse: WomMemory {
+                second: static_slice!(u32; LAY.second_words; LAY.second_words; 0),
+                pair: static_slice!(u32; LAY.blocks; LAY.blocks; u32::MAX),
+                state: static_slice!(u8; LAY.blocks; LAY.blocks; 0),
+                page_a: static_slice!(u8; LAY.page_buf; LAY.page_buf; 0),
+                page_b: static_slice!(u8; LAY.page_buf; LAY.page_buf; 0),
+                page_c: static_slice!(u8; LAY.page_buf; LAY.page_buf; 0),
+                cfg: ftl_core::reuse::ReuseConfig::paper(&GEO, cfg),
+            },
+        })
+    }
+
     /// No attachment.
-    #[cfg(not(any(feature = "cdm", feature = "dedup")))]
+    #[cfg(not(any(feature = "cdm", feature = "dedup", feature = "wom")))]
     pub fn new() -> Self {
         AttachBuffers {}
     }
@@ -264,7 +353,24 @@ impl AttachBuffers {
                 settings: DedupSettings::default(),
             })
         }
-        #[cfg(not(any(feature = "cdm", feature = "dedup")))]
+        #[cfg(feature = "wom")]
+        {
+            use ftl_core::reuse::{Reuse, ReuseMemory};
+            let m = &mut self.reuse;
+            Some(Reuse::new(
+                &mut self.wom,
+                ReuseMemory {
+                    second: &mut *m.second,
+                    pair: &mut *m.pair,
+                    state: &mut *m.state,
+                    page_a: &mut *m.page_a,
+                    page_b: &mut *m.page_b,
+                    page_c: &mut *m.page_c,
+                },
+                m.cfg,
+            ))
+        }
+        #[cfg(not(any(feature = "cdm", feature = "dedup", feature = "wom")))]
         Some(())
     }
 }
@@ -387,7 +493,7 @@ pub const CLASSIFIER_NAME: &str = if cfg!(feature = "eti") {
 pub const TECHNIQUES: [(&str, bool, bool); 5] = [
     ("flex-ecc", cfg!(feature = "flex-ecc"), true),
     ("eti", cfg!(feature = "eti"), true),
-    ("wom", cfg!(feature = "wom"), false),
+    ("wom", cfg!(feature = "wom"), true),
     ("dedup", cfg!(feature = "dedup"), true),
     ("cdm", cfg!(feature = "cdm"), true),
 ];

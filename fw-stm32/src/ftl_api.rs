@@ -39,7 +39,9 @@ pub fn mount<'a, B: OnfiBus>(
     return Ftl::mount_with_cache(nand, policies, map, mem, cfg, attach);
     #[cfg(feature = "dedup")]
     return Ftl::mount_dedup(nand, policies, map, mem, cfg, attach);
-    #[cfg(not(any(feature = "cdm", feature = "dedup")))]
+    #[cfg(feature = "wom")]
+    return Ftl::mount_reusable(nand, policies, map, mem, cfg, attach);
+    #[cfg(not(any(feature = "cdm", feature = "dedup", feature = "wom")))]
     {
         let () = attach;
         Ftl::mount(nand, policies, map, mem, cfg)
@@ -60,7 +62,9 @@ pub fn format<'a, B: OnfiBus>(
     return Ftl::format_with_cache(nand, policies, map, mem, cfg, attach);
     #[cfg(feature = "dedup")]
     return Ftl::format_dedup(nand, policies, map, mem, cfg, attach);
-    #[cfg(not(any(feature = "cdm", feature = "dedup")))]
+    #[cfg(feature = "wom")]
+    return Ftl::format_reusable(nand, policies, map, mem, cfg, attach);
+    #[cfg(not(any(feature = "cdm", feature = "dedup", feature = "wom")))]
     {
         let () = attach;
         Ftl::format(nand, policies, map, mem, cfg)

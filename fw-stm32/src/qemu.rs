@@ -35,6 +35,7 @@ pub const UNIT: &str = "instr";
 pub const UNITS_PER_TICK: u64 = 5;
 
 /// The chip model's shape.
+#[cfg(not(feature = "wom"))]
 pub const GEO: Geometry = Geometry {
     data_bytes: 2048,
     spare_bytes: 64,
@@ -48,9 +49,31 @@ pub const GEO: Geometry = Geometry {
     endurance: 100_000,
 };
 
+/// With `wom`: a chip without the in-order rule (pages of a block programmable in any order, as
+/// second writes need) and with a spare large enough for them: 4096 + 368-byte pages (the
+/// project's WOM test geometry), 64 pages per block, 2 planes of 20 blocks (10 MiB of data).
+#[cfg(feature = "wom")]
+pub const GEO: Geometry = Geometry {
+    data_bytes: 4096,
+    spare_bytes: 368,
+    pages_per_block: 64,
+    blocks_per_plane: 20,
+    planes_per_lun: 2,
+    luns: 1,
+    nop: 4,
+    sequential_program: false,
+    ecc: EccRequirement { bits: 4, codeword_bytes: 512 },
+    endurance: 100_000,
+};
+
 /// 4 MiB of logical capacity: half the raw pages, two thirds of what is left after the FTL's
 /// reserves.
+#[cfg(not(feature = "wom"))]
 const LOGICAL_PAGES: u32 = 2048;
+/// With `wom`: 4 MiB of logical capacity, 40 % of the raw pages (the rest is where GC recycles
+/// blocks for second writes).
+#[cfg(feature = "wom")]
+const LOGICAL_PAGES: u32 = 1024;
 
 /// Defaults, with wear leveling made eager enough to act within a CI run.
 const CONFIG: Config = {
@@ -140,13 +163,13 @@ fn foreign_chip_check(
         Failed
     })?;
     let geo = nand.geometry();
-    let block = BlockId(30);
+    let block = BlockId(GEO.blocks_per_plane - 2);
     let mut data = [0u8; PAGE];
     for (i, b) in data.iter_mut().enumerate() {
         *b = i as u8 ^ 0x5A;
     }
-    let spare = [0xFFu8; 64];
-    let r = nand.program_page(geo.page(block, 0), &data, &spare[..geo.spare_bytes as usize]);
+    let spare = [0xFFu8; GEO.spare_bytes as usize];
+    let r = nand.program_page(geo.page(block, 0), &data, &spare);
     if let Err(e) = r {
         error!("foreign-chip check: program: {:?}", e);
         return Err(Failed);
@@ -225,7 +248,12 @@ fn run() -> Result<(), Failed> {
             error!("deduplication memory refused");
             Failed
         })?,
-        #[cfg(not(any(feature = "cdm", feature = "dedup")))]
+        #[cfg(feature = "wom")]
+        attach: crate::bundle::AttachBuffers::new(&CONFIG).ok_or_else(|| {
+            error!("no polar WOM code fits the chip model's spare");
+            Failed
+        })?,
+        #[cfg(not(any(feature = "cdm", feature = "dedup", feature = "wom")))]
         attach: crate::bundle::AttachBuffers::new(),
     };
     let test = TestBuffers {

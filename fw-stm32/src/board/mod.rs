@@ -200,7 +200,7 @@ fn run(bus: FmcNand) -> Result<(), Failed> {
                 Failed
             },
         )?,
-        #[cfg(not(any(feature = "cdm", feature = "dedup")))]
+        #[cfg(not(any(feature = "cdm", feature = "dedup", feature = "wom")))]
         attach: crate::bundle::AttachBuffers::new(),
     };
     let test = TestBuffers {
