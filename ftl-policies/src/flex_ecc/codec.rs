@@ -299,7 +299,13 @@ impl<const FIELD: usize, const WORDS: usize, S: Borrow<Bch<FIELD, WORDS>>> BchCo
             }
             total += locs.len() as u32;
         }
-        let page_crc = if data_fixed { crc32c(data) } else { !c };
+        let page_crc = if data_fixed {
+            let mut c2 = !0u32;
+            fast::update_crc(&mut c2, data);
+            !c2
+        } else {
+            !c
+        };
         if page_crc ^ self.crc_mask != u32::from_le_bytes(crc) {
             return Err(CodecError::Uncorrectable);
         }
