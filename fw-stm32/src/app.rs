@@ -538,6 +538,12 @@ where
                  cargo feature `format-foreign` (or `force-format`)",
                 n
             );
+            if cfg!(feature = "cdm") {
+                error!(
+                    "(with cdm this is also what an FTL image whose NV cache was lost looks like: the backup \
+                     SRAM lost power without VBAT; formatting would lose the pages only the cache held)"
+                );
+            }
             Err(Failed)
         }
     }
