@@ -64,6 +64,15 @@ def technique_rows(name):
         rows.append((f"{name}: {phase}: FTL + ONFI driver + codec, instr per host page", int(m.group(2)) + int(m.group(3)) + int(m.group(4)), "instr", "-"))
     q = sizes(os.path.join(TARGET, f"qemu-{name}.elf"))
     rows.append((f"{name}: QEMU build, FTL core + HAL + ONFI driver + codec, .text bytes", q["ftl"], "bytes", "-"))
+    # What shows that the technique ran.
+    checks = {
+        "dedup": (r"(\d+) pages deduplicated", "dedup: pages deduplicated of 64 writes of one content", "> 0"),
+        "cdm": (r"(\d+) slots restored", "cdm: NV cache slots restored after the simulated reset", "> 0"),
+        "wom": (r"wom: (\d+) second writes", "wom: second writes in the QEMU run", "> 0"),
+    }
+    if name in checks:
+        pattern, label, target = checks[name]
+        rows.append((label, int(re.search(pattern, log).group(1)), "instr", target))
     return rows
 
 
