@@ -84,10 +84,13 @@ impl Image {
         &mut self.bytes[at..at + n]
     }
 
-    /// Spare areas then data areas, page after page: the array as one byte range.
-    pub fn array_mut(&mut self) -> &mut [u8] {
-        let end = self.bytes.len() - 4;
-        &mut self.bytes[self.spare_at..end]
+    /// Whether page `p` is erased (every byte of its spare and data 0xFF).
+    pub fn is_erased(&self, p: u32) -> bool {
+        let g = geometry();
+        let (s, d) = (g.spare_bytes as usize, g.data_bytes as usize);
+        let spare = &self.bytes[self.spare_at + p as usize * s..][..s];
+        let data = &self.bytes[self.data_at + p as usize * d..][..d];
+        spare.iter().chain(data).all(|&b| b == 0xFF)
     }
 
     /// Loads the image after its checksum is recomputed over the patched body.
@@ -133,9 +136,9 @@ pub fn base_image() -> &'static Image {
 }
 
 /// `FTL_FUZZ_STRICT=1`: a device that mounted and flushed must also remount and read back what
-/// was flushed without an error (guarantee 1 held on damaged images too; it does not today, see
-/// `fuzz/artifacts-known/README.md`).
-fn strict() -> bool {
+/// was flushed without an error, whatever was damaged (guarantee 1 held on damaged images too;
+/// it does not today, see `fuzz/artifacts-known/README.md`).
+pub fn strict() -> bool {
     static STRICT: OnceLock<bool> = OnceLock::new();
     *STRICT.get_or_init(|| std::env::var_os("FTL_FUZZ_STRICT").is_some_and(|v| v == "1"))
 }
