@@ -544,7 +544,9 @@ fn chain(mut log: &[u8]) -> (u64, u64) {
 }
 
 /// Valid batches after a bad one at the start of `rest`: first where its length says the next
-/// one starts, then (its length may be the damaged part) at every later offset.
+/// one starts, then (its length may be the damaged part) at every later offset. The scan hashes
+/// at most 8 times `rest` plus 64 MiB (data whose every offset looks like a long batch would
+/// otherwise cost quadratic time); past that budget nothing is found, as before this check.
 fn valid_after_bad(rest: &[u8]) -> (u64, u64) {
     if rest.len() >= 8 {
         let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
@@ -555,6 +557,7 @@ fn valid_after_bad(rest: &[u8]) -> (u64, u64) {
             }
         }
     }
+    let mut budget = 8 * rest.len() as u64 + (64 << 20);
     (1..rest.len().saturating_sub(8))
         .filter(|&i| {
             // Cheap filters before the CRC: a plausible length and a first record's op and outcome.
@@ -562,7 +565,11 @@ fn valid_after_bad(rest: &[u8]) -> (u64, u64) {
             let len = u32::from_le_bytes([r[0], r[1], r[2], r[3]]) as usize;
             (6..=r.len() - 8).contains(&len) && (OP_PROGRAM..=OP_MARK_BAD).contains(&r[8]) && r[13] <= 1
         })
-        .map(|i| chain(&rest[i..]))
+        .map_while(|i| {
+            let len = u32::from_le_bytes([rest[i], rest[i + 1], rest[i + 2], rest[i + 3]]) as u64;
+            budget = budget.checked_sub(len)?;
+            Some(chain(&rest[i..]))
+        })
         .find(|found| found.0 > 0)
         .unwrap_or((0, 0))
 }
@@ -853,6 +860,19 @@ mod tests {
         fs::remove_file(log_path(&path)).unwrap();
         assert_eq!(refusal(&path), LogState::Missing);
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_scan_for_batches_after_damage_is_bounded() {
+        // A torn batch of 1 MiB of page data in which every fourth offset looks like the start of
+        // a 512 KiB batch: an unbounded scan would hash 128 GiB. It is a torn tail, nothing more.
+        let mut body = Vec::new();
+        body.extend_from_slice(&(4u32 << 20).to_le_bytes());
+        body.extend_from_slice(&[0; 4]);
+        body.extend((0..1 << 20).map(|i| [1u8, 0, 8, 0][i % 4]));
+        let mut emu = Emulator::new(EmulatorConfig::new(geometry())).unwrap();
+        let (ops, state) = replay(&mut emu, &body).unwrap();
+        assert_eq!((ops, state), (0, LogState::Replayed { torn_tail: body.len() as u64 }));
     }
 
     #[test]
