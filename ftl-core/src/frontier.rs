@@ -29,6 +29,8 @@ use crate::{Error, Ftl};
 
 /// Streams (open blocks) per plane.
 pub const STREAMS: usize = 3;
+// `Ftl::resumed` holds one bit per frontier.
+const _: () = assert!(crate::config::MAX_TOTAL_PLANES * STREAMS <= 64);
 const NIL: u32 = u32::MAX;
 /// Programs tried for one page before giving up.
 pub(crate) const MAX_PROGRAM_ATTEMPTS: u32 = 8;
@@ -291,9 +293,30 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// The next page of a frontier, opening a block if it has none. When `plane` cannot supply a
     /// block (no free block left, or erase failures retired the last ones), the page comes from
     /// the same stream in another plane (see [`Self::spill_target`]).
+    ///
+    /// In a block mount resumed, each page's metadata area is read first: a page there that is not
+    /// erased (a damaged or foreign image; cuts cannot leave one after an erased page) closes the
+    /// block instead of being programmed over, which would garble what is written (the chip ANDs
+    /// the new bits into the old) and lose a write acknowledged as flushed.
     fn take_page(&mut self, plane: u32, stream: Stream) -> Result<PageId, Error> {
-        let plane = self.open_somewhere(plane, stream)?;
-        let f = &mut self.frontiers[Self::frontier_index(plane, stream)];
+        let (plane, i) = loop {
+            let plane = self.open_somewhere(plane, stream)?;
+            let i = Self::frontier_index(plane, stream);
+            if self.resumed & (1 << i) == 0 {
+                break (plane, i);
+            }
+            let f = self.frontiers[i];
+            let mut meta = [0u8; META_LEN];
+            self.counters.nand_reads += 1;
+            self.nand.read_spare(self.geo.page(BlockId(f.block), f.next_page), &mut meta)?;
+            if meta.iter().all(|&b| b == 0xFF) {
+                break (plane, i);
+            }
+            self.resumed &= !(1 << i);
+            self.close_block(BlockId(f.block));
+        };
+        let _ = plane;
+        let f = &mut self.frontiers[i];
         let block = BlockId(f.block);
         let page = self.geo.page(block, f.next_page);
         f.next_page += 1;
@@ -388,7 +411,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     fn open_block(&mut self, plane: u32, stream: Stream) -> Result<(), Error> {
         let b = self.alloc_block(plane)?;
         self.blocks.set_state(b, BlockState::Open);
-        self.frontiers[Self::frontier_index(plane, stream)] = Frontier { block: b.0, next_page: 0 };
+        let i = Self::frontier_index(plane, stream);
+        self.frontiers[i] = Frontier { block: b.0, next_page: 0 };
+        self.resumed &= !(1 << i);
         self.ckpt.blocks_since += 1;
         Ok(())
     }

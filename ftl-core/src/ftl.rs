@@ -58,6 +58,9 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     pub(crate) ckpt: CheckpointState,
     /// Pages failed programs left unvoided, settled before the next program.
     pub(crate) torn: crate::frontier::TornPages,
+    /// Frontiers (bit per frontier index) whose block mount resumed: their pages are checked
+    /// erased before they are programmed (see `frontier::take_page`).
+    pub(crate) resumed: u64,
     pub(crate) wear: WearState,
     pub(crate) next_plane: u32,
     pub(crate) counters: Counters,
@@ -109,6 +112,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             seq: 1,
             ckpt: CheckpointState::default(),
             torn: crate::frontier::TornPages::NONE,
+            resumed: 0,
             wear: WearState::default(),
             next_plane: 0,
             counters: Counters::default(),

@@ -106,6 +106,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.frontiers = [Frontier::NONE; crate::config::MAX_TOTAL_PLANES * crate::frontier::STREAMS];
         self.trims.clear();
         self.torn = crate::frontier::TornPages::NONE;
+        self.resumed = 0;
         #[cfg(feature = "wom")]
         self.reuse_reset();
 
@@ -523,7 +524,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         // closed.
         if voided && next < self.geo.pages_per_block {
             self.blocks.set_state(b, BlockState::Open);
-            self.frontiers[Self::frontier_index(plane, stream)] = Frontier { block: b.0, next_page: next };
+            let i = Self::frontier_index(plane, stream);
+            self.frontiers[i] = Frontier { block: b.0, next_page: next };
+            self.resumed |= 1 << i;
         }
         Ok(voided)
     }

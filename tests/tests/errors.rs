@@ -770,3 +770,59 @@ fn sequence_numbers_near_the_limit_are_corrupt() {
         }
     }
 }
+
+/// Regression (found by the `mount` fuzz target, `fuzz/artifacts-known/`): mount resumes an open
+/// block at its first erased page. A later page of that block holding garbage (a damaged or
+/// foreign image: power cuts cannot leave one, and this device allows any program order, so the
+/// chip does not refuse) was programmed over, which garbled the new page: the next mount failed
+/// with `Corrupt` or returned an older version of a flushed write (here: a flushed trim's
+/// journal page is garbled, and the trimmed page comes back). Now the block is closed when its
+/// next page's metadata area is not erased, and every flushed write and trim survives.
+#[test]
+fn garbage_past_a_resumed_frontier_is_not_programmed_over() {
+    let geo = Geometry { sequential_program: false, ..geometry(8, 16, 2) };
+    let cfg = Config::with_logical_pages(&geo, 64);
+    let mut emu = Emulator::new(EmulatorConfig::new(geo)).unwrap();
+    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut model = Model::new(cfg.logical_pages);
+    let write = |f: &mut ftl_tests::TestFtl<'_, &mut Emulator>, model: &mut Model, lpn: u32| {
+        let id = model.write(lpn, 1)[0];
+        f.write(lpn, &page(lpn, id)).unwrap();
+    };
+    {
+        let mut f = format(&mut emu, &mut mem, cfg).unwrap();
+        for lpn in 0..5 {
+            write(&mut f, &mut model, lpn);
+        }
+        f.flush().unwrap();
+        model.flush();
+    } // dropped: a cut between operations
+      // Garbage metadata two pages past the first erased page of every partly written block.
+    let ppb = geo.pages_per_block;
+    let mut planted = 0;
+    for b in 0..geo.total_blocks() {
+        let programmed =
+            (0..ppb).filter(|&p| emu.program_count(geo.page(BlockId(b), p)) != Some(0)).count() as u32;
+        if programmed > 0 && programmed + 2 < ppb {
+            emu.program_page(geo.page(BlockId(b), programmed + 2), &[], &[0x5A; META_LEN]).unwrap();
+            planted += 1;
+        }
+    }
+    assert!(planted > 0);
+    {
+        // Mount resumes the partly written blocks as GC frontiers, where journal pages go: each
+        // trim made durable by its own flush lands on the next page of a resumed block.
+        let mut f = mount(&mut emu, &mut mem, cfg).unwrap();
+        for lpn in 0..5 {
+            model.trim(lpn, 1);
+            f.trim(lpn, 1).unwrap();
+            f.flush().unwrap();
+            model.flush();
+            write(&mut f, &mut model, 10 + lpn);
+        }
+        f.flush().unwrap();
+        model.flush();
+    } // another cut between operations
+    let mut f = mount(&mut emu, &mut mem, cfg).unwrap();
+    verify_all(&mut f, &model).unwrap().unwrap();
+}
