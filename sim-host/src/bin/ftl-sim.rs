@@ -205,6 +205,10 @@ struct RunOpts {
     /// Ignore trace times and replay closed loop.
     #[arg(long)]
     closed_loop: bool,
+    /// GC pacing: on (a copy budget per host write, the default) or off (whole victims when a
+    /// host block opens in a plane below its free reserve).
+    #[arg(long, default_value = "on")]
+    gc_pacing: String,
     /// Write the JSON report here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -502,6 +506,11 @@ fn base_config(
         dedup: DedupOptions::default(),
         flex: FlexSimConfig::default(),
         wom_recycle_max_valid_permille: opts.wom_recycle_max_valid,
+        gc_pacing: match opts.gc_pacing.as_str() {
+            "on" => true,
+            "off" => false,
+            other => return Err(format!("--gc-pacing {other}: expected on or off")),
+        },
     };
     if opts.wom_recycle_max_valid > 1000 {
         return Err(format!(
@@ -838,6 +847,7 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         precondition: "eti".into(),
         queue_depth: 8,
         closed_loop: true,
+        gc_pacing: "on".into(),
         json: Some(out.join("heimdall1370_compare.json")),
         plots: Some(out.join("heimdall1370_plots")),
         quiet: false,
