@@ -7,10 +7,12 @@ if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo not found; install Rust with rustup first" >&2
   exit 1
 fi
-# The no_std crates are built for the Cortex-M7 of the board.
-if ! rustup target list --installed | grep -qx thumbv7em-none-eabihf; then
-  rustup target add thumbv7em-none-eabihf
-fi
+# The no_std crates are built for the Cortex-M7 of the board and for Cortex-M0+ (RP2040 class).
+for t in thumbv7em-none-eabihf thumbv6m-none-eabi; do
+  if ! rustup target list --installed | grep -qx "$t"; then
+    rustup target add "$t"
+  fi
+done
 for c in clippy rustfmt; do
   if ! rustup component list --installed | grep -q "^$c"; then
     rustup component add "$c"
@@ -23,6 +25,9 @@ missing_pkgs=()
 command -v qemu-io >/dev/null 2>&1 && command -v qemu-img >/dev/null 2>&1 || missing_pkgs+=(qemu-utils)
 command -v fsck.fat >/dev/null 2>&1 || missing_pkgs+=(dosfstools)
 command -v mdir >/dev/null 2>&1 && command -v mcopy >/dev/null 2>&1 || missing_pkgs+=(mtools)
+# The SCSI handler's replies and sense data are decoded by sg3-utils (sg_inq, sg_vpd,
+# sg_decode_sense) in ftl-block/tests/scsi.rs.
+command -v sg_inq >/dev/null 2>&1 && command -v sg_vpd >/dev/null 2>&1 && command -v sg_decode_sense >/dev/null 2>&1 || missing_pkgs+=(sg3-utils)
 if [ ${#missing_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then apt_get=(apt-get); else apt_get=(sudo apt-get); fi
   "${apt_get[@]}" update

@@ -230,6 +230,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             }
         }
         self.ckpt = crate::checkpoint::CheckpointState { seq: ckpt_seq, blocks_since: 0 };
+        // Pages failed programs left unvoided are older than this checkpoint: no mount replays them.
+        self.torn = crate::frontier::TornPages::NONE;
         self.blocks.clear_flags_everywhere(FLAG_LIVE_JOURNAL);
         self.trims.clear();
         #[cfg(feature = "dedup")]

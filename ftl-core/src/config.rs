@@ -47,17 +47,32 @@ impl Config {
         Self::with_logical_pages(geometry, logical)
     }
 
-    /// Defaults around an explicit logical capacity.
+    /// Defaults around an explicit logical capacity. The checkpoint interval is 64 blocks, or the
+    /// most [`Config::max_checkpoint_interval`] allows for the geometry's planes if that is less.
     pub const fn with_logical_pages(geometry: &Geometry, logical_pages: u32) -> Config {
-        let planes = geometry.planes_per_lun * geometry.luns;
+        let planes = geometry.planes_per_lun.saturating_mul(geometry.luns);
         let ckpt_blocks = checkpoint_blocks(geometry, logical_pages);
+        let max_interval = Self::max_checkpoint_interval(planes);
         Config {
             logical_pages,
             gc_free_threshold: 2 + ckpt_blocks.div_ceil(if planes == 0 { 1 } else { planes }),
             wear_spread_limit: 256,
             wear_check_interval: 64,
-            checkpoint_interval_blocks: 64,
+            checkpoint_interval_blocks: if max_interval < 64 { max_interval } else { 64 },
         }
+    }
+
+    /// Blocks a mount may have to replay beyond the checkpoint interval with `planes` device-wide
+    /// planes: the frontiers the checkpoint recorded plus the blocks opened after a checkpoint
+    /// fell due and before it was written (retries, spills), `4 * STREAMS` per plane.
+    pub const fn replay_slack(planes: u32) -> u32 {
+        (4 * crate::frontier::STREAMS as u32).saturating_mul(planes)
+    }
+
+    /// The largest `checkpoint_interval_blocks` the replay cursors allow for `planes` planes
+    /// (0: none, the geometry has too many planes).
+    pub const fn max_checkpoint_interval(planes: u32) -> u32 {
+        Self::MAX_REPLAY_BLOCKS.saturating_sub(Self::replay_slack(planes))
     }
 
     /// Checks the configuration against the geometry and the FTL's limits.
@@ -74,8 +89,7 @@ impl Config {
             || self.logical_pages == 0
             || self.gc_free_threshold < 2
             || self.checkpoint_interval_blocks == 0
-            || self.checkpoint_interval_blocks
-                > Self::MAX_REPLAY_BLOCKS - 4 * crate::frontier::STREAMS as u32 * planes
+            || self.checkpoint_interval_blocks > Self::max_checkpoint_interval(planes)
             || self.wear_check_interval == 0
         {
             return Err(Error::Config);
@@ -163,5 +177,28 @@ mod tests {
         // No room left for GC.
         assert_eq!(Config { logical_pages: g.total_pages(), ..c }.validate(&g, 4), Err(Error::Config));
         assert_eq!(Config { gc_free_threshold: 1, ..c }.validate(&g, 4), Err(Error::Config));
+    }
+
+    /// Regression (audit F2): for every plane count the FTL drives, the default interval is one
+    /// that `validate` accepts, and an interval above what the replay cursors hold is refused
+    /// (the bound was computed in wrapping u32 arithmetic and underflowed from 11 planes).
+    #[test]
+    fn default_interval_validates_for_every_plane_count() {
+        for planes in 1..=MAX_TOTAL_PLANES as u32 {
+            let g = Geometry { planes_per_lun: 1, luns: planes, blocks_per_plane: 64, ..Geometry::MT29F4G08 };
+            let c = Config::for_utilization(&g, 700);
+            assert_eq!(c.validate(&g, 4), Ok(()), "{planes} planes");
+            let max = Config::max_checkpoint_interval(planes);
+            assert!(max >= 1 && c.checkpoint_interval_blocks <= max);
+            // Replay must hold the interval, the recorded frontiers and the slack.
+            assert!(
+                max as usize + 4 * crate::frontier::STREAMS * planes as usize
+                    <= Config::MAX_REPLAY_BLOCKS as usize
+            );
+            let over = Config { checkpoint_interval_blocks: max + 1, ..c };
+            assert_eq!(over.validate(&g, 4), Err(Error::Config), "{planes} planes");
+        }
+        let g = Geometry { planes_per_lun: 1, luns: 17, blocks_per_plane: 64, ..Geometry::MT29F4G08 };
+        assert_eq!(Config::for_utilization(&g, 700).validate(&g, 4), Err(Error::Config));
     }
 }

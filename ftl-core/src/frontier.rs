@@ -49,6 +49,42 @@ impl Frontier {
     pub const NONE: Frontier = Frontier { block: NIL, next_page: 0 };
 }
 
+/// Pages a failed program left that may read as valid and could not be voided yet, and whether
+/// a checkpoint must come before the next program anyway (see [`Ftl::settle_torn`]).
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct TornPages {
+    pages: [u32; MAX_PROGRAM_ATTEMPTS as usize],
+    len: usize,
+    /// Set when a page could not be recorded (list full) or a caller asked for a checkpoint.
+    pub(crate) must_checkpoint: bool,
+}
+
+impl TornPages {
+    pub(crate) const NONE: TornPages =
+        TornPages { pages: [0; MAX_PROGRAM_ATTEMPTS as usize], len: 0, must_checkpoint: false };
+
+    fn is_clear(&self) -> bool {
+        self.len == 0 && !self.must_checkpoint
+    }
+
+    fn push(&mut self, page: PageId) {
+        match self.pages.get_mut(self.len) {
+            Some(slot) => {
+                *slot = page.0;
+                self.len += 1;
+            }
+            None => self.must_checkpoint = true,
+        }
+    }
+
+    fn append(&mut self, other: &TornPages) {
+        for &p in &other.pages[..other.len] {
+            self.push(PageId(p));
+        }
+        self.must_checkpoint |= other.must_checkpoint;
+    }
+}
+
 /// Where the data of a page being appended is.
 pub(crate) enum Source<'a> {
     /// In the caller's slice; the codec bytes are computed.
@@ -92,7 +128,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let format = if kind == PageKind::Data { self.flex.write_format } else { PageFormat::Correcting };
         #[cfg(not(feature = "flex-ecc"))]
         let format = PageFormat::Correcting;
-        let mut unvoided = false;
+        // Failed pages of this append whose void did not complete: superseded if a retry lands,
+        // left for `settle_torn` if the append gives up.
+        let mut unvoided = TornPages::NONE;
         let mut plane = plane;
         for attempt in 0..MAX_PROGRAM_ATTEMPTS {
             if attempt > 0 {
@@ -128,7 +166,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     self.counters.program_failures += 1;
                     // A failed page that stays unvoided is superseded by the retry (a larger
                     // sequence number for the same tag, in a block opened later).
-                    unvoided |= !self.void_page(page);
+                    if !self.void_page(page) {
+                        unvoided.push(page);
+                    }
                     self.start_retiring(block);
                 }
                 Err(e) if nand_hal::Error::kind(&e) == ErrorKind::NopExceeded => {
@@ -138,18 +178,46 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     self.close_block(block);
                 }
                 Err(e) => {
-                    if !self.void_page(page) || unvoided {
-                        self.checkpoint_soon();
+                    // Power loss, a timeout, ...: the page may hold anything, valid metadata of
+                    // this write included. If it cannot be voided now, the next program voids it
+                    // first or writes a checkpoint (`settle_torn`).
+                    if !self.void_page(page) {
+                        unvoided.push(page);
                     }
+                    self.torn.append(&unvoided);
                     self.close_block(block);
                     return Err(e.into());
                 }
             }
         }
-        if unvoided {
-            self.checkpoint_soon();
-        }
+        self.torn.append(&unvoided);
         Err(Error::Device(ErrorKind::ProgramFailed))
+    }
+
+    /// Makes the pages a failed program left unvoided harmless before anything else is programmed:
+    /// voids them, or, if a void does not complete (or `checkpoint_soon` asked for it), writes a
+    /// checkpoint, after which no mount replays them. Called at the top of
+    /// [`Self::ensure_frontier`] and [`Self::ensure_gc_frontier`], which every program path
+    /// passes before it programs (the page buffer is free there).
+    ///
+    /// Why: mount checks only the newest replayed page for a torn program (`recovery.rs`, step
+    /// 4). A page torn with its metadata whole, followed by newer pages, would replay as the
+    /// newest version of its logical page (audit F3: a cut, power restored, more writes and a
+    /// flush on the same instance, then a remount). With this rule, a torn page is either still
+    /// the newest program at the next mount, voided, or older than the checkpoint.
+    pub(crate) fn settle_torn(&mut self) -> Result<(), Error> {
+        if self.torn.is_clear() {
+            return Ok(());
+        }
+        let mut voided = !self.torn.must_checkpoint;
+        for i in 0..self.torn.len {
+            voided &= self.void_page(PageId(self.torn.pages[i]));
+        }
+        if !voided {
+            self.write_checkpoint()?;
+        }
+        self.torn = TornPages::NONE;
+        Ok(())
     }
 
     fn close_block(&mut self, block: BlockId) {
@@ -191,11 +259,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         false
     }
 
-    /// After `append` gave up with a failed page whose void did not complete (it may read as valid
-    /// metadata of the page being written, with torn data, and no retry supersedes it): the next
-    /// safe point writes a checkpoint, after which no mount replays that page.
+    /// After a failed program whose page could not be voided and that no retry supersedes (it may
+    /// read as valid metadata with torn data): a checkpoint comes before the next program (see
+    /// [`Self::settle_torn`]), after which no mount replays that page.
+    #[cfg(feature = "wom")]
     pub(crate) fn checkpoint_soon(&mut self) {
-        self.ckpt.blocks_since = self.ckpt.blocks_since.max(self.cfg.checkpoint_interval_blocks);
+        self.torn.must_checkpoint = true;
     }
 
     /// Sends a block whose program failed to retirement: GC moves its data, then marks it bad.
@@ -276,6 +345,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// checkpoint takes blocks from the plane with the most free ones, which may be the last free
     /// block of the plane chosen before. Called only where the page buffer holds nothing.
     pub(crate) fn ensure_gc_frontier(&mut self, plane: u32) -> Result<u32, Error> {
+        self.settle_torn()?;
         let target = self.gc_plane(plane);
         if self.frontiers[Self::frontier_index(target, Stream::Gc)].block != NIL {
             return Ok(target);
@@ -293,6 +363,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// buffer, so it is called only where the buffer holds nothing: before a host page is
     /// appended, before GC reads a page to move it, before a journal page is assembled.
     pub(crate) fn ensure_frontier(&mut self, plane: u32, stream: Stream) -> Result<u32, Error> {
+        self.settle_torn()?;
         let i = Self::frontier_index(plane, stream);
         if self.frontiers[i].block != NIL {
             return Ok(plane);

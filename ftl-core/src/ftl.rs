@@ -57,6 +57,8 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     /// The next sequence number to give a page.
     pub(crate) seq: u64,
     pub(crate) ckpt: CheckpointState,
+    /// Pages failed programs left unvoided, settled before the next program.
+    pub(crate) torn: crate::frontier::TornPages,
     pub(crate) wear: WearState,
     pub(crate) next_plane: u32,
     pub(crate) counters: Counters,
@@ -108,9 +110,10 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             valid: mem.valid,
             buf: mem.page_buf,
             frontiers: [Frontier::NONE; MAX_TOTAL_PLANES * STREAMS],
-            trims: PendingTrims::new(),
+            trims: PendingTrims::new(geo.data_bytes),
             seq: 1,
             ckpt: CheckpointState::default(),
+            torn: crate::frontier::TornPages::NONE,
             wear: WearState::default(),
             next_plane: 0,
             counters: Counters::default(),
@@ -364,6 +367,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Makes every acknowledged write and trim durable.
     pub fn flush(&mut self) -> Result<(), Error> {
         self.counters.host_flushes += 1;
+        // A page a failed program left unvoided may hold a whole newer version of a page the host
+        // has since read back as old: void it (or checkpoint) before acknowledging the flush.
+        self.settle_torn()?;
         #[cfg(feature = "dedup")]
         self.dedup_keep_reserve()?;
         if !self.trims.is_empty() {

@@ -18,20 +18,26 @@ use crate::meta::PageKind;
 use crate::policy::{PolicySet, Stream};
 use crate::{Error, Ftl};
 
-/// Pending trim ranges held in RAM before a journal page is written (needs 4 + 8 * this bytes
-/// of page data).
+/// Most pending trim ranges held in RAM before a journal page is written (needs 4 + 8 * this
+/// bytes of page data; pages too small for that hold fewer: see [`PendingTrims::new`]).
 pub const MAX_PENDING_TRIMS: usize = 32;
 
-/// Trim ranges not yet on flash.
+/// Trim ranges not yet on flash. Holds at most as many ranges as one journal page of the
+/// device can carry, so serializing them always fits the page.
 #[derive(Clone, Debug)]
 pub struct PendingTrims {
     ranges: [(u32, u32); MAX_PENDING_TRIMS],
     len: usize,
+    /// `min(MAX_PENDING_TRIMS, journal_capacity(data_bytes))`.
+    cap: usize,
 }
 
 impl PendingTrims {
-    pub(crate) const fn new() -> Self {
-        PendingTrims { ranges: [(0, 0); MAX_PENDING_TRIMS], len: 0 }
+    /// An empty list for pages of `data_bytes` bytes of data.
+    pub(crate) const fn new(data_bytes: u32) -> Self {
+        let fit = journal_capacity(data_bytes) as usize;
+        let cap = if fit < MAX_PENDING_TRIMS { fit } else { MAX_PENDING_TRIMS };
+        PendingTrims { ranges: [(0, 0); MAX_PENDING_TRIMS], len: 0, cap }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -39,7 +45,7 @@ impl PendingTrims {
     }
 
     pub(crate) fn is_full(&self) -> bool {
-        self.len == MAX_PENDING_TRIMS
+        self.len >= self.cap
     }
 
     /// Adds a range, merging it into the last one when they touch. The caller makes room first.
@@ -50,7 +56,7 @@ impl PendingTrims {
                 return;
             }
         }
-        if self.len < MAX_PENDING_TRIMS {
+        if self.len < self.cap {
             self.ranges[self.len] = (lpn, count);
             self.len += 1;
         }
@@ -65,14 +71,22 @@ impl PendingTrims {
         self.ranges[..self.len].iter().any(|&(a, n)| (a as u64) < end && (lpn as u64) < a as u64 + n as u64)
     }
 
-    fn serialize(&self, out: &mut [u8]) {
+    /// Writes the count and the ranges into `out` (a page's data area, at least as large as the
+    /// one the list was made for).
+    /// Returns the count written: `len`, unless `out` is smaller than the page the list was
+    /// made for (never, in the FTL).
+    fn serialize(&self, out: &mut [u8]) -> u32 {
         out.fill(0);
-        out[0..4].copy_from_slice(&(self.len as u32).to_le_bytes());
-        for (i, (a, n)) in self.ranges[..self.len].iter().enumerate() {
+        let n = self.len.min(journal_capacity(out.len() as u32) as usize);
+        if n > 0 {
+            out[0..4].copy_from_slice(&(n as u32).to_le_bytes());
+        }
+        for (i, (a, c)) in self.ranges[..n].iter().enumerate() {
             let o = 4 + 8 * i;
             out[o..o + 4].copy_from_slice(&a.to_le_bytes());
-            out[o + 4..o + 8].copy_from_slice(&n.to_le_bytes());
+            out[o + 4..o + 8].copy_from_slice(&c.to_le_bytes());
         }
+        n as u32
     }
 }
 
@@ -84,7 +98,7 @@ pub(crate) fn journal_entries(data: &[u8], count: u32) -> impl Iterator<Item = (
 
 /// Most entries a journal page of `data_bytes` can hold.
 pub(crate) const fn journal_capacity(data_bytes: u32) -> u32 {
-    (data_bytes - 4) / 8
+    data_bytes.saturating_sub(4) / 8
 }
 
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
@@ -96,8 +110,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             // The checkpoint that ensure_frontier may have written made them durable already.
             return Ok(());
         }
-        self.trims.serialize(&mut self.buf[..d]);
-        let count = self.trims.len as u32;
+        let count = self.trims.serialize(&mut self.buf[..d]);
         let page =
             self.append(plane, Stream::Gc, PageKind::Journal, count, 0, Source::Buffer { encode: true })?;
         self.blocks.set_flags(self.geo.block_of(page), FLAG_LIVE_JOURNAL, true);
@@ -113,7 +126,7 @@ mod tests {
 
     #[test]
     fn ranges_merge_and_serialize() {
-        let mut t = PendingTrims::new();
+        let mut t = PendingTrims::new(512);
         t.push(10, 5);
         t.push(15, 2);
         t.push(3, 1);
@@ -127,5 +140,25 @@ mod tests {
         assert_eq!(got, [(10, 7), (3, 1)]);
         assert_eq!(u32::from_le_bytes([page[0], page[1], page[2], page[3]]), 2);
         assert!(journal_capacity(512) as usize >= MAX_PENDING_TRIMS);
+    }
+
+    /// Regression (audit F1): on pages too small for `MAX_PENDING_TRIMS` ranges the list fills at
+    /// what one journal page holds, and serializing a full list fits the page.
+    #[test]
+    fn small_pages_hold_fewer_ranges() {
+        for data_bytes in [64u32, 128, 256, 260, 512] {
+            let mut t = PendingTrims::new(data_bytes);
+            let mut pushed = 0;
+            while !t.is_full() {
+                t.push(pushed * 2, 1);
+                pushed += 1;
+            }
+            let fit = (data_bytes as usize - 4) / 8;
+            assert_eq!(pushed as usize, fit.min(MAX_PENDING_TRIMS), "{data_bytes}-byte pages");
+            let mut page = [0xAAu8; 512];
+            let page = &mut page[..data_bytes as usize];
+            assert_eq!(t.serialize(page), pushed);
+            assert!(journal_entries(page, pushed).eq((0..pushed).map(|i| (i * 2, 1))));
+        }
     }
 }

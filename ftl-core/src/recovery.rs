@@ -64,8 +64,9 @@ use crate::policy::{PageCodec, PolicySet, Stream};
 use crate::{Error, Ftl};
 
 /// Most blocks one mount replays (bounds `checkpoint_interval_blocks`; the merge's cursors live
-/// on the stack, 24 bytes each).
-pub const MAX_REPLAY_BLOCKS: usize = 128;
+/// on the stack, 24 bytes each). Room for an interval of 64 blocks next to the replay slack of
+/// the most planes the FTL drives (`Config::replay_slack(MAX_TOTAL_PLANES)` = 192).
+pub const MAX_REPLAY_BLOCKS: usize = 64 + 4 * crate::frontier::STREAMS * crate::config::MAX_TOTAL_PLANES;
 
 /// Reads step 7 tries before leaving a page that needed correction as it is.
 const REFRESH_READS: u32 = 4;
@@ -104,6 +105,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.valid.fill(0);
         self.frontiers = [Frontier::NONE; crate::config::MAX_TOTAL_PLANES * crate::frontier::STREAMS];
         self.trims.clear();
+        self.torn = crate::frontier::TornPages::NONE;
         #[cfg(feature = "wom")]
         self.reuse_reset();
 

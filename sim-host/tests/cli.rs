@@ -186,6 +186,8 @@ fn bad_input_gets_a_clear_message_and_a_failure_exit() {
     // The default device programs pages in order: no second writes there.
     fails_with(&["run", "--workload", "uniform", "--features", "wom"], "--device wom");
     fails_with(&["run", "--workload", "uniform", "--classifier", "bogus"], "unknown classifier");
+    fails_with(&["run", "--workload", "uniform", "--luns", "2", "--channels", "3"], "--channels 3");
+    fails_with(&["run", "--workload", "uniform", "--channels", "0"], "--channels 0");
     let t = traces().join("msr_raw_samples/msr-cambridge1-sample.csv");
     fails_with(&["run", "--trace", t.to_str().unwrap(), "--device", "small"], "--compact or --wrap");
     // A malformed line stops the run with file:line, unless --skip-bad.

@@ -198,7 +198,7 @@ fn fat_workload(planes: u32) {
     let mut mem = FtlMemory::new(&g, &cfg);
     let (map, m) = mem.parts();
     let ftl = Ftl::format(&mut emu, DefaultPolicies::default(), map, m, cfg).unwrap();
-    let mut disk = BlockDisk::new(ftl);
+    let mut disk = BlockDisk::new(ftl).unwrap();
     let capacity = disk.size();
 
     fatfs::format_volume(
@@ -353,7 +353,8 @@ fn fat_workload(planes: u32) {
     let ftl = disk.into_ftl();
     ftl.unmount().unwrap();
     let (map, m) = mem.parts();
-    let mut disk = BlockDisk::new(Ftl::mount(&mut emu, DefaultPolicies::default(), map, m, cfg).unwrap());
+    let mut disk =
+        BlockDisk::new(Ftl::mount(&mut emu, DefaultPolicies::default(), map, m, cfg).unwrap()).unwrap();
     let mut again = vec![0u8; capacity as usize];
     disk.read_at(0, &mut again).unwrap();
     assert!(again == image, "the image changed across unmount and mount");

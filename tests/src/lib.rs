@@ -306,11 +306,19 @@ pub enum Op {
     Cut { after: u32, mount_after: Option<u32> },
     /// Unmounts cleanly and mounts again.
     Remount,
+    /// Cuts power at the device operation `after` operations from now (replacing a pending cut)
+    /// and restores it as soon as the FTL call it hit returns: the host goes on with the same
+    /// FTL instance, no remount (a brown-out the device survives).
+    Blip { after: u32 },
+    /// Fails the device operation `after` operations from now with a timeout, after doing it
+    /// (`performed`) or without doing it; the host goes on with the same FTL instance.
+    Transient { after: u32, performed: bool },
 }
 
 /// Parses ops written compactly, separated by whitespace: `W<lpn>+<pages>` (write),
 /// `R<lpn>+<pages>` (read), `T<lpn>+<pages>` (trim), `F` (flush), `C<after>` or
-/// `C<after>/<mount_after>` (cut), `M` (clean remount). For regression tests.
+/// `C<after>/<mount_after>` (cut), `M` (clean remount), `B<after>` (power blip), `X<after>` and
+/// `Y<after>` (timeout without and after doing the operation). For regression tests.
 pub fn parse_ops(s: &str) -> Vec<Op> {
     let range = |t: &str| -> (u32, u32) {
         let (a, b) = t.split_once('+').unwrap_or_else(|| panic!("bad op range {t:?}"));
@@ -334,6 +342,9 @@ pub fn parse_ops(s: &str) -> Vec<Op> {
                 }
                 "F" => Op::Flush,
                 "M" => Op::Remount,
+                "B" => Op::Blip { after: rest.parse().unwrap() },
+                "X" => Op::Transient { after: rest.parse().unwrap(), performed: false },
+                "Y" => Op::Transient { after: rest.parse().unwrap(), performed: true },
                 "C" => match rest.split_once('/') {
                     Some((a, m)) => {
                         Op::Cut { after: a.parse().unwrap(), mount_after: Some(m.parse().unwrap()) }
@@ -350,11 +361,160 @@ pub fn parse_ops(s: &str) -> Vec<Op> {
 pub trait CutControl: NandFlash {
     /// Schedules a cut `after` operations from now.
     fn schedule_cut(&mut self, after: u64);
+
+    /// Schedules a cut that the host survives without a remount ([`Op::Blip`]). Devices that
+    /// cannot restore power by themselves treat it as a cut.
+    fn schedule_blip(&mut self, after: u64) {
+        self.schedule_cut(after);
+    }
+
+    /// Schedules a transient failure ([`Op::Transient`]). Devices without them ignore it.
+    fn schedule_transient(&mut self, _after: u64, _performed: bool) {}
+
+    /// Whether a survivable fault (a blip or a transient failure) fired since the last call;
+    /// restores the power a blip took. The session then goes on with the same FTL.
+    fn take_survived_fault(&mut self) -> bool {
+        false
+    }
+
+    /// Drops every scheduled blip and transient failure (a session ended).
+    fn clear_survivable_faults(&mut self) {}
 }
 
 impl CutControl for &mut Emulator {
     fn schedule_cut(&mut self, after: u64) {
         self.schedule_power_cut(after);
+    }
+}
+
+/// Survivable faults scheduled on a [`Faulty`] device, kept across FTL instances by [`Env`].
+#[derive(Clone, Debug, Default)]
+pub struct FaultPlan {
+    /// The emulator operation index that fails with a timeout, and whether it is done first.
+    transient: Option<(u64, bool)>,
+    /// A scheduled power cut is a blip.
+    blip: bool,
+    /// A transient failure fired since the session last asked.
+    fired: bool,
+    /// Transient failures fired in all (never reset).
+    pub transients_fired: u32,
+}
+
+/// The emulator with survivable faults: blips (power cut, restored when the FTL call returns)
+/// and transient timeouts, before or after the operation is done. Without a fault planned every
+/// call goes straight to the emulator.
+pub struct Faulty<'a> {
+    /// The device.
+    pub emu: &'a mut Emulator,
+    /// What is scheduled.
+    pub plan: &'a mut FaultPlan,
+}
+
+impl Faulty<'_> {
+    fn op<T>(
+        &mut self,
+        f: impl FnOnce(&mut Emulator) -> Result<T, sim_host::emulator::EmuError>,
+    ) -> Result<T, ErrorKind> {
+        if let Some((at, performed)) = self.plan.transient {
+            if self.emu.ops_issued() == at && self.emu.is_powered() {
+                self.plan.transient = None;
+                self.plan.fired = true;
+                self.plan.transients_fired += 1;
+                if performed {
+                    let _ = f(self.emu);
+                }
+                return Err(ErrorKind::Timeout);
+            }
+        }
+        f(self.emu).map_err(|e| nand_hal::Error::kind(&e))
+    }
+}
+
+impl nand_hal::ErrorType for Faulty<'_> {
+    type Error = ErrorKind;
+}
+
+impl NandFlash for Faulty<'_> {
+    fn geometry(&self) -> Geometry {
+        self.emu.geometry()
+    }
+    fn read_page(
+        &mut self,
+        page: nand_hal::PageId,
+        data: &mut [u8],
+        spare: &mut [u8],
+    ) -> Result<(), ErrorKind> {
+        self.op(|e| e.read_page(page, data, spare))
+    }
+    fn program_page(&mut self, page: nand_hal::PageId, data: &[u8], spare: &[u8]) -> Result<(), ErrorKind> {
+        self.op(|e| e.program_page(page, data, spare))
+    }
+    fn erase_block(&mut self, block: nand_hal::BlockId) -> Result<(), ErrorKind> {
+        self.op(|e| e.erase_block(block))
+    }
+    fn is_bad(&mut self, block: nand_hal::BlockId) -> Result<bool, ErrorKind> {
+        self.op(|e| e.is_bad(block))
+    }
+    fn mark_bad(&mut self, block: nand_hal::BlockId) -> Result<(), ErrorKind> {
+        self.op(|e| e.mark_bad(block))
+    }
+    // Multi-plane calls keep the emulator's own semantics unless a transient failure is planned
+    // (then they run one operation at a time, so it can hit any of them).
+    fn read_multi(&mut self, ops: &mut [nand_hal::ReadOp<'_>]) -> Result<(), (usize, ErrorKind)> {
+        if self.plan.transient.is_some() {
+            for (i, op) in ops.iter_mut().enumerate() {
+                self.read_page(op.page, op.data, op.spare).map_err(|e| (i, e))?;
+            }
+            return Ok(());
+        }
+        self.emu.read_multi(ops).map_err(|(i, e)| (i, nand_hal::Error::kind(&e)))
+    }
+    fn program_multi(&mut self, ops: &[nand_hal::ProgramOp<'_>]) -> Result<(), (usize, ErrorKind)> {
+        if self.plan.transient.is_some() {
+            for (i, op) in ops.iter().enumerate() {
+                self.program_page(op.page, op.data, op.spare).map_err(|e| (i, e))?;
+            }
+            return Ok(());
+        }
+        self.emu.program_multi(ops).map_err(|(i, e)| (i, nand_hal::Error::kind(&e)))
+    }
+    fn erase_multi(&mut self, blocks: &[nand_hal::BlockId]) -> Result<(), (usize, ErrorKind)> {
+        if self.plan.transient.is_some() {
+            for (i, b) in blocks.iter().enumerate() {
+                self.erase_block(*b).map_err(|e| (i, e))?;
+            }
+            return Ok(());
+        }
+        self.emu.erase_multi(blocks).map_err(|(i, e)| (i, nand_hal::Error::kind(&e)))
+    }
+}
+
+impl CutControl for Faulty<'_> {
+    fn schedule_cut(&mut self, after: u64) {
+        self.plan.blip = false;
+        self.emu.schedule_power_cut(after);
+    }
+    fn schedule_blip(&mut self, after: u64) {
+        self.plan.blip = true;
+        self.emu.schedule_power_cut(after);
+    }
+    fn schedule_transient(&mut self, after: u64, performed: bool) {
+        self.plan.transient = Some((self.emu.ops_issued().saturating_add(after), performed));
+    }
+    fn take_survived_fault(&mut self) -> bool {
+        let mut survived = std::mem::take(&mut self.plan.fired);
+        if self.plan.blip && !self.emu.is_powered() {
+            self.plan.blip = false;
+            self.emu.restore_power();
+            survived = true;
+        }
+        survived
+    }
+    fn clear_survivable_faults(&mut self) {
+        if self.plan.blip {
+            self.emu.cancel_power_cut();
+        }
+        *self.plan = FaultPlan { transients_fired: self.plan.transients_fired, ..FaultPlan::default() };
     }
 }
 
@@ -574,67 +734,104 @@ pub fn session<N: CutControl, P: PolicySet>(
         *next += 1;
         ctx.model.step = step;
         ctx.log.push(format!("step {step}: {op:?}"));
-        let touched = match op {
-            Op::Write { lpn, pages } => {
-                let (lpn, pages) = clamp(ctx.model, lpn, pages);
-                let ids = ctx.model.write(lpn, pages);
-                buf.resize(pages as usize * pb, 0);
-                for (i, id) in ids.iter().enumerate() {
-                    fill_page(lpn + i as u32, *id, &mut buf[i * pb..(i + 1) * pb]);
-                }
-                if let Err(o) =
-                    check_dev(ftl.write(lpn, &buf), &format!("step {step}: write"), ctx.stop_on_device_error)?
-                {
-                    return Ok(o);
-                }
-                Some((lpn, pages))
+        ftl.nand_mut().take_survived_fault();
+        let r = session_step(ftl, ctx, op, step, pb, &mut buf);
+        if ftl.nand_mut().take_survived_fault() {
+            // A blip or a transient failure hit this step: the FTL must have kept a consistent
+            // state. Every page reads as an acceptable content (the one before or any written
+            // since the last flush); the session goes on with the same instance.
+            ctx.log.push(format!("step {step}: survivable fault ({r:?}), checking every page"));
+            // The other scheduled one (a blip and a timeout can both be pending) would hit the
+            // check itself: it is dropped.
+            ftl.nand_mut().clear_survivable_faults();
+            match settle_all(ftl, ctx.model, false)
+                .map_err(|e| format!("after a fault in step {step}: {e}"))?
+            {
+                Ok(_) => continue,
+                Err(o) => return Ok(o),
             }
-            Op::Read { lpn, pages } => {
-                let (lpn, pages) = clamp(ctx.model, lpn, pages);
-                let r = verify_range_stop(ftl, ctx.model, lpn, pages, ctx.stop_on_device_error);
-                if let Err(o) = r.map_err(|e| format!("step {step}: {e}"))? {
-                    return Ok(o);
-                }
-                None
-            }
-            Op::Trim { lpn, pages } => {
-                let (lpn, pages) = clamp(ctx.model, lpn, pages);
-                ctx.model.trim(lpn, pages);
-                if let Err(o) =
-                    check_dev(ftl.trim(lpn, pages), &format!("step {step}: trim"), ctx.stop_on_device_error)?
-                {
-                    return Ok(o);
-                }
-                Some((lpn, pages))
-            }
-            Op::Flush => {
-                if let Err(o) =
-                    check_dev(ftl.flush(), &format!("step {step}: flush"), ctx.stop_on_device_error)?
-                {
-                    return Ok(o);
-                }
-                ctx.model.flush();
-                None
-            }
-            Op::Cut { after, mount_after } => {
-                ftl.nand_mut().schedule_cut(after as u64);
-                *ctx.mount_cut = mount_after;
-                None
-            }
-            Op::Remount => return Ok(Outcome::Remount),
-        };
-        let r = match (ctx.verify, touched) {
-            (Verify::All, _) => verify_all_stop(ftl, ctx.model, ctx.stop_on_device_error),
-            (Verify::Touched, Some((lpn, pages))) => {
-                verify_range_stop(ftl, ctx.model, lpn, pages, ctx.stop_on_device_error)
-            }
-            (Verify::Touched, None) => Ok(Ok(())),
-        };
-        if let Err(o) = r.map_err(|e| format!("after step {step}: {e}"))? {
-            return Ok(o);
+        }
+        match r? {
+            Ok(()) => {}
+            Err(o) => return Ok(o),
         }
     }
     Ok(Outcome::End)
+}
+
+/// One op of [`session`] and the read-back after it.
+fn session_step<N: CutControl, P: PolicySet>(
+    ftl: &mut TestFtl<'_, N, P>,
+    ctx: &mut Ctx<'_>,
+    op: Op,
+    step: usize,
+    pb: usize,
+    buf: &mut Vec<u8>,
+) -> Result<Result<(), Outcome>, String> {
+    let touched = match op {
+        Op::Write { lpn, pages } => {
+            let (lpn, pages) = clamp(ctx.model, lpn, pages);
+            let ids = ctx.model.write(lpn, pages);
+            buf.resize(pages as usize * pb, 0);
+            for (i, id) in ids.iter().enumerate() {
+                fill_page(lpn + i as u32, *id, &mut buf[i * pb..(i + 1) * pb]);
+            }
+            if let Err(o) =
+                check_dev(ftl.write(lpn, buf), &format!("step {step}: write"), ctx.stop_on_device_error)?
+            {
+                return Ok(Err(o));
+            }
+            Some((lpn, pages))
+        }
+        Op::Read { lpn, pages } => {
+            let (lpn, pages) = clamp(ctx.model, lpn, pages);
+            let r = verify_range_stop(ftl, ctx.model, lpn, pages, ctx.stop_on_device_error);
+            if let Err(o) = r.map_err(|e| format!("step {step}: {e}"))? {
+                return Ok(Err(o));
+            }
+            None
+        }
+        Op::Trim { lpn, pages } => {
+            let (lpn, pages) = clamp(ctx.model, lpn, pages);
+            ctx.model.trim(lpn, pages);
+            if let Err(o) =
+                check_dev(ftl.trim(lpn, pages), &format!("step {step}: trim"), ctx.stop_on_device_error)?
+            {
+                return Ok(Err(o));
+            }
+            Some((lpn, pages))
+        }
+        Op::Flush => {
+            if let Err(o) = check_dev(ftl.flush(), &format!("step {step}: flush"), ctx.stop_on_device_error)?
+            {
+                return Ok(Err(o));
+            }
+            ctx.model.flush();
+            None
+        }
+        Op::Cut { after, mount_after } => {
+            ftl.nand_mut().schedule_cut(after as u64);
+            *ctx.mount_cut = mount_after;
+            None
+        }
+        Op::Blip { after } => {
+            ftl.nand_mut().schedule_blip(after as u64);
+            None
+        }
+        Op::Transient { after, performed } => {
+            ftl.nand_mut().schedule_transient(after as u64, performed);
+            None
+        }
+        Op::Remount => return Ok(Err(Outcome::Remount)),
+    };
+    let r = match (ctx.verify, touched) {
+        (Verify::All, _) => verify_all_stop(ftl, ctx.model, ctx.stop_on_device_error),
+        (Verify::Touched, Some((lpn, pages))) => {
+            verify_range_stop(ftl, ctx.model, lpn, pages, ctx.stop_on_device_error)
+        }
+        (Verify::Touched, None) => Ok(Ok(())),
+    };
+    r.map_err(|e| format!("after step {step}: {e}"))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -741,6 +938,8 @@ pub struct Env<P = DefaultPolicies> {
     pub policies: P,
     /// Second writes (feature `wom`) for every format and mount, when given.
     pub wom: Option<WomParts>,
+    /// Blips and transient failures scheduled by [`Op::Blip`] and [`Op::Transient`].
+    pub faults: FaultPlan,
 }
 
 /// Power cuts at random offsets, rescheduled whenever none is pending.
@@ -786,6 +985,7 @@ impl<P: PolicySet + Clone> Env<P> {
             random_cuts: None,
             policies,
             wom: None,
+            faults: FaultPlan::default(),
         }
     }
 
@@ -818,7 +1018,7 @@ impl<P: PolicySet + Clone> Env<P> {
             let mut ftl = match next {
                 Next::Format => {
                     match open(
-                        &mut self.emu,
+                        Faulty { emu: &mut self.emu, plan: &mut self.faults },
                         &mut self.mem,
                         self.wom.as_mut(),
                         self.cfg,
@@ -844,7 +1044,7 @@ impl<P: PolicySet + Clone> Env<P> {
                 }
                 Next::Mount => {
                     match open(
-                        &mut self.emu,
+                        Faulty { emu: &mut self.emu, plan: &mut self.faults },
                         &mut self.mem,
                         self.wom.as_mut(),
                         self.cfg,
@@ -883,7 +1083,7 @@ impl<P: PolicySet + Clone> Env<P> {
                         self.emu.restore_power();
                         self.emu.schedule_power_cut(m as u64);
                         let r = open(
-                            &mut self.emu,
+                            Faulty { emu: &mut self.emu, plan: &mut self.faults },
                             &mut self.mem,
                             self.wom.as_mut(),
                             self.cfg,
@@ -905,7 +1105,7 @@ impl<P: PolicySet + Clone> Env<P> {
                     }
                     self.emu.restore_power();
                     let mut f = open(
-                        &mut self.emu,
+                        Faulty { emu: &mut self.emu, plan: &mut self.faults },
                         &mut self.mem,
                         self.wom.as_mut(),
                         self.cfg,
@@ -929,9 +1129,9 @@ impl<P: PolicySet + Clone> Env<P> {
                 }
             };
             if let Some(rc) = &mut self.random_cuts {
-                if ftl.nand().pending_power_cut().is_none() {
+                if ftl.nand().emu.pending_power_cut().is_none() {
                     let after = rc.rng.below(rc.max_after);
-                    ftl.nand_mut().schedule_power_cut(after);
+                    ftl.nand_mut().emu.schedule_power_cut(after);
                     self.mount_cut = rc
                         .rng
                         .chance(rc.mount_cut_percent, 100)
@@ -946,7 +1146,9 @@ impl<P: PolicySet + Clone> Env<P> {
                 mount_cut: &mut self.mount_cut,
                 stop_on_device_error: false,
             };
-            let outcome = session(&mut ftl, &mut ctx, &ops[..limit], &mut next_op)?;
+            let outcome = session(&mut ftl, &mut ctx, &ops[..limit], &mut next_op);
+            ftl.nand_mut().clear_survivable_faults();
+            let outcome = outcome?;
             self.totals.add(ftl.counters());
             self.totals.add_reuse(ftl.reuse_stats());
             match outcome {
@@ -968,13 +1170,13 @@ impl<P: PolicySet + Clone> Env<P> {
                 },
                 Outcome::DeviceError(e) => return Err(format!("device error {e:?}")),
                 Outcome::End => {
-                    self.stats.ops_at_end = ftl.nand().ops_issued();
-                    ftl.nand_mut().cancel_power_cut();
+                    self.stats.ops_at_end = ftl.nand().emu.ops_issued();
+                    ftl.nand_mut().emu.cancel_power_cut();
                     verify_all(&mut ftl, &self.model)?.map_err(|_| "cut in final check".to_string())?;
                     ftl.unmount().map_err(|e| format!("final unmount failed: {e:?}"))?;
                     self.model.flush();
                     let mut f = open(
-                        &mut self.emu,
+                        Faulty { emu: &mut self.emu, plan: &mut self.faults },
                         &mut self.mem,
                         self.wom.as_mut(),
                         self.cfg,

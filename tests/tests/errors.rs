@@ -29,7 +29,7 @@ use ftl_core::policy::DefaultPolicies;
 use ftl_core::{BlockInfo, Config, Error, FlatMap, Ftl, Memory, RamLayout};
 use ftl_tests::{
     fill_page, format, geometry, identify, mount, random_workload, session, settle_all, verify_all, Ctx,
-    CutControl, Found, Log, Model, Op, Outcome, Rng, Verify,
+    CutControl, FaultPlan, Faulty, Found, Log, Model, Op, Outcome, Rng, Verify,
 };
 use nand_hal::{BlockId, ErrorKind, ErrorType, Geometry, NandFlash, PageId};
 use proptest::prelude::*;
@@ -273,62 +273,6 @@ fn power_off_is_a_device_error_and_the_ftl_recovers_when_it_returns() {
     verify_all(&mut f, &model).unwrap().unwrap();
 }
 
-/// Fails one device operation (by index) with a timeout, either before or after doing it.
-struct Flaky<'a> {
-    emu: &'a mut Emulator,
-    count: u64,
-    fail_at: u64,
-    performed: bool,
-}
-
-impl Flaky<'_> {
-    fn op<T>(
-        &mut self,
-        f: impl FnOnce(&mut Emulator) -> Result<T, sim_host::emulator::EmuError>,
-    ) -> Result<T, ErrorKind> {
-        let i = self.count;
-        self.count += 1;
-        if i == self.fail_at {
-            if self.performed {
-                let _ = f(self.emu);
-            }
-            return Err(ErrorKind::Timeout);
-        }
-        f(self.emu).map_err(|e| nand_hal::Error::kind(&e))
-    }
-}
-
-impl ErrorType for Flaky<'_> {
-    type Error = ErrorKind;
-}
-
-impl NandFlash for Flaky<'_> {
-    fn geometry(&self) -> Geometry {
-        self.emu.geometry()
-    }
-    fn read_page(&mut self, page: PageId, data: &mut [u8], spare: &mut [u8]) -> Result<(), ErrorKind> {
-        self.op(|e| e.read_page(page, data, spare))
-    }
-    fn program_page(&mut self, page: PageId, data: &[u8], spare: &[u8]) -> Result<(), ErrorKind> {
-        self.op(|e| e.program_page(page, data, spare))
-    }
-    fn erase_block(&mut self, block: BlockId) -> Result<(), ErrorKind> {
-        self.op(|e| e.erase_block(block))
-    }
-    fn is_bad(&mut self, block: BlockId) -> Result<bool, ErrorKind> {
-        self.op(|e| e.is_bad(block))
-    }
-    fn mark_bad(&mut self, block: BlockId) -> Result<(), ErrorKind> {
-        self.op(|e| e.mark_bad(block))
-    }
-}
-
-impl CutControl for Flaky<'_> {
-    fn schedule_cut(&mut self, after: u64) {
-        self.emu.schedule_power_cut(after);
-    }
-}
-
 /// Runs the transient-error workload with the error at device operation `k` (of the mount and
 /// the workload). Returns the number of device operations when nothing failed.
 fn transient_run(k: u64, performed: bool) -> Result<u64, String> {
@@ -341,13 +285,16 @@ fn transient_run(k: u64, performed: bool) -> Result<u64, String> {
     let mut log = Log::default();
     let mut mount_cut = None;
     let mut errors = 0;
+    let start = emu.ops_issued();
+    let mut plan = FaultPlan::default();
     let count = {
-        let dev = Flaky { emu: &mut emu, count: 0, fail_at: k, performed };
+        let mut dev = Faulty { emu: &mut emu, plan: &mut plan };
+        dev.schedule_transient(k, performed);
         let mut f = match mount(dev, &mut mem, cfg) {
             Ok(f) => f,
             Err(Error::Device(ErrorKind::Timeout)) => {
                 errors += 1;
-                mount(Flaky { emu: &mut emu, count: k + 1, fail_at: k, performed }, &mut mem, cfg)
+                mount(Faulty { emu: &mut emu, plan: &mut plan }, &mut mem, cfg)
                     .map_err(|e| format!("mount after a failed mount: {e:?}"))?
             }
             Err(e) => return Err(format!("mount: {e:?}")),
@@ -374,8 +321,8 @@ fn transient_run(k: u64, performed: bool) -> Result<u64, String> {
                 o => return Err(format!("unexpected {o:?}")),
             }
         }
-        let count = f.nand().count;
-        f.nand_mut().fail_at = u64::MAX;
+        let count = f.nand().emu.ops_issued() - start;
+        f.nand_mut().clear_survivable_faults();
         verify_all(&mut f, &model)?.map_err(|o| format!("{o:?}"))?;
         count
     };
@@ -384,7 +331,7 @@ fn transient_run(k: u64, performed: bool) -> Result<u64, String> {
     emu.restore_power();
     let mut f = mount(&mut emu, &mut mem, cfg).map_err(|e| format!("mount after the cut: {e:?}"))?;
     verify_all(&mut f, &model).map_err(|e| format!("after the cut: {e}"))?.map_err(|o| format!("{o:?}"))?;
-    if k < count && errors == 0 {
+    if k < count && errors == 0 && plan.transients_fired == 0 {
         return Err(format!("the error at op {k} of {count} never surfaced"));
     }
     let _ = log;

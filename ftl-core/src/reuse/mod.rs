@@ -597,6 +597,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             }
             None => return Ok(None),
         };
+        // A page an earlier failed program left unvoided must not be followed by newer programs.
+        self.settle_torn()?;
         // A trimmed page's old content is still what mount would find until the trim is
         // journaled: journal before reprogramming any invalid page.
         if !self.trims.is_empty() {
@@ -688,7 +690,12 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                 self.start_retiring(failed);
                 return Ok(None);
             }
-            Err((_, e)) => return Err(e.into()),
+            Err((_, e)) => {
+                // Power loss or a timeout: a torn second write may read as valid; no later
+                // program before it is voided or checkpointed (`settle_torn`).
+                self.checkpoint_soon();
+                return Err(e.into());
+            }
         }
         self.remap(lpn, Some(a));
         if let Some(r) = self.reuse.as_mut() {
@@ -837,6 +844,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             return Ok(false);
         };
         // Replayed blocks are bounded by the checkpoint interval: a pair counts as one.
+        self.settle_torn()?;
         self.checkpoint_if_due()?;
         self.ckpt.blocks_since += 1;
         let geo = self.geo;

@@ -136,6 +136,10 @@ struct DeviceArgs {
     /// Override: bus transfer time, ns per byte (e.g. 5 for a 200 MB/s ONFI bus).
     #[arg(long)]
     xfer_ns_per_byte: Option<f64>,
+    /// Override: channels (data buses) the LUNs share, LUN l on channel l % channels; at most
+    /// --luns (default: one channel per LUN).
+    #[arg(long)]
+    channels: Option<u32>,
     /// Over-provisioning in percent (physical = logical x (1 + OP/100)); the preset's default
     /// otherwise.
     #[arg(long)]
@@ -472,6 +476,12 @@ fn base_config(
             return Err(format!("--xfer-ns-per-byte {x} is not between 0 and 1000"));
         }
         dev.timing.t_xfer_ps_per_byte = (x * 1000.0).round() as u64;
+    }
+    if let Some(c) = device.channels {
+        if c == 0 || c > dev.geometry.luns {
+            return Err(format!("--channels {c} is not between 1 and the {} LUNs", dev.geometry.luns));
+        }
+        dev.channels = c;
     }
     let op = device.op.unwrap_or(dev.default_op_percent);
     if !(op > 0.0 && op <= 400.0) {
@@ -824,6 +834,7 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         planes: None,
         luns: None,
         xfer_ns_per_byte: None,
+        channels: None,
         op: Some(7.0),
         fit: true,
     };

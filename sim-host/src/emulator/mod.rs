@@ -85,6 +85,9 @@ pub struct EmulatorConfig {
     pub store_data: bool,
     /// Whether a program that would turn a 0 bit into 1 is refused (strict check for WOM codes).
     pub reject_set_bits: bool,
+    /// Channels (data buses) the LUNs share, LUN `l` on channel `l % channels`; 0 gives every LUN
+    /// a channel of its own (the default). See the timing model in `timing.rs`.
+    pub channels: u32,
 }
 
 impl EmulatorConfig {
@@ -98,6 +101,16 @@ impl EmulatorConfig {
             seed: 0,
             store_data: true,
             reject_set_bits: false,
+            channels: 0,
+        }
+    }
+
+    /// Channels in use: `channels`, or one per LUN when 0.
+    pub fn channel_count(&self) -> u32 {
+        if self.channels == 0 {
+            self.geometry.luns
+        } else {
+            self.channels
         }
     }
 
@@ -114,6 +127,9 @@ impl EmulatorConfig {
         let data = if self.store_data { g.data_bytes as usize } else { 0 };
         if pages.checked_mul(data + g.spare_bytes as usize).is_none() {
             return Err(EmuError::InvalidConfig("array does not fit in memory"));
+        }
+        if self.channels > g.luns {
+            return Err(EmuError::InvalidConfig("more channels than LUNs"));
         }
         self.faults.validate(g.total_blocks())
     }
@@ -221,7 +237,11 @@ impl Emulator {
             factory_bad,
             faults: FaultState::new(&config.faults, config.seed),
             power: PowerState::new(config.seed),
-            timing: TimingState::new(config.timing, g.total_planes() as usize, g.luns as usize),
+            timing: TimingState::new(
+                config.timing,
+                g.total_planes() as usize,
+                config.channel_count() as usize,
+            ),
             counters: EmuCounters::default(),
             config,
         })

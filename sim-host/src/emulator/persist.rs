@@ -9,7 +9,7 @@
 //! not pass while an image sits on disk); it comes up powered, with no cut scheduled and no
 //! injected failure pending.
 //!
-//! Format (version 2), all integers little endian:
+//! Format (version 3), all integers little endian:
 //!
 //! | bytes            | content                                                          |
 //! |------------------|------------------------------------------------------------------|
@@ -29,11 +29,12 @@
 //!
 //! The header ends with the configuration's fault rates (version 2 adds
 //! `rber_retention_factor`, `rber_retention_scale_s` and `read_disturb_factor` after them),
-//! `ops_issued`, the three stream positions and (version 2) the retention clock (`u32`).
+//! `ops_issued`, the three stream positions, (version 2) the retention clock (`u32`) and
+//! (version 3) the channel count (`u32`, 0 = one per LUN).
 //!
 //! Version 1 images (before the retention and read-disturb model) still load: their new fault
-//! fields take the defaults (off), every page has age 0 and every block 0 reads. Images are
-//! always written as version 2.
+//! fields take the defaults (off), every page has age 0 and every block 0 reads. Version 1 and 2
+//! images have one channel per LUN. Images are always written as version 3.
 //!
 //! Loading rejects (with an `io::Error`, never a panic) a wrong magic or version, a truncated
 //! image, a checksum mismatch, an invalid configuration and out-of-range fields. Memory is
@@ -50,7 +51,7 @@ use nand_hal::{EccRequirement, Geometry};
 use super::{Emulator, EmulatorConfig, FaultConfig, TimingParams, WearState};
 
 const MAGIC: [u8; 8] = *b"NANDEMU\0";
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 /// The oldest version [`Emulator::load_from_reader`] reads.
 const MIN_VERSION: u32 = 1;
 /// Largest header accepted (the factory-bad list dominates it).
@@ -182,6 +183,9 @@ fn encode_header(e: &Emulator, version: u32) -> Vec<u8> {
     if version >= 2 {
         h.u32(e.retention_clock_s());
     }
+    if version >= 3 {
+        h.u32(c.channels);
+    }
     h.0
 }
 
@@ -239,10 +243,11 @@ fn decode_header(bytes: &[u8], version: u32) -> io::Result<(EmulatorConfig, Head
         power_pos: d.u128()?,
         retention_clock_s: if version >= 2 { d.u32()? } else { 0 },
     };
+    let channels = if version >= 3 { d.u32()? } else { 0 };
     if !d.0.is_empty() {
         return Err(invalid("header longer than its fields"));
     }
-    let config = EmulatorConfig { geometry, faults, timing, seed, store_data, reject_set_bits };
+    let config = EmulatorConfig { geometry, faults, timing, seed, store_data, reject_set_bits, channels };
     config.validate().map_err(|e| invalid(&e.to_string()))?;
     Ok((config, state))
 }
@@ -555,9 +560,9 @@ mod tests {
         assert_eq!(loaded.retention_clock_s(), 0);
         assert_eq!(loaded.page_age_s(PageId(8)), Some(0));
         assert_eq!(loaded.block_reads_since_erase(BlockId(1)), Some(0));
-        // Saved again, it is a version 2 image.
+        // Saved again, it is an image of the current version.
         let (v2, _) = round_trip(&loaded);
-        assert_eq!(u32::from_le_bytes(v2[8..12].try_into().unwrap()), 2);
+        assert_eq!(u32::from_le_bytes(v2[8..12].try_into().unwrap()), VERSION);
         assert!(v2.len() > image.len());
     }
 
@@ -599,13 +604,13 @@ mod tests {
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
         assert!(err.to_string().contains("magic"), "{err}");
         image[0] ^= 0x20;
-        image[8] = 3;
+        image[8] = VERSION as u8 + 1;
         let err = Emulator::load_from_reader(&image[..]).unwrap_err();
-        assert!(err.to_string().contains("version 3"), "{err}");
+        assert!(err.to_string().contains(&format!("version {}", VERSION + 1)), "{err}");
         image[8] = 0;
         let err = Emulator::load_from_reader(&image[..]).unwrap_err();
         assert!(err.to_string().contains("version 0"), "{err}");
-        image[8] = 2;
+        image[8] = VERSION as u8;
         assert!(Emulator::load_from_reader(&image[..]).is_ok());
         assert!(Emulator::load_from_reader(&b"not an image at all"[..]).is_err());
     }

@@ -5,11 +5,14 @@
 //!
 //! Time is a simulated clock in nanoseconds; nothing here sleeps. The caller moves "now" with
 //! [`super::Emulator::set_now_ns`]; an operation never starts before now. Each device-wide plane
-//! has a busy-until time, and so has each LUN's data bus (shared by the LUN's planes). Operations
-//! are placed greedily in issue order (no gap filling), with these phases:
+//! has a busy-until time, and so has each channel's data bus, shared by the planes of the LUNs on
+//! that channel (LUN `l` sits on channel `l % channels`; by default every LUN has a channel of
+//! its own, [`super::EmulatorConfig::channels`]). Operations are placed greedily in issue order
+//! (no gap filling), with these phases:
 //!
 //! - **read**: the array read (tR) starts when the plane is free; the data transfer out
-//!   (`bytes * t_xfer`) follows on the LUN's bus as soon as both tR has ended and the bus is free.
+//!   (`bytes * t_xfer`) follows on the channel's bus as soon as both tR has ended and the bus is
+//!   free.
 //!   The plane stays busy until its page register has been transferred out.
 //! - **program**: the transfer in starts when the plane and the bus are free; the array program
 //!   (tPROG) follows on the plane. The bus is released at the end of the transfer.
@@ -21,7 +24,7 @@
 //!   one tBERS on all planes.
 //!
 //! Planes of different LUNs, and single-plane operations on different planes of one LUN, overlap
-//! freely except for the shared bus. Operations refused by the rules (range, NOP, order, ...) or
+//! freely except for the shared bus of their channel. Operations refused by the rules (range, NOP, order, ...) or
 //! cut by a power loss take no time; operations that report status FAIL take their full time.
 //! `total_array_busy_ns` sums array time (tR, tPROG, tBERS) over planes.
 //!
@@ -118,12 +121,13 @@ pub(crate) struct TimingState {
 }
 
 impl TimingState {
-    pub(crate) fn new(params: TimingParams, planes: usize, luns: usize) -> Self {
+    /// `channels` buses (at least one) shared by `luns` LUNs.
+    pub(crate) fn new(params: TimingParams, planes: usize, channels: usize) -> Self {
         TimingState {
             params,
             now: 0,
             plane_busy: vec![0; planes],
-            bus_busy: vec![0; luns],
+            bus_busy: vec![0; channels.max(1)],
             last_completion: 0,
             window_end: 0,
             total_array_busy: 0,
@@ -159,8 +163,13 @@ impl TimingState {
         self.plane_busy.get(plane_index).copied()
     }
 
+    /// The bus of `lun`'s channel.
     pub(crate) fn bus_busy_until(&self, lun: usize) -> Option<u64> {
-        self.bus_busy.get(lun).copied()
+        self.bus_busy.get(lun % self.bus_busy.len()).copied()
+    }
+
+    fn channel(&self, lun: usize) -> usize {
+        lun % self.bus_busy.len()
     }
 
     pub(crate) fn idle_at(&self) -> u64 {
@@ -179,25 +188,27 @@ impl TimingState {
 
     /// Reads of `ops` = (device-wide plane, bytes out) on LUN `lun`, their tR in parallel.
     pub(crate) fn read(&mut self, lun: usize, ops: &[(usize, u64)]) {
+        let ch = self.channel(lun);
         let start = self.planes_free(ops);
         let array_end = start.saturating_add(self.params.t_r_ns);
-        let mut t = array_end.max(self.bus_busy[lun]);
+        let mut t = array_end.max(self.bus_busy[ch]);
         for &(p, bytes) in ops {
             t = t.saturating_add(self.params.xfer_ns(bytes));
             self.plane_busy[p] = t;
         }
-        self.bus_busy[lun] = t;
+        self.bus_busy[ch] = t;
         self.complete(t);
         self.charge_array(self.params.t_r_ns, ops.len());
     }
 
     /// Programs of `ops` = (device-wide plane, bytes in) on LUN `lun`, their tPROG in parallel.
     pub(crate) fn program(&mut self, lun: usize, ops: &[(usize, u64)]) {
-        let mut t = self.planes_free(ops).max(self.bus_busy[lun]);
+        let ch = self.channel(lun);
+        let mut t = self.planes_free(ops).max(self.bus_busy[ch]);
         for &(_, bytes) in ops {
             t = t.saturating_add(self.params.xfer_ns(bytes));
         }
-        self.bus_busy[lun] = t;
+        self.bus_busy[ch] = t;
         let end = t.saturating_add(self.params.t_prog_ns);
         for &(p, _) in ops {
             self.plane_busy[p] = end;
@@ -244,7 +255,7 @@ impl super::Emulator {
         self.timing.plane_busy_until(plane_index as usize)
     }
 
-    /// When the data bus of `lun` is next free; `None` if it does not exist.
+    /// When the data bus of `lun`'s channel is next free; `None` if the LUN does not exist.
     pub fn bus_busy_until(&self, lun: u32) -> Option<u64> {
         self.timing.bus_busy_until(lun as usize)
     }
@@ -422,6 +433,33 @@ mod tests {
         assert_eq!(e.last_op_completion_ns(), XFER_PAGE + 200_000);
         assert_eq!(e.bus_busy_until(0), Some(XFER_PAGE));
         assert_eq!(e.bus_busy_until(1), Some(XFER_PAGE));
+    }
+
+    #[test]
+    fn luns_on_one_channel_share_its_bus() {
+        // Four LUNs on two channels: LUNs 0 and 2 share channel 0, 1 and 3 channel 1.
+        let mut e = emu(4);
+        e = Emulator::new(EmulatorConfig { channels: 2, ..e.config().clone() }).unwrap();
+        let g = e.geometry();
+        let (mut d, mut s) = ([0u8; 2048], [0u8; 64]);
+        let lun = |l: u32| BlockId(l * g.blocks_per_lun());
+        for l in 0..4 {
+            e.read_page(g.page(lun(l), 0), &mut d, &mut s).unwrap();
+        }
+        // The array reads overlap; each channel moves its two pages out one after the other.
+        assert_eq!(e.bus_busy_until(0), Some(P.t_r_ns + 2 * XFER_PAGE));
+        assert_eq!(e.bus_busy_until(2), Some(P.t_r_ns + 2 * XFER_PAGE));
+        assert_eq!(e.bus_busy_until(1), Some(P.t_r_ns + 2 * XFER_PAGE));
+        assert_eq!(e.plane_busy_until(0), Some(P.t_r_ns + XFER_PAGE));
+        assert_eq!(e.plane_busy_until(2 * g.planes_per_lun), Some(P.t_r_ns + 2 * XFER_PAGE));
+        // One channel per LUN (the default): all four transfers overlap.
+        let mut e = emu(4);
+        for l in 0..4 {
+            e.read_page(g.page(lun(l), 0), &mut d, &mut s).unwrap();
+        }
+        assert_eq!(e.last_op_completion_ns(), P.t_r_ns + XFER_PAGE);
+        // More channels than LUNs is refused.
+        assert!(Emulator::new(EmulatorConfig { channels: 5, ..e.config().clone() }).is_err());
     }
 
     #[test]

@@ -1,19 +1,22 @@
-//! Byte-addressed access to the FTL: [`BlockDisk`] turns the FTL's whole-page `read` / `write` /
-//! `trim` into reads and writes at any byte offset and length, with read-modify-write for the
-//! partial pages at either end, and implements `std::io::{Read, Write, Seek}` over it (for
-//! filesystem crates such as `fatfs`).
+//! Byte-addressed access to the FTL with `std`: [`BlockDisk`] wraps the `no_std` adapter
+//! [`ftl_block::SectorDisk`] (which turns the FTL's whole-page `read` / `write` / `trim` into
+//! reads and writes at any byte offset and length, with read-modify-write for the partial pages
+//! at either end, through one owned page buffer) and implements `std::io::{Read, Write, Seek}`
+//! over it (for filesystem crates such as `fatfs`), with errors convertible to `io::Error`.
 //!
 //! - Every access is bounds-checked against the logical capacity before the FTL sees it; an
 //!   access past the end is [`DiskError::OutOfRange`] and changes nothing.
 //! - A partial page is read, patched and written back whole: each logical page changes
 //!   atomically (the FTL's unit), so after a power cut a page holds either its old or its new
-//!   content; a write spanning several pages can be cut between them.
+//!   content; a write spanning several pages can be cut between them (the per-sector statement
+//!   is in `ftl_block::disk`).
 //! - A trim discards only the whole pages inside the range (they read as zeros from then on); the
 //!   partial pages at its ends keep their content, which the NBD protocol allows.
 //! - `io::Write::flush` is the FTL's `flush`.
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
 
+use ftl_block::SectorDisk;
 use ftl_core::policy::{DefaultPolicies, PolicySet};
 use ftl_core::{FlatMap, Ftl, MappingTable};
 use nand_hal::NandFlash;
@@ -25,6 +28,8 @@ pub enum DiskError {
     OutOfRange,
     /// The FTL refused or failed.
     Ftl(ftl_core::Error),
+    /// The adapter refused the FTL (its page size is not a multiple of 512 bytes).
+    Adapter(ftl_block::Error),
 }
 
 impl std::fmt::Display for DiskError {
@@ -32,6 +37,7 @@ impl std::fmt::Display for DiskError {
         match self {
             DiskError::OutOfRange => f.write_str("access past the end of the device"),
             DiskError::Ftl(e) => write!(f, "FTL: {e}"),
+            DiskError::Adapter(e) => write!(f, "block adapter: {e}"),
         }
     }
 }
@@ -44,143 +50,89 @@ impl From<ftl_core::Error> for DiskError {
     }
 }
 
+impl From<ftl_block::Error> for DiskError {
+    fn from(e: ftl_block::Error) -> Self {
+        match e {
+            ftl_block::Error::OutOfRange => DiskError::OutOfRange,
+            ftl_block::Error::Ftl(e) => DiskError::Ftl(e),
+            e => DiskError::Adapter(e),
+        }
+    }
+}
+
 impl From<DiskError> for io::Error {
     fn from(e: DiskError) -> Self {
         let kind = match e {
             DiskError::OutOfRange => io::ErrorKind::InvalidInput,
             DiskError::Ftl(ftl_core::Error::NoSpace) => io::ErrorKind::StorageFull,
-            DiskError::Ftl(_) => io::ErrorKind::Other,
+            DiskError::Ftl(_) | DiskError::Adapter(_) => io::ErrorKind::Other,
         };
         io::Error::new(kind, e)
     }
 }
 
-/// Pages moved per FTL call for the aligned middle of a request (bounds the FTL's per-call work,
-/// not a limit on the request).
-const CHUNK_PAGES: usize = 256;
-
 /// The FTL as a byte-addressed disk (see the module documentation).
 pub struct BlockDisk<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable = FlatMap<'m>> {
-    ftl: Ftl<'m, N, P, M>,
-    page: usize,
-    size: u64,
-    scratch: Vec<u8>,
+    disk: SectorDisk<Ftl<'m, N, P, M>, Vec<u8>>,
     pos: u64,
 }
 
 impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> BlockDisk<'m, N, P, M> {
-    /// Wraps a mounted (or freshly formatted) FTL.
-    pub fn new(ftl: Ftl<'m, N, P, M>) -> Self {
+    /// Wraps a mounted (or freshly formatted) FTL; its page size must be a multiple of 512.
+    pub fn new(ftl: Ftl<'m, N, P, M>) -> Result<Self, DiskError> {
         let page = ftl.page_bytes() as usize;
-        let size = ftl.capacity_pages() as u64 * page as u64;
-        BlockDisk { ftl, page, size, scratch: vec![0; page], pos: 0 }
+        Ok(BlockDisk { disk: SectorDisk::new(ftl, vec![0; page])?, pos: 0 })
     }
 
     /// Capacity in bytes.
     pub fn size(&self) -> u64 {
-        self.size
+        self.disk.size_bytes()
     }
 
     /// Bytes per logical page.
     pub fn page_bytes(&self) -> usize {
-        self.page
+        self.disk.page_bytes()
     }
 
     /// The FTL.
     pub fn ftl(&self) -> &Ftl<'m, N, P, M> {
-        &self.ftl
+        self.disk.store()
     }
 
     /// The FTL, mutably.
     pub fn ftl_mut(&mut self) -> &mut Ftl<'m, N, P, M> {
-        &mut self.ftl
+        self.disk.store_mut()
     }
 
     /// Gives the FTL back.
     pub fn into_ftl(self) -> Ftl<'m, N, P, M> {
-        self.ftl
-    }
-
-    fn check(&self, offset: u64, len: u64) -> Result<(), DiskError> {
-        match offset.checked_add(len) {
-            Some(end) if end <= self.size => Ok(()),
-            _ => Err(DiskError::OutOfRange),
-        }
+        self.disk.into_parts().0
     }
 
     /// Reads `buf.len()` bytes at `offset`.
     pub fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), DiskError> {
-        self.check(offset, buf.len() as u64)?;
-        let pb = self.page as u64;
-        let mut done = 0usize;
-        while done < buf.len() {
-            let at = offset + done as u64;
-            let lpn = (at / pb) as u32;
-            let in_page = (at % pb) as usize;
-            let left = buf.len() - done;
-            if in_page == 0 && left >= self.page {
-                let n = (left / self.page).min(CHUNK_PAGES) * self.page;
-                self.ftl.read(lpn, &mut buf[done..done + n])?;
-                done += n;
-            } else {
-                let n = (self.page - in_page).min(left);
-                self.ftl.read(lpn, &mut self.scratch)?;
-                buf[done..done + n].copy_from_slice(&self.scratch[in_page..in_page + n]);
-                done += n;
-            }
-        }
-        Ok(())
+        Ok(self.disk.read_bytes(offset, buf)?)
     }
 
     /// Writes `data` at `offset` (read-modify-write for partial pages).
     pub fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), DiskError> {
-        self.check(offset, data.len() as u64)?;
-        let pb = self.page as u64;
-        let mut done = 0usize;
-        while done < data.len() {
-            let at = offset + done as u64;
-            let lpn = (at / pb) as u32;
-            let in_page = (at % pb) as usize;
-            let left = data.len() - done;
-            if in_page == 0 && left >= self.page {
-                let n = (left / self.page).min(CHUNK_PAGES) * self.page;
-                self.ftl.write(lpn, &data[done..done + n])?;
-                done += n;
-            } else {
-                let n = (self.page - in_page).min(left);
-                self.ftl.read(lpn, &mut self.scratch)?;
-                self.scratch[in_page..in_page + n].copy_from_slice(&data[done..done + n]);
-                self.ftl.write(lpn, &self.scratch)?;
-                done += n;
-            }
-        }
-        Ok(())
+        Ok(self.disk.write_bytes(offset, data)?)
     }
 
     /// Trims the whole pages inside `offset .. offset + len`; returns how many.
     pub fn trim(&mut self, offset: u64, len: u64) -> Result<u64, DiskError> {
-        self.check(offset, len)?;
-        let pb = self.page as u64;
-        let first = offset.div_ceil(pb);
-        let end = (offset + len) / pb;
-        if end <= first {
-            return Ok(0);
-        }
-        // Both fit in u32: the capacity in pages does.
-        self.ftl.trim(first as u32, (end - first) as u32)?;
-        Ok(end - first)
+        Ok(self.disk.trim_bytes(offset, len)? / self.disk.page_bytes() as u64)
     }
 
     /// The FTL's `flush`: every completed write and trim becomes durable.
     pub fn flush(&mut self) -> Result<(), DiskError> {
-        self.ftl.flush()?;
-        Ok(())
+        Ok(self.disk.flush()?)
     }
 }
 
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Read for BlockDisk<'_, N, P, M> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = (self.size.saturating_sub(self.pos)).min(buf.len() as u64) as usize;
+        let n = (self.size().saturating_sub(self.pos)).min(buf.len() as u64) as usize;
         self.read_at(self.pos, &mut buf[..n])?;
         self.pos += n as u64;
         Ok(n)
@@ -192,7 +144,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Write for BlockDisk<'_, N, P, 
         if buf.is_empty() {
             return Ok(0);
         }
-        let n = (self.size.saturating_sub(self.pos)).min(buf.len() as u64) as usize;
+        let n = (self.size().saturating_sub(self.pos)).min(buf.len() as u64) as usize;
         if n == 0 {
             return Err(io::Error::new(io::ErrorKind::StorageFull, "write past the end of the device"));
         }
@@ -211,7 +163,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Seek for BlockDisk<'_, N, P, M
     fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
         let target = match to {
             SeekFrom::Start(p) => Some(p),
-            SeekFrom::End(d) => self.size.checked_add_signed(d),
+            SeekFrom::End(d) => self.size().checked_add_signed(d),
             SeekFrom::Current(d) => self.pos.checked_add_signed(d),
         };
         let target =
@@ -243,7 +195,7 @@ mod tests {
         let mut mem = FtlMemory::new(&g, &cfg);
         let (map, m) = mem.parts();
         let ftl = Ftl::format(&mut emu, DefaultPolicies::default(), map, m, cfg).unwrap();
-        let mut disk = BlockDisk::new(ftl);
+        let mut disk = BlockDisk::new(ftl).unwrap();
         let size = disk.size() as usize;
         assert_eq!(size, cfg.logical_pages as usize * 2048);
         let mut model = vec![0u8; size];
@@ -291,7 +243,7 @@ mod tests {
         let mut mem = FtlMemory::new(&g, &cfg);
         let (map, m) = mem.parts();
         let mut disk =
-            BlockDisk::new(Ftl::format(&mut emu, DefaultPolicies::default(), map, m, cfg).unwrap());
+            BlockDisk::new(Ftl::format(&mut emu, DefaultPolicies::default(), map, m, cfg).unwrap()).unwrap();
         let size = disk.size();
         disk.seek(SeekFrom::Start(1000)).unwrap();
         disk.write_all(b"0123456789").unwrap();

@@ -8,7 +8,8 @@
 //!      |        FLUSH, TRIM, DISC with simple replies; every request checked before use
 //! server.rs     listener, a thread per connection, FtlExport: the device behind one mutex
 //!      |
-//! disk.rs       BlockDisk: byte offsets and lengths onto whole FTL pages (read-modify-write)
+//! disk.rs       BlockDisk: std::io over ftl_block::SectorDisk (byte offsets and lengths onto
+//!               whole FTL pages, read-modify-write)
 //!      |
 //! ftl_core::Ftl (baseline policies)
 //!      |
@@ -169,7 +170,8 @@ pub fn serve_command(args: &ServeArgs, spec: &DeviceSpec) -> Result<(), String> 
             format!("cannot mount the FTL on {}: {e} (the image is left as it was)", args.image.display())
         })?
     };
-    let mut disk = BlockDisk::new(ftl);
+    let mut disk =
+        BlockDisk::new(ftl).map_err(|e| format!("the FTL cannot be served as a block device: {e}"))?;
     let replayed = disk.ftl().nand().stats().replayed_ops;
     disk.ftl_mut().nand_mut().snapshot().map_err(|e| format!("{}: {e}", args.image.display()))?;
     let export = FtlExport::new(disk, EXPORT_NAME, args.spill_bytes);

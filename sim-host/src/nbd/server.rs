@@ -106,7 +106,7 @@ fn errno(e: DiskError) -> Errno {
         DiskError::OutOfRange => Errno::EINVAL,
         DiskError::Ftl(ftl_core::Error::NoSpace) => Errno::ENOSPC,
         DiskError::Ftl(ftl_core::Error::OutOfRange | ftl_core::Error::BufferSize) => Errno::EINVAL,
-        DiskError::Ftl(_) => Errno::EIO,
+        DiskError::Ftl(_) | DiskError::Adapter(_) => Errno::EIO,
     }
 }
 

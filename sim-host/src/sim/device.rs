@@ -67,6 +67,9 @@ pub struct Device {
     pub timing: TimingParams,
     /// Over-provisioning in percent (physical = logical * (1 + op / 100)) unless `--op` says.
     pub default_op_percent: f64,
+    /// Channels the LUNs share (`EmulatorConfig::channels`; 0: one per LUN) unless `--channels`
+    /// says.
+    pub channels: u32,
 }
 
 const SLC_4K: Geometry = Geometry {
@@ -91,23 +94,32 @@ impl Preset {
                 geometry: Geometry::MT29F4G08,
                 timing: TimingParams::MT29F4G08,
                 default_op_percent: 7.0,
+                channels: 0,
             },
-            Preset::Anchor => {
-                Device { geometry: g2k, timing: TimingParams::MT29F4G08, default_op_percent: 7.0 }
-            }
+            Preset::Anchor => Device {
+                geometry: g2k,
+                timing: TimingParams::MT29F4G08,
+                default_op_percent: 7.0,
+                channels: 0,
+            },
             Preset::Small => Device {
                 geometry: Geometry { blocks_per_plane: 128, ..g2k },
                 timing: TimingParams::MT29F4G08,
                 default_op_percent: 7.0,
+                channels: 0,
             },
-            Preset::Caftl => {
-                Device { geometry: SLC_4K, timing: TimingParams::CAFTL_PAPER, default_op_percent: 7.0 }
-            }
+            Preset::Caftl => Device {
+                geometry: SLC_4K,
+                timing: TimingParams::CAFTL_PAPER,
+                default_op_percent: 7.0,
+                channels: 0,
+            },
             Preset::Cdm => Device {
                 geometry: Geometry { blocks_per_plane: 8192, ..SLC_4K },
                 // 100 us to move a 4 KiB page: 24.4 ns per byte.
                 timing: TimingParams { t_xfer_ps_per_byte: 100_000_000 / 4096, ..TimingParams::CAFTL_PAPER },
                 default_op_percent: 15.0,
+                channels: 0,
             },
             Preset::Wom => Device {
                 geometry: Geometry {
@@ -118,6 +130,7 @@ impl Preset {
                 },
                 timing: TimingParams::CAFTL_PAPER,
                 default_op_percent: 7.0,
+                channels: 0,
             },
             Preset::WomFastBus => Device {
                 timing: TimingParams { t_xfer_ps_per_byte: 5_000, ..TimingParams::CAFTL_PAPER },

@@ -404,6 +404,7 @@ pub fn simulate_flex(
     let mut ec = EmulatorConfig::new(geo);
     ec.store_data = false;
     ec.timing = cfg.device.timing;
+    ec.channels = cfg.device.channels;
     let mut emu = Emulator::new(ec).map_err(|e| e.to_string())?;
     let fcfg = Config::with_logical_pages(&geo, cfg.logical_pages());
     let n = fcfg.logical_pages;

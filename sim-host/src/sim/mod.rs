@@ -3,7 +3,8 @@
 //! the JSON report and the series the plots draw.
 //!
 //! Timing: each request arrives at its trace time (open loop) or, for traces without times and
-//! synthetic workloads, when the request `queue_depth` places before it completes (closed loop).
+//! synthetic workloads, as soon as one of the `queue_depth` requests outstanding completes (closed
+//! loop: a host keeping `queue_depth` requests in flight; completions may come out of order).
 //! The simulated clock is set to the arrival; every NAND operation the FTL issues for the request
 //! (GC and checkpoint work included, so GC is charged to the requests it delays) starts when its
 //! plane and its LUN's bus are free; the request completes when the last of them does. Partial
@@ -25,7 +26,8 @@ pub mod plot;
 pub mod report;
 pub mod wom;
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::time::Instant;
 
 use ftl_core::policy::{
@@ -382,6 +384,7 @@ where
     // Deduplication hashes, compares and coalesces real page data.
     ec.store_data = dedup_on;
     ec.timing = cfg.device.timing;
+    ec.channels = cfg.device.channels;
     let mut emu = Emulator::new(ec).map_err(|e| e.to_string())?;
     let fcfg = Config::with_logical_pages(&geo, cfg.logical_pages());
     let mut mem = FtlMemory::new(&geo, &fcfg);
@@ -463,7 +466,8 @@ where
     let mut write_latency = Latencies::default();
     let mut compactor = Compactor::new();
     let qd = cfg.queue_depth.max(1) as usize;
-    let mut inflight: VecDeque<u64> = VecDeque::with_capacity(qd);
+    // Completion times of the requests in flight, earliest first.
+    let mut inflight: BinaryHeap<Reverse<u64>> = BinaryHeap::with_capacity(qd);
     let mut first_time: Option<u64> = None;
     let mut lpns: Vec<u32> = Vec::new();
     let mut requests_done = 0u64;
@@ -510,7 +514,7 @@ where
             }
             _ => {
                 if inflight.len() == qd {
-                    inflight.pop_front().unwrap_or(last_time)
+                    inflight.pop().map_or(last_time, |Reverse(t)| t)
                 } else {
                     last_time.max(t0)
                 }
@@ -582,7 +586,7 @@ where
             Op::Read => read_latency.push(latency),
             Op::Write => write_latency.push(latency),
         }
-        inflight.push_back(done);
+        inflight.push(Reverse(done));
         last_time = last_time.max(arrival);
         requests_done += 1;
         if requests_done.is_multiple_of(4096) {
