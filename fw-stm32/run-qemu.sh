@@ -16,13 +16,17 @@ cd "$(dirname "$0")"
 features="qemu${FW_FEATURES:+,$FW_FEATURES}"
 timeout_s="${QEMU_TIMEOUT:-120}"
 elf="${CARGO_TARGET_DIR:-target}/thumbv7em-none-eabihf/release/fw-stm32"
-log="${CARGO_TARGET_DIR:-target}/qemu-run.log"
+# One log (and a copy of the ELF) per feature set, for figures.py: qemu-run.log for the baseline,
+# qemu-run-eti.log for FW_FEATURES=eti, ...
+suffix="${FW_FEATURES:+-${FW_FEATURES//,/-}}"
+log="${CARGO_TARGET_DIR:-target}/qemu-run${suffix}.log"
 
 if ! command -v qemu-system-arm >/dev/null 2>&1; then
   echo "run-qemu: qemu-system-arm not found (scripts/setup.sh installs it)" >&2
   exit 127
 fi
 cargo build --release --no-default-features --features "$features"
+cp "$elf" "${CARGO_TARGET_DIR:-target}/qemu${suffix}.elf"
 
 echo "run-qemu: qemu-system-arm -machine mps2-an500 -icount shift=3, timeout ${timeout_s}s, features $features"
 # No terminal for QEMU (no -nographic: it would take over the terminal), stdin closed, output

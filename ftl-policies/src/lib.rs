@@ -22,7 +22,7 @@
 
 pub use ftl_core::policy;
 
-#[cfg(feature = "flex-ecc")]
+#[cfg(feature = "bch")]
 pub mod flex_ecc;
 
 #[cfg(feature = "eti")]

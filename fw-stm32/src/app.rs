@@ -24,23 +24,15 @@
 //! used, erase-count spread, the bus's own report, stack depth. Any failure is logged and
 //! returned as [`Failed`].
 
-use ftl_core::{BlockInfo, Config, Counters, Error as FtlError, FlatMap, Memory, RamLayout};
+use ftl_core::{BlockInfo, Config, Counters, Error as FtlError, Memory, RamLayout};
 use nand_hal::onfi::OnfiBus;
-use nand_hal::{Geometry, NandFlash};
+use nand_hal::{BlockId, Geometry, NandFlash};
 
+use crate::bundle::{self, AppMap, Attach};
 use crate::ftl_api::{self as api, AppFtl, Nand};
 use crate::log::Loggable;
 use crate::meter::{calibrate, Meter, Overhead, TimedBus, TimedNand};
 use crate::platform::{now, TICK_HZ, UNIT, UNITS_PER_TICK};
-
-/// Technique features compiled in.
-const FEATURES: [(&str, bool); 5] = [
-    ("wom", cfg!(feature = "wom")),
-    ("dedup", cfg!(feature = "dedup")),
-    ("flex-ecc", cfg!(feature = "flex-ecc")),
-    ("eti", cfg!(feature = "eti")),
-    ("cdm", cfg!(feature = "cdm")),
-];
 
 /// Generation of a page never written, or trimmed: it reads as zeros.
 const GEN_ZERO: u8 = 0;
@@ -69,6 +61,8 @@ pub struct FtlBuffers {
     pub heads: &'static mut [u32],
     /// One raw page, [`RamLayout::page_buf`].
     pub page_buf: &'static mut [u8],
+    /// What the policy bundle attaches (the NV cache with `cdm`).
+    pub attach: bundle::AttachBuffers,
 }
 
 impl FtlBuffers {
@@ -80,17 +74,25 @@ impl FtlBuffers {
             && self.page_buf.len() >= lay.page_buf
     }
 
-    /// The map and the rest, for one FTL instance (call only after [`Self::fits`]).
-    fn parts(&mut self, lay: &RamLayout) -> (FlatMap<'_>, Memory<'_>) {
-        (
-            FlatMap::new(&mut self.map[..lay.map_words]),
+    /// The map, the rest and the attachment, for one FTL instance (call only after
+    /// [`Self::fits`]).
+    // Without `cdm` the attachment is `()`.
+    #[allow(clippy::let_unit_value)]
+    fn parts(&mut self, lay: &RamLayout) -> Result<(AppMap<'_>, Memory<'_>, Attach<'_>), Failed> {
+        let attach = self.attach.parts().ok_or_else(|| {
+            error!("the policy bundle's attachment (NV cache) refused its memory");
+            Failed
+        })?;
+        Ok((
+            bundle::map(&mut self.map[..lay.map_words]),
             Memory {
                 valid: &mut self.valid[..lay.valid_words],
                 blocks: &mut self.blocks[..lay.blocks],
                 list_heads: &mut self.heads[..lay.list_heads],
                 page_buf: &mut self.page_buf[..lay.page_buf],
             },
-        )
+            attach,
+        ))
     }
 }
 
@@ -146,18 +148,27 @@ where
 {
     info!("fw-stm32 on {}: FTL on raw ONFI NAND", t.name);
     let mut any = false;
-    for (name, on) in FEATURES {
+    for (name, on, wired) in bundle::TECHNIQUES {
         if on {
-            info!("feature {} enabled (not yet wired into the policy bundle: baseline runs)", name);
+            let state =
+                if wired { "in the policy bundle" } else { "compiled, not yet wired into the policy bundle" };
+            info!("feature {}: {}", name, state);
             any = true;
         }
     }
     if !any {
         info!("features: none (baseline FTL)");
     }
+    info!("policies: codec {}, {}, greedy GC", bundle::CODEC_NAME, bundle::CLASSIFIER_NAME);
+    #[cfg(feature = "dedup")]
     info!(
-        "policies: codec {}, request-size classifier, greedy GC, single host stream",
-        if cfg!(feature = "null-codec") { "none (null-codec)" } else { "CRC-32C" }
+        "dedup: fingerprint store of {} entries ({} buckets), {} virtual pages; {} bytes of the platform's {} for \
+         deduplication",
+        bundle::DEDUP.buckets * bundle::DEDUP_K,
+        bundle::DEDUP.buckets,
+        bundle::DEDUP.virtual_pages,
+        bundle::DEDUP.bytes(),
+        crate::platform::DEDUP_RAM
     );
     let overhead = calibrate();
     info!(
@@ -201,6 +212,16 @@ where
         error!("application buffers too small");
         return Err(Failed);
     }
+    {
+        let mut codec = policies(&nand, cfg.logical_pages)?.codec;
+        crate::codec_bench::run(
+            &mut codec,
+            bundle::CODEC_T,
+            geo.ecc.codeword_bytes as usize,
+            &mut t.test.write[..pb],
+            &mut t.test.read[..pb],
+        )?;
+    }
     let mut app = App {
         overhead,
         rng: 0x2545_F491,
@@ -234,7 +255,12 @@ where
         };
         let (mut ftl, formatted) = match mounted {
             Some(ftl) => (ftl, false),
-            None => (format(&mut nand, &mut t.ftl, &lay, cfg)?, true),
+            None => {
+                if !t.force_format {
+                    first_boot_check(&mut nand)?;
+                }
+                (format(&mut nand, &mut t.ftl, &lay, cfg)?, true)
+            }
         };
         log_ram(&ftl, &lay);
         app.gens.fill(if formatted { GEN_ZERO } else { GEN_UNKNOWN });
@@ -266,13 +292,15 @@ where
         app.random_write(&mut ftl, w.gc_writes, app.hot_start, "gc-heavy")?;
         app.seq_read(&mut ftl, "verify-all")?;
         report_device(&mut ftl);
-        let t0 = now();
-        api::unmount(ftl).map_err(|e| ftl_failed("unmount", e))?;
-        info!("unmounted in {} us", ticks_to_us(now() - t0));
+        #[cfg(feature = "wom")]
+        wom_report(&ftl)?;
+        end_of_life(ftl)?;
     }
     let mut nand = identify(nand.into_inner().release())?;
     {
         let mut ftl = mount(&mut nand, &mut t.ftl, &lay, cfg)?;
+        #[cfg(feature = "cdm")]
+        nv_after_reset(&ftl)?;
         app.seq_read(&mut ftl, "remount-verify")?;
         api::unmount(ftl).map_err(|e| ftl_failed("unmount", e))?;
     }
@@ -280,6 +308,72 @@ where
     info!("NAND bus: {} calls, {} {} in all", bus.meter.calls, bus.meter.ticks * UNITS_PER_TICK, UNIT);
     (t.report_bus)(bus.inner());
     info!("stack: {} bytes used at most", crate::stack::used());
+    Ok(())
+}
+
+/// After the benchmark: unmount; with `cdm`, a simulated reset instead (flush, then drop the FTL
+/// without unmounting: the NV cache region keeps what it holds, RAM state is lost), which the
+/// next mount must reconcile.
+fn end_of_life<B: OnfiBus>(mut ftl: AppFtl<'_, B>) -> Result<(), Failed> {
+    let t0 = now();
+    if cfg!(feature = "cdm") {
+        api::flush(&mut ftl).map_err(|e| ftl_failed("flush", e))?;
+        #[cfg(feature = "cdm")]
+        if let Some(c) = ftl.nv_counters() {
+            info!(
+                "NV cache: {} write inserts, {} read fills, {} evictions ({} write-backs), {} GC drops, {} NVM bytes \
+                 written",
+                c.write_inserts,
+                c.read_fills,
+                c.evictions,
+                c.write_backs,
+                c.gc_drops,
+                c.nvm_write_bytes
+            );
+        }
+        // Returning drops the FTL without unmount: the simulated reset.
+        info!("simulated reset: FTL dropped without unmount after a flush; the NV cache region is kept");
+        return Ok(());
+    }
+    api::unmount(ftl).map_err(|e| ftl_failed("unmount", e))?;
+    info!("unmounted in {} us", ticks_to_us(now() - t0));
+    Ok(())
+}
+
+/// With `wom`: what second writes did; the run fails if none happened (the technique did not
+/// run) or if one was read back wrong (the verification phases would have failed first).
+#[cfg(feature = "wom")]
+fn wom_report<B: OnfiBus>(ftl: &AppFtl<'_, B>) -> Result<(), Failed> {
+    let s = ftl.reuse_stats().unwrap_or_default();
+    info!(
+        "wom: {} second writes ({} retries, {} encode failures), {} second-write reads, {} blocks recycled, {} pairs",
+        s.second_writes,
+        s.retries,
+        s.encode_failures,
+        s.second_reads,
+        s.recycled,
+        s.pairs
+    );
+    if s.second_writes == 0 {
+        error!("wom: no second write happened");
+        return Err(Failed);
+    }
+    Ok(())
+}
+
+/// With `cdm`, after the simulated reset: the mount found the NV cache (its slots reconciled
+/// with flash), else the region did not survive.
+#[cfg(feature = "cdm")]
+fn nv_after_reset<B: OnfiBus>(ftl: &AppFtl<'_, B>) -> Result<(), Failed> {
+    let c = ftl.nv_counters().unwrap_or_default();
+    info!(
+        "NV cache after the reset: {} slots restored ({} only copies), {} stale",
+        c.mount_restored, c.mount_only_copy, c.mount_stale
+    );
+    if c.mount_restored + c.mount_stale == 0 {
+        error!("the NV cache held nothing after the reset: its region did not survive");
+        return Err(Failed);
+    }
     Ok(())
 }
 
@@ -336,7 +430,7 @@ where
     );
     info!(
         "chip: {}+{} bytes x {} pages x {} blocks x {} planes x {} LUNs, NOP {}, ECC {} bits/{} bytes, \
-         timing mode {}, multi-plane program/erase {}",
+         timing mode {} (interface running mode {}), on-die ECC {}, multi-plane program/erase {}",
         g.data_bytes,
         g.spare_bytes,
         g.pages_per_block,
@@ -347,9 +441,27 @@ where
         g.ecc.bits,
         g.ecc.codeword_bytes,
         i.timing_mode(),
+        i.interface.mode,
+        if i.on_die_ecc_off { "off (read back)" } else { "none" },
         i.multi_plane_program_erase()
     );
     Ok(TimedNand::new(nand))
+}
+
+/// The policy bundle for the chip (its codec sized by the chip's ECC requirement).
+fn policies<B: OnfiBus>(nand: &Nand<B>, logical_pages: u32) -> Result<api::AppPolicies, Failed> {
+    let geo = nand.geometry();
+    bundle::policies(&geo, logical_pages).ok_or_else(|| {
+        error!(
+            "no policy bundle: the chip requires {} correctable bits per {} bytes (firmware's codec: {}), or the \
+             classifier refused {} logical pages",
+            geo.ecc.bits,
+            geo.ecc.codeword_bytes,
+            bundle::CODEC_NAME,
+            logical_pages
+        );
+        Failed
+    })
 }
 
 fn mount<'a, B: OnfiBus>(
@@ -358,9 +470,10 @@ fn mount<'a, B: OnfiBus>(
     lay: &RamLayout,
     cfg: Config,
 ) -> Result<AppFtl<'a, B>, Failed> {
-    let (map, m) = mem.parts(lay);
+    let pol = policies(nand, cfg.logical_pages)?;
+    let (map, m, att) = mem.parts(lay)?;
     let t0 = now();
-    let ftl = api::mount(nand, map, m, cfg).map_err(|e| ftl_failed("mount", e))?;
+    let ftl = api::mount(nand, pol, map, m, cfg, att).map_err(|e| ftl_failed("mount", e))?;
     let c = ftl.counters();
     info!(
         "mounted in {} us: {} NAND reads, {} pages replayed",
@@ -378,10 +491,11 @@ fn try_mount<'a, B: OnfiBus>(
     lay: &RamLayout,
     cfg: Config,
 ) -> Result<Option<AppFtl<'a, B>>, Failed> {
-    let (map, m) = mem.parts(lay);
+    let pol = policies(nand, cfg.logical_pages)?;
+    let (map, m, att) = mem.parts(lay)?;
     let t0 = now();
     // The device is lent (`&mut`), so that a failed mount does not drop it.
-    match api::mount(nand, map, m, cfg) {
+    match api::mount(nand, pol, map, m, cfg, att) {
         Ok(ftl) => {
             let c = ftl.counters();
             info!(
@@ -393,11 +507,86 @@ fn try_mount<'a, B: OnfiBus>(
             Ok(Some(ftl))
         }
         Err(FtlError::NotFormatted) => {
-            info!("no FTL image on the device: first boot");
+            info!("no FTL image on the device");
             Ok(None)
         }
         Err(e) => Err(ftl_failed("mount", e)),
     }
+}
+
+/// Format a chip that holds data in another format (feature `format-foreign`).
+const FORMAT_FOREIGN: bool = cfg!(feature = "format-foreign");
+
+/// First boot (no FTL image): formats only a blank chip, or a foreign one with `format-foreign`;
+/// otherwise reports it and fails, leaving the chip alone.
+fn first_boot_check<N: NandFlash>(nand: &mut N) -> Result<(), Failed>
+where
+    N::Error: Loggable,
+{
+    match scan_foreign(nand)? {
+        0 => {
+            info!("device blank: first boot, formatting");
+            Ok(())
+        }
+        n if FORMAT_FOREIGN => {
+            warn!("{} blocks hold data in another format: formatting anyway (feature format-foreign)", n);
+            Ok(())
+        }
+        n => {
+            error!(
+                "{} blocks hold data in another format: left alone. To format this chip, rebuild with the \
+                 cargo feature `format-foreign` (or `force-format`)",
+                n
+            );
+            if cfg!(feature = "cdm") {
+                error!(
+                    "(with cdm this is also what an FTL image whose NV cache was lost looks like: the backup \
+                     SRAM lost power without VBAT; formatting would lose the pages only the cache held)"
+                );
+            }
+            Err(Failed)
+        }
+    }
+}
+
+/// Good blocks whose first page is not erased: more 0 bits in its data and spare than the chip's
+/// ECC requirement allows for one page (`ecc.bits` per codeword: an erased page with read noise
+/// still counts as erased): data in another format (or in none). Reads one page per block;
+/// factory-bad blocks are skipped.
+pub fn scan_foreign<N: NandFlash>(nand: &mut N) -> Result<u32, Failed>
+where
+    N::Error: Loggable,
+{
+    let geo = nand.geometry();
+    let mut data = [0u8; 4096];
+    let mut spare = [0u8; 512];
+    let (db, sb) = (geo.data_bytes as usize, geo.spare_bytes as usize);
+    if db > data.len() || sb > spare.len() {
+        error!("page of {}+{} bytes too large for the blank check", db, sb);
+        return Err(Failed);
+    }
+    let cw = (geo.ecc.codeword_bytes as u32).max(1);
+    let noise_allowance = geo.ecc.bits as u32 * (geo.data_bytes.div_ceil(cw) + 1);
+    let mut foreign = 0;
+    for b in 0..geo.total_blocks() {
+        let block = BlockId(b);
+        let bad = nand.is_bad(block).map_err(|e| {
+            error!("blank check: bad-block check of block {} failed: {:?}", b, e);
+            Failed
+        })?;
+        if bad {
+            continue;
+        }
+        nand.read_page(geo.page(block, 0), &mut data[..db], &mut spare[..sb]).map_err(|e| {
+            error!("blank check: read of block {} failed: {:?}", b, e);
+            Failed
+        })?;
+        let zeros: u32 = data[..db].iter().chain(&spare[..sb]).map(|&x| x.count_zeros()).sum();
+        if zeros > noise_allowance {
+            foreign += 1;
+        }
+    }
+    Ok(foreign)
 }
 
 fn format<'a, B: OnfiBus>(
@@ -406,9 +595,10 @@ fn format<'a, B: OnfiBus>(
     lay: &RamLayout,
     cfg: Config,
 ) -> Result<AppFtl<'a, B>, Failed> {
-    let (map, m) = mem.parts(lay);
+    let pol = policies(nand, cfg.logical_pages)?;
+    let (map, m, att) = mem.parts(lay)?;
     let t0 = now();
-    let ftl = api::format(nand, map, m, cfg).map_err(|e| ftl_failed("format", e))?;
+    let ftl = api::format(nand, pol, map, m, cfg, att).map_err(|e| ftl_failed("format", e))?;
     let c = ftl.counters();
     info!(
         "formatted in {} us: {} blocks erased, {} NAND reads, {} bad blocks",
@@ -675,12 +865,68 @@ impl App<'_> {
         }
         self.gens[trim_from as usize..(trim_from + trim_len) as usize].fill(GEN_ZERO);
         self.verify_range(ftl, 0, region, "self-test overwrite+trim")?;
+        #[cfg(feature = "dedup")]
+        self.dedup_check(ftl, 0, region.min(64))?;
         if let Err(e) = api::flush(ftl) {
             error!("flush failed: {:?}", e);
             return Err(Failed);
         }
         info!("self-test: {} pages written, every third overwritten, {} trimmed: verified", region, trim_len);
         Ok(())
+    }
+
+    /// With `dedup`: writes one content to `count` logical pages from `from`, reads each back
+    /// exact, requires the FTL to have deduplicated some of them, then gives the pages their own
+    /// contents again (and verifies them).
+    #[cfg(feature = "dedup")]
+    fn dedup_check<B: OnfiBus>(
+        &mut self,
+        ftl: &mut AppFtl<'_, B>,
+        from: u32,
+        count: u32,
+    ) -> Result<(), Failed> {
+        let before = ftl.dedup_stats();
+        fill(self.wbuf, u32::MAX, 1);
+        for lpn in from..from + count {
+            if let Err(e) = api::write(ftl, lpn, self.wbuf) {
+                error!("dedup: write of logical page {} failed: {:?}", lpn, e);
+                return Err(Failed);
+            }
+        }
+        for lpn in from..from + count {
+            if let Err(e) = api::read(ftl, lpn, self.rbuf) {
+                error!("dedup: read of logical page {} failed: {:?}", lpn, e);
+                return Err(Failed);
+            }
+            if self.rbuf != self.wbuf {
+                error!("dedup: logical page {} does not hold the shared content", lpn);
+                return Err(Failed);
+            }
+        }
+        let after = ftl.dedup_stats();
+        let (probes, hits, dedup) = (
+            after.probes - before.probes,
+            after.hits - before.hits,
+            after.deduplicated - before.deduplicated,
+        );
+        info!(
+            "dedup: {} writes of one content: {} probes, {} hits, {} pages deduplicated, {} shared contents; all read \
+             back exact",
+            count,
+            probes,
+            hits,
+            dedup,
+            ftl.shared_contents()
+        );
+        if dedup == 0 {
+            error!("dedup: no page was deduplicated");
+            return Err(Failed);
+        }
+        let mut ticks = 0;
+        for lpn in from..from + count {
+            self.write(ftl, lpn, &mut ticks)?;
+        }
+        self.verify_range(ftl, from, from + count, "dedup: own contents again")
     }
 
     fn seq_write<B: OnfiBus>(&mut self, ftl: &mut AppFtl<'_, B>) -> Result<(), Failed> {

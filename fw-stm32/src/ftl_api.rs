@@ -4,25 +4,11 @@
 //! (with the symbols of those crates that stay out of line). The cost is one call per
 //! operation.
 
-use ftl_core::policy::{Greedy, Policies, RequestSizeClassifier, SingleHostStream};
-use ftl_core::{Config, Error as FtlError, FlatMap, Ftl, Memory};
+use ftl_core::{Config, Error as FtlError, Ftl, Memory};
 use nand_hal::onfi::{OnfiBus, OnfiError, OnfiNand};
 
-use crate::meter::{TimedBus, TimedCodec, TimedNand};
-
-/// The page codec: the baseline's CRC-32C over the data, or none with the `null-codec` feature
-/// (to measure the FTL without it).
-#[cfg(not(feature = "null-codec"))]
-pub type Codec = ftl_policies::policy::Crc32cCodec;
-/// The page codec: the baseline's CRC-32C over the data, or none with the `null-codec` feature
-/// (to measure the FTL without it).
-#[cfg(feature = "null-codec")]
-pub type Codec = ftl_policies::policy::NullCodec;
-
-/// The policy bundle the firmware runs. The techniques of ftl-policies (cargo features `wom`,
-/// `dedup`, `flex-ecc`, `eti`, `cdm`, forwarded by this crate's features of the same names) will
-/// select their policies here as they land; today every build runs the baseline bundle.
-pub type AppPolicies = Policies<TimedCodec<Codec>, RequestSizeClassifier, Greedy, SingleHostStream>;
+pub use crate::bundle::{AppMap, AppPolicies, Attach};
+use crate::meter::{TimedBus, TimedNand};
 
 /// The ONFI driver over the metered bus.
 pub type Driver<B> = OnfiNand<TimedBus<B>>;
@@ -31,7 +17,7 @@ pub type Driver<B> = OnfiNand<TimedBus<B>>;
 pub type Nand<B> = TimedNand<Driver<B>>;
 
 /// The FTL over a lent NAND (lent, so that a failed mount does not drop the device).
-pub type AppFtl<'a, B> = Ftl<'a, &'a mut Nand<B>, AppPolicies, FlatMap<'a>>;
+pub type AppFtl<'a, B> = Ftl<'a, &'a mut Nand<B>, AppPolicies, AppMap<'a>>;
 
 /// RESET, READ ID, READ PARAMETER PAGE.
 #[inline(never)]
@@ -43,22 +29,46 @@ pub fn identify<B: OnfiBus>(bus: TimedBus<B>) -> Result<Driver<B>, OnfiError<B::
 #[inline(never)]
 pub fn mount<'a, B: OnfiBus>(
     nand: &'a mut Nand<B>,
-    map: FlatMap<'a>,
+    policies: AppPolicies,
+    map: AppMap<'a>,
     mem: Memory<'a>,
     cfg: Config,
+    attach: Attach<'a>,
 ) -> Result<AppFtl<'a, B>, FtlError> {
-    Ftl::mount(nand, AppPolicies::default(), map, mem, cfg)
+    #[cfg(feature = "cdm")]
+    return Ftl::mount_with_cache(nand, policies, map, mem, cfg, attach);
+    #[cfg(feature = "dedup")]
+    return Ftl::mount_dedup(nand, policies, map, mem, cfg, attach);
+    #[cfg(feature = "wom")]
+    return Ftl::mount_reusable(nand, policies, map, mem, cfg, attach);
+    #[cfg(not(any(feature = "cdm", feature = "dedup", feature = "wom")))]
+    {
+        let () = attach;
+        Ftl::mount(nand, policies, map, mem, cfg)
+    }
 }
 
 /// Formats.
 #[inline(never)]
 pub fn format<'a, B: OnfiBus>(
     nand: &'a mut Nand<B>,
-    map: FlatMap<'a>,
+    policies: AppPolicies,
+    map: AppMap<'a>,
     mem: Memory<'a>,
     cfg: Config,
+    attach: Attach<'a>,
 ) -> Result<AppFtl<'a, B>, FtlError> {
-    Ftl::format(nand, AppPolicies::default(), map, mem, cfg)
+    #[cfg(feature = "cdm")]
+    return Ftl::format_with_cache(nand, policies, map, mem, cfg, attach);
+    #[cfg(feature = "dedup")]
+    return Ftl::format_dedup(nand, policies, map, mem, cfg, attach);
+    #[cfg(feature = "wom")]
+    return Ftl::format_reusable(nand, policies, map, mem, cfg, attach);
+    #[cfg(not(any(feature = "cdm", feature = "dedup", feature = "wom")))]
+    {
+        let () = attach;
+        Ftl::format(nand, policies, map, mem, cfg)
+    }
 }
 
 /// Flushes, checkpoints, gives the device back.

@@ -24,6 +24,9 @@ mod log;
 mod mem;
 
 mod app;
+#[macro_use]
+mod bundle;
+mod codec_bench;
 mod ftl_api;
 mod meter;
 mod stack;

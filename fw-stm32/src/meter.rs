@@ -229,6 +229,13 @@ pub struct TimedCodec<C> {
     pub meter: Meter,
 }
 
+impl<C> TimedCodec<C> {
+    /// Meters `inner`.
+    pub fn new(inner: C) -> Self {
+        TimedCodec { inner, meter: Meter::default() }
+    }
+}
+
 impl<C: PageCodec> PageCodec for TimedCodec<C> {
     fn spare_len(&self) -> usize {
         self.inner.spare_len()

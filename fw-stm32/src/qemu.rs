@@ -12,7 +12,8 @@
 //!
 //! The chip: 2048 + 64-byte pages, 64 pages per block, 2 planes of 32 blocks (64 blocks, 8 MiB
 //! of data; the MT29F4G08ABADA's page and block, fewer blocks), NOP 4, in-order programming,
-//! its parameter page built by `ParamPage::for_geometry`. Block 9 is factory bad and every
+//! its parameter page built by `ParamPage::for_geometry`, on-die ECC on at power-on (the driver
+//! must switch it off). Block 9 is factory bad and every
 //! program of block 22 fails, so bad-block skipping and run-time retirement run in CI too.
 
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -21,8 +22,8 @@ use cortex_m::peripheral::{syst::SystClkSource, SCB, SYST};
 use cortex_m_rt::{entry, exception, ExceptionFrame};
 use cortex_m_semihosting::{debug, hprintln};
 use ftl_core::{BlockInfo, Config, RamLayout};
-use nand_hal::onfi::{ModelConfig, OnfiChipModel};
-use nand_hal::{BlockId, EccRequirement, Geometry};
+use nand_hal::onfi::{ModelConfig, OnfiChipModel, OnfiNand};
+use nand_hal::{BlockId, EccRequirement, Geometry, NandFlash};
 
 use crate::app::{self, Failed, FtlBuffers, Target, TestBuffers, Workload};
 
@@ -34,6 +35,7 @@ pub const UNIT: &str = "instr";
 pub const UNITS_PER_TICK: u64 = 5;
 
 /// The chip model's shape.
+#[cfg(not(feature = "wom"))]
 pub const GEO: Geometry = Geometry {
     data_bytes: 2048,
     spare_bytes: 64,
@@ -47,9 +49,31 @@ pub const GEO: Geometry = Geometry {
     endurance: 100_000,
 };
 
+/// With `wom`: a chip without the in-order rule (pages of a block programmable in any order, as
+/// second writes need) and with a spare large enough for them: 4096 + 368-byte pages (the
+/// project's WOM test geometry), 64 pages per block, 2 planes of 20 blocks (10 MiB of data).
+#[cfg(feature = "wom")]
+pub const GEO: Geometry = Geometry {
+    data_bytes: 4096,
+    spare_bytes: 368,
+    pages_per_block: 64,
+    blocks_per_plane: 20,
+    planes_per_lun: 2,
+    luns: 1,
+    nop: 4,
+    sequential_program: false,
+    ecc: EccRequirement { bits: 4, codeword_bytes: 512 },
+    endurance: 100_000,
+};
+
 /// 4 MiB of logical capacity: half the raw pages, two thirds of what is left after the FTL's
 /// reserves.
+#[cfg(not(feature = "wom"))]
 const LOGICAL_PAGES: u32 = 2048;
+/// With `wom`: 4 MiB of logical capacity, 40 % of the raw pages (the rest is where GC recycles
+/// blocks for second writes).
+#[cfg(feature = "wom")]
+const LOGICAL_PAGES: u32 = 1024;
 
 /// Defaults, with wear leveling made eager enough to act within a CI run.
 const CONFIG: Config = {
@@ -63,6 +87,14 @@ const LAYOUT: RamLayout = RamLayout::new(&GEO, &CONFIG);
 const PAGE: usize = GEO.data_bytes as usize;
 /// The PSRAM.
 const MODEL_CAPACITY: usize = 16 << 20;
+
+/// RAM for deduplication (`dedup`): 512 KiB of the SSRAM.
+#[cfg(feature = "dedup")]
+pub const DEDUP_RAM: usize = 512 * 1024;
+
+/// Bit errors per 512-byte codeword injected by the chip model on every page read (0 with the
+/// `crc-codec` and `null-codec` measurement builds, which correct nothing).
+const READ_BIT_ERRORS: u8 = if cfg!(any(feature = "crc-codec", feature = "null-codec")) { 0 } else { 2 };
 
 const FACTORY_BAD: BlockId = BlockId(9);
 const FAILING: BlockId = BlockId(22);
@@ -120,11 +152,55 @@ fn report_model(chip: &OnfiChipModel<&'static mut [u8]>) {
     );
 }
 
+/// The first-boot blank check: a page of another format (here, data with an erased spare) in one
+/// block makes `scan_foreign` count one foreign block (the application then leaves the chip
+/// alone); erased again, the chip counts as blank.
+fn foreign_chip_check(
+    chip: OnfiChipModel<&'static mut [u8]>,
+) -> Result<OnfiChipModel<&'static mut [u8]>, Failed> {
+    let mut nand = OnfiNand::new(chip).map_err(|e| {
+        error!("foreign-chip check: identify: {:?}", e);
+        Failed
+    })?;
+    let geo = nand.geometry();
+    let block = BlockId(GEO.blocks_per_plane - 2);
+    let mut data = [0u8; PAGE];
+    for (i, b) in data.iter_mut().enumerate() {
+        *b = i as u8 ^ 0x5A;
+    }
+    let spare = [0xFFu8; GEO.spare_bytes as usize];
+    let r = nand.program_page(geo.page(block, 0), &data, &spare);
+    if let Err(e) = r {
+        error!("foreign-chip check: program: {:?}", e);
+        return Err(Failed);
+    }
+    let found = app::scan_foreign(&mut nand)?;
+    let kept = nand.bus().page(geo.page(block, 0)).is_some_and(|(d, _)| d == &data[..]);
+    if found != 1 || !kept {
+        error!("foreign-chip check: {} foreign blocks found (want 1), page kept: {}", found, kept);
+        return Err(Failed);
+    }
+    if let Err(e) = nand.erase_block(block) {
+        error!("foreign-chip check: erase: {:?}", e);
+        return Err(Failed);
+    }
+    let found = app::scan_foreign(&mut nand)?;
+    if found != 0 {
+        error!("foreign-chip check: {} foreign blocks after the erase (want 0)", found);
+        return Err(Failed);
+    }
+    info!("first-boot check: a block of another format is found and left alone; the erased chip counts as blank");
+    Ok(nand.release())
+}
+
 fn run() -> Result<(), Failed> {
-    let model = ModelConfig::for_geometry(&GEO).map_err(|e| {
+    let mut model = ModelConfig::for_geometry(&GEO).map_err(|e| {
         error!("chip model configuration: {:?}", e);
         Failed
     })?;
+    // The chip powers up with its on-die ECC on: the run passes only if the driver switches it
+    // off (its parity would otherwise overwrite the FTL's metadata in the spare).
+    model.on_die_ecc = true;
     let bytes = OnfiChipModel::<&mut [u8]>::storage_bytes(&model).map_err(|e| {
         error!("chip model size: {:?}", e);
         Failed
@@ -144,9 +220,16 @@ fn run() -> Result<(), Failed> {
         error!("chip model faults: {:?}", e);
         return Err(Failed);
     }
+    let mut chip = foreign_chip_check(chip)?;
+    // Raw bit errors from here on: every page read flips READ_BIT_ERRORS bits in each 512-byte
+    // codeword of data and one in the spare (up to 3 per BCH codeword of t = 4, 1 in the
+    // metadata, whose own code corrects 3).
+    chip.faults_mut().read_bit_errors = READ_BIT_ERRORS;
+    chip.faults_mut().noise_seed = 0x1234_5678;
     info!(
-        "NAND: ONFI chip model, {} bytes of PSRAM; block {} factory bad, every program of block {} fails",
-        bytes, FACTORY_BAD.0, FAILING.0
+        "NAND: ONFI chip model, {} bytes of PSRAM; block {} factory bad, every program of block {} fails; {} bit \
+         errors per 512 B and 1 in the spare on every page read",
+        bytes, FACTORY_BAD.0, FAILING.0, READ_BIT_ERRORS
     );
     let ftl = FtlBuffers {
         map: static_slice!(u32; LAYOUT.map_words; LAYOUT.map_words; 0),
@@ -154,6 +237,24 @@ fn run() -> Result<(), Failed> {
         blocks: static_slice!(BlockInfo; LAYOUT.blocks; LAYOUT.blocks; BlockInfo::EMPTY),
         heads: static_slice!(u32; LAYOUT.list_heads; LAYOUT.list_heads; 0),
         page_buf: static_slice!(u8; LAYOUT.page_buf; LAYOUT.page_buf; 0),
+        // With `cdm`, a RAM region stands for the board's backup SRAM; the application checks
+        // that the cache survives a simulated reset (an FTL dropped without unmount).
+        #[cfg(feature = "cdm")]
+        attach: crate::bundle::AttachBuffers::new(static_slice!(
+            u8; crate::bundle::NV_BYTES; crate::bundle::NV_BYTES; 0
+        )),
+        #[cfg(feature = "dedup")]
+        attach: crate::bundle::AttachBuffers::new(dedup_parts!()).ok_or_else(|| {
+            error!("deduplication memory refused");
+            Failed
+        })?,
+        #[cfg(feature = "wom")]
+        attach: crate::bundle::AttachBuffers::new(&CONFIG).ok_or_else(|| {
+            error!("no polar WOM code fits the chip model's spare");
+            Failed
+        })?,
+        #[cfg(not(any(feature = "cdm", feature = "dedup", feature = "wom")))]
+        attach: crate::bundle::AttachBuffers::new(),
     };
     let test = TestBuffers {
         generations: static_slice!(u8; LOGICAL_PAGES as usize; LOGICAL_PAGES as usize; 0),

@@ -6,8 +6,8 @@
 use nand_hal::onfi::model::MT29F4G08ABADA_ID;
 use nand_hal::onfi::param_page::{multi_plane_attributes, PARAM_PAGE_BYTES};
 use nand_hal::onfi::{
-    cmd, ModelConfig, ModelError, OnfiBus, OnfiChipModel, OnfiError, OnfiNand, ParamError, ParamPage,
-    ParamSource,
+    cmd, BusTiming, ModelConfig, ModelError, OnfiBus, OnfiChipModel, OnfiError, OnfiNand, ParamError,
+    ParamPage, ParamSource, ReadyLine,
 };
 use nand_hal::{
     BlockId, EccRequirement, Error as _, ErrorKind, Geometry, NandFlash, PageId, ProgramOp, ReadOp,
@@ -180,8 +180,9 @@ fn address_cycles_follow_byte_101() {
     let before = c.counters().address_cycles;
     let mut n = OnfiNand::new(&mut c).unwrap();
     n.erase_block(BlockId(31)).unwrap();
-    // RESET, READ ID twice, READ PARAMETER PAGE: 3 cycles; erase: 2 row cycles.
-    assert_eq!(c.counters().address_cycles - before, 3 + 2);
+    // RESET, READ ID twice, READ PARAMETER PAGE: 3 cycles; SET and GET FEATURES of 90h (on-die
+    // ECC off) and of 01h (timing mode): 4; erase: 2 row cycles.
+    assert_eq!(c.counters().address_cycles - before, 3 + 4 + 2);
 }
 
 // ---- data path ----
@@ -244,8 +245,9 @@ fn spare_read_uses_change_read_column() {
     let (mut d, mut s) = ([0u8; 8], [0u8; 2]);
     n.read_page(page, &mut d, &mut s).unwrap();
     let after = *n.bus().counters();
-    // 00h, 30h, 05h, E0h; 5 address cycles, then 2 column cycles.
-    assert_eq!(after.commands - before.commands, 4);
+    // 00h, 30h, READ STATUS (70h) confirming ready, 00h back to data output, 05h, E0h; 5
+    // address cycles, then 2 column cycles.
+    assert_eq!(after.commands - before.commands, 6);
     assert_eq!(after.address_cycles - before.address_cycles, 7);
     assert_eq!(after.page_reads - before.page_reads, 1);
     assert_eq!((d, s), ([0x01; 8], [0x02; 2]));
@@ -646,4 +648,152 @@ fn virtual_time_follows_the_operations() {
     n.program_page(PageId(0), &[0], &[]).unwrap();
     let _ = read(&mut n, PageId(0), 1, 0);
     assert_eq!(n.bus().elapsed_us() - t0, 700 + 200 + 25);
+}
+
+#[test]
+fn read_noise_flips_k_bits_per_codeword_and_one_in_the_spare_without_touching_the_array() {
+    let geo = small();
+    let mut n = nand(small_cfg());
+    let page = geo.page(BlockId(3), 0);
+    let (data, spare) = (pattern(512, 7), vec![0xFFu8; 16]);
+    n.program_page(page, &data, &spare).unwrap();
+    for k in [1u8, 3] {
+        n.bus_mut().faults_mut().read_bit_errors = k;
+        n.bus_mut().faults_mut().noise_seed = 99;
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            let (d, s) = read(&mut n, page, 512, 16);
+            let dflips: u32 = d.iter().zip(&data).map(|(a, b)| (a ^ b).count_ones()).sum();
+            let sflips: u32 = s.iter().zip(&spare).map(|(a, b)| (a ^ b).count_ones()).sum();
+            assert_eq!(dflips, k as u32, "one 512-byte codeword span: k distinct flips");
+            assert_eq!(sflips, 1);
+            assert_eq!(&s[..2], &[0xFF, 0xFF], "bad-block marks never flipped");
+            seen.push(d);
+        }
+        // Transient and varying: the array is unchanged and the reads differ.
+        assert_eq!(n.bus().page(page).unwrap().0, &data[..]);
+        assert!(seen.windows(2).any(|w| w[0] != w[1]));
+    }
+    n.bus_mut().faults_mut().read_bit_errors = 0;
+    assert_eq!(read(&mut n, page, 512, 16).0, data);
+}
+
+// ---- bus hardening: R/B# late, features, timing mode ----
+
+/// A bus over the chip model whose R/B# reads ready for the first `late` samples after every
+/// command (a line sampled before it fell: tWB, or a posted write), and which records the timing
+/// the driver gives it and advertises `modes`.
+struct Wrap<B> {
+    inner: B,
+    late: u32,
+    since_cmd: u32,
+    lies: u32,
+    modes: u16,
+    timing: Option<BusTiming>,
+}
+
+impl<B> Wrap<B> {
+    fn new(inner: B, late: u32, modes: u16) -> Self {
+        Wrap { inner, late, since_cmd: 0, lies: 0, modes, timing: None }
+    }
+}
+
+impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiBus for Wrap<OnfiChipModel<S>> {
+    type Error = ModelError;
+    fn command(&mut self, c: u8) -> Result<(), ModelError> {
+        self.since_cmd = 0;
+        self.inner.command(c)
+    }
+    fn address(&mut self, a: &[u8]) -> Result<(), ModelError> {
+        self.inner.address(a)
+    }
+    fn write_data(&mut self, d: &[u8]) -> Result<(), ModelError> {
+        self.inner.write_data(d)
+    }
+    fn read_data(&mut self, b: &mut [u8]) -> Result<(), ModelError> {
+        self.inner.read_data(b)
+    }
+    fn ready_line(&mut self) -> Result<ReadyLine, ModelError> {
+        self.since_cmd += 1;
+        if self.since_cmd <= self.late {
+            if self.inner.is_busy() {
+                self.lies += 1;
+            }
+            return Ok(ReadyLine::Ready);
+        }
+        self.inner.ready_line()
+    }
+    fn delay_us(&mut self, us: u32) {
+        self.inner.delay_us(us)
+    }
+    fn timing_modes(&self) -> u16 {
+        self.modes
+    }
+    fn set_timing(&mut self, t: &BusTiming) -> Result<(), ModelError> {
+        self.timing = Some(*t);
+        Ok(())
+    }
+}
+
+fn exercise<N: NandFlash>(n: &mut N) {
+    let g = n.geometry();
+    let page = g.page(BlockId(4), 0);
+    let (data, spare) = (pattern(512, 9), pattern(16, 3));
+    n.program_page(page, &data, &spare).unwrap();
+    assert_eq!(read(n, page, 512, 16), (data, spare));
+    n.erase_block(BlockId(4)).unwrap();
+    assert_eq!(read(n, page, 512, 16), (vec![0xFF; 512], vec![0xFF; 16]));
+}
+
+#[test]
+fn rb_going_busy_late_is_waited_for_and_confirmed_by_status() {
+    // 1: R/B# falls within the driver's busy-edge window; 1000: it never does in time, and the
+    // status confirmation holds the driver back until the operation is really over.
+    for late in [1u32, 1000] {
+        let mut n = OnfiNand::new(Wrap::new(chip(small_cfg()), late, 1)).unwrap();
+        exercise(&mut n);
+        let bus = n.release();
+        assert!(bus.lies > 0, "the bus did report ready while the chip was busy (late {late})");
+    }
+}
+
+#[test]
+fn on_die_ecc_is_switched_off_and_verified() {
+    let cfg = ModelConfig { on_die_ecc: true, ..small_cfg() };
+    let mut n = nand(cfg);
+    assert!(n.info().on_die_ecc_off);
+    assert_eq!(n.get_features(0x90).unwrap()[0] & 0x08, 0);
+    exercise(&mut n);
+    // Left on, the chip's parity lands in spare bytes 8..16: what the driver prevents.
+    n.set_features(0x90, [0x08, 0, 0, 0]).unwrap();
+    let page = small().page(BlockId(6), 0);
+    let spare = pattern(16, 5);
+    n.program_page(page, &pattern(512, 1), &spare).unwrap();
+    let (_, s) = read(&mut n, page, 512, 16);
+    assert_eq!(&s[..8], &spare[..8]);
+    assert_ne!(&s[8..], &spare[8..]);
+    // A part that ignores SET FEATURES is refused rather than run with its ECC on.
+    let mut c = chip(cfg);
+    c.faults_mut().ignore_set_features = true;
+    assert_eq!(OnfiNand::new(&mut c).unwrap_err(), OnfiError::Feature { addr: 0x90, wrote: 0, read: 0x08 });
+}
+
+#[test]
+fn timing_mode_is_the_fastest_both_support_set_and_read_back() {
+    // The part supports modes 0-5, the bus 0-3: mode 3.
+    let mut n = OnfiNand::new(Wrap::new(chip(small_cfg()), 0, 0x0F)).unwrap();
+    assert_eq!(n.info().interface.mode, 3);
+    assert_eq!(n.get_features(0x01).unwrap()[0], 3);
+    assert_eq!(n.bus().timing, Some(BusTiming::for_mode(3, small_cfg().param.t_ccs_ns)));
+    exercise(&mut n);
+    // The part supports modes 0-1 only: mode 1; tCCS from its page.
+    let mut cfg = small_cfg();
+    cfg.param.async_timing_modes = 0x03;
+    cfg.param.t_ccs_ns = 300;
+    let n = OnfiNand::new(Wrap::new(chip(cfg), 0, 0x3F)).unwrap();
+    assert_eq!(n.info().interface.mode, 1);
+    assert_eq!(n.bus().timing.map(|t| (t.mode, t.t_ccs, t.t_wc)), Some((1, 300, 45)));
+    // Mode 0 on a bus that only has mode 0, even if the part could go faster.
+    let n = OnfiNand::new(Wrap::new(chip(small_cfg()), 0, 1)).unwrap();
+    assert_eq!(n.info().interface, BusTiming::for_mode(0, small_cfg().param.t_ccs_ns));
 }

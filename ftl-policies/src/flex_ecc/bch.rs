@@ -25,8 +25,10 @@
 //! the closed-form/trace-algorithm root finder.
 //!
 //! Encoding is table driven, 64 message bits per step: eight tables of 256 remainders, each
-//! `words = ceil(ecc_bits/64)` `u64`s (`T_k[b] = b(x) x^(8(7-k)+ecc_bits) mod g`), so one step is
-//! eight lookups and `8*words` XORs. The step is monomorphised for each `words` in 1..=15 (the
+//! `words = ceil(ecc_bits/64)` `u64`s (`T_k[b] = b(x) x^(8(7-k)+ecc_bits) mod g`), interleaved
+//! (entry `b * 8 + k`, so a lookup is one address computation plus a small constant offset), so
+//! one step is eight lookups and `8*words` XORs. One-word remainders (`ecc_bits <= 64`, e.g.
+//! m = 13, t = 4) take the hand-unrolled kernel of the private `fast` module. The step is monomorphised for each `words` in 1..=15 (the
 //! kernel's `CONFIG_BCH_CONST_PARAMS` effect without fixing m and t at build time).
 //!
 //! Memory (all inside [`Bch`], sized by its const generics; nothing is allocated):
@@ -36,9 +38,10 @@
 //! * decoder scratch on the stack: about 4 KiB, plus about 8 KiB in the root finder while
 //!   locating more than 4 errors (fixed sizes, set by t <= 64, not by the code's t).
 //!
-//! The tables are built at run time by [`Bch::init`] (0.02 ms for m=13 t=4 to 0.3 ms for m=15
-//! t=64 on the development host); `init` works in
-//! place so that a `static` built with [`Bch::zeroed`] never travels through the stack.
+//! The tables are built by [`Bch::init`], a `const fn`: at run time (0.02 ms for m=13 t=4 to
+//! 0.3 ms for m=15 t=64 on the development host; in place, so that a `static` built with
+//! [`Bch::zeroed`] never travels through the stack), or by the compiler with [`Bch::new_const`]
+//! in a `static` initializer, which puts them in flash (`.rodata`) on a microcontroller.
 
 use super::gf::{field_size, Gf};
 use super::roots::find_roots;
@@ -65,6 +68,15 @@ impl EccState {
     /// The state before any message byte (all zero, as Linux' `ecc` in/out argument).
     pub const fn new() -> Self {
         EccState { w: [0; MAX_ECC_WORDS] }
+    }
+}
+
+impl EccState {
+    /// The state of a one-word remainder (`ecc_bits <= 64`), left-justified.
+    pub(crate) const fn from_word(r: u64) -> Self {
+        let mut w = [0; MAX_ECC_WORDS];
+        w[0] = r;
+        EccState { w }
     }
 }
 
@@ -140,9 +152,9 @@ impl<const FIELD: usize, const WORDS: usize> Bch<FIELD, WORDS> {
     }
 
     /// Builds the code in place: m in 5..=15, t in 1..=64 with `m*t < 2^m - 1`, `prim_poly`
-    /// (`None`: Linux' default for m).
-    pub fn init(&mut self, m: u32, t: u32, prim_poly: Option<u32>) -> Result<(), BchError> {
-        if !(super::gf::MIN_M..=super::gf::MAX_M).contains(&m) {
+    /// (`None`: Linux' default for m). A `const fn`: see [`Bch::new_const`].
+    pub const fn init(&mut self, m: u32, t: u32, prim_poly: Option<u32>) -> Result<(), BchError> {
+        if m < super::gf::MIN_M || m > super::gf::MAX_M {
             return Err(BchError::UnsupportedField);
         }
         if t == 0 || t as usize > MAX_T || m * t >= (1 << m) - 1 {
@@ -151,13 +163,16 @@ impl<const FIELD: usize, const WORDS: usize> Bch<FIELD, WORDS> {
         if FIELD < field_size(m) {
             return Err(BchError::TablesTooSmall);
         }
-        self.gf.init(m, prim_poly)?;
+        if let Err(e) = self.gf.init(m, prim_poly) {
+            return Err(e);
+        }
 
         // g(x) = product of the minimal polynomials of alpha^j, j odd < 2t, each coset once.
         let mut g = [0u64; 16];
         g[0] = 1;
         let mut deg = 0u32;
-        for j in (1..2 * t).step_by(2) {
+        let mut j = 1;
+        while j < 2 * t {
             // Include the coset of j only if j is its smallest element.
             let mut e = j;
             let mut minimal = true;
@@ -176,35 +191,48 @@ impl<const FIELD: usize, const WORDS: usize> Bch<FIELD, WORDS> {
                 }
             }
             if !minimal {
+                j += 2;
                 continue;
             }
             // Minimal polynomial prod (x - alpha^e) over the coset; coefficients are 0 or 1.
             let mut mp = [0u16; 17];
             mp[0] = 1;
-            for (k, &e) in coset[..size].iter().enumerate() {
-                let r = self.gf.pow(e);
-                for i in (0..=k + 1).rev() {
+            let mut k = 0;
+            while k < size {
+                let r = self.gf.pow(coset[k]);
+                let mut i = k + 1;
+                loop {
                     let lower = if i > 0 { mp[i - 1] } else { 0 };
                     mp[i] = self.gf.mul(mp[i], r) ^ lower;
+                    if i == 0 {
+                        break;
+                    }
+                    i -= 1;
                 }
+                k += 1;
             }
             let mut mbits = 0u32;
-            for (i, &c) in mp[..=size].iter().enumerate() {
-                match c {
+            let mut i = 0;
+            while i <= size {
+                match mp[i] {
                     0 => {}
                     1 => mbits |= 1 << i,
                     _ => return Err(BchError::NotPrimitive),
                 }
+                i += 1;
             }
             // g <- g * mp over GF(2).
             let mut prod = [0u64; 16];
-            for s in 0..=size {
+            let mut s = 0;
+            while s <= size {
                 if mbits >> s & 1 != 0 {
                     shl_xor(&mut prod, &g, s);
                 }
+                s += 1;
             }
             g = prod;
             deg += size as u32;
+            j += 2;
         }
         if deg == 0 || deg > m * t || (g[deg as usize / 64] >> (deg % 64)) & 1 == 0 {
             return Err(BchError::NotPrimitive);
@@ -221,41 +249,73 @@ impl<const FIELD: usize, const WORDS: usize> Bch<FIELD, WORDS> {
 
         // basis[s] = x^(deg + s) mod g, left-justified in `words` words.
         let mut glow = [0u64; MAX_ECC_WORDS];
-        for i in 0..deg {
+        let mut i = 0;
+        while i < deg {
             if g[i as usize / 64] >> (i % 64) & 1 != 0 {
                 let q = (deg - 1 - i) as usize;
                 glow[q / 64] |= 1u64 << (63 - q % 64);
             }
+            i += 1;
         }
         let mut basis = [[0u64; MAX_ECC_WORDS]; 64];
         let mut r = glow;
-        for b in basis.iter_mut() {
-            *b = r;
+        let mut b = 0;
+        while b < 64 {
+            basis[b] = r;
             let carry = r[0] >> 63;
-            for j in 0..words {
+            let mut j = 0;
+            while j < words {
                 let next = if j + 1 < words { r[j + 1] >> 63 } else { 0 };
                 r[j] = (r[j] << 1) | next;
+                j += 1;
             }
             if carry != 0 {
-                for j in 0..words {
+                let mut j = 0;
+                while j < words {
                     r[j] ^= glow[j];
+                    j += 1;
                 }
             }
+            b += 1;
         }
-        let flat = self.enc.as_flattened_mut();
-        flat.fill(0);
-        for k in 0..8usize {
-            for byte in 1..256usize {
+        // Flattened with stride `words`: flat index f is enc[f / WORDS][f % WORDS].
+        let mut f = 0;
+        while f < 2048 {
+            self.enc[f] = [0; WORDS];
+            f += 1;
+        }
+        let mut k = 0usize;
+        while k < 8 {
+            let mut byte = 1usize;
+            while byte < 256 {
                 let low = byte.trailing_zeros() as usize;
                 let prev = byte & (byte - 1);
-                let src = (k * 256 + prev) * words;
-                let dst = (k * 256 + byte) * words;
-                for j in 0..words {
-                    flat[dst + j] = flat[src + j] ^ basis[8 * (7 - k) + low][j];
+                let src = (prev * 8 + k) * words;
+                let dst = (byte * 8 + k) * words;
+                let mut j = 0;
+                while j < words {
+                    let v = self.enc[(src + j) / WORDS][(src + j) % WORDS] ^ basis[8 * (7 - k) + low][j];
+                    self.enc[(dst + j) / WORDS][(dst + j) % WORDS] = v;
+                    j += 1;
                 }
+                byte += 1;
             }
+            k += 1;
         }
         Ok(())
+    }
+
+    /// A BCH(m, t) code with the Linux default primitive polynomial, built by a `const fn`: in a
+    /// `static` initializer the tables are computed by the compiler and land in flash
+    /// (`.rodata`), not RAM, e.g.
+    /// `static BCH: Bch<8192, 1> = match Bch::new_const(13, 4) { Ok(b) => b, Err(_) => panic!() };`
+    /// (a bad (m, t) is then a build error).
+    pub const fn new_const(m: u32, t: u32) -> Result<Self, BchError> {
+        let mut b = Self::zeroed();
+        match b.init(m, t, None) {
+            Ok(()) => Ok(b),
+            Err(e) => Err(e),
+        }
     }
 
     /// m.
@@ -306,12 +366,24 @@ impl<const FIELD: usize, const WORDS: usize> Bch<FIELD, WORDS> {
         &self.gf
     }
 
+    /// The encoder table as one flat array when the remainder is one word (`ecc_bits <= 64`):
+    /// entry `b * 8 + k` (see the module docs).
+    pub fn one_word_table(&self) -> Option<&[u64; 2048]> {
+        if self.words != 1 {
+            return None;
+        }
+        self.enc.as_flattened().first_chunk::<2048>()
+    }
+
     /// Feeds message bytes into a running parity computation (any split of the message gives
     /// the same result).
     pub fn update(&self, st: &mut EccState, data: &[u8]) {
         let flat = self.enc.as_flattened();
         match self.words {
-            1 => kernel::<1>(flat, &mut st.w, data),
+            1 => match self.one_word_table() {
+                Some(enc) => super::fast::update_bch(enc, &mut st.w[0], data),
+                None => kernel::<1>(flat, &mut st.w, data),
+            },
             2 => kernel::<2>(flat, &mut st.w, data),
             3 => kernel::<3>(flat, &mut st.w, data),
             4 => kernel::<4>(flat, &mut st.w, data),
@@ -494,12 +566,11 @@ pub fn correct(data: &mut [u8], ecc: &mut [u8], errloc: &[u32]) {
 }
 
 /// `dst ^= src << s` over 16-word little-endian bit arrays (bits shifted out are dropped).
-fn shl_xor(dst: &mut [u64; 16], src: &[u64; 16], s: usize) {
+const fn shl_xor(dst: &mut [u64; 16], src: &[u64; 16], s: usize) {
     let (ws, bs) = (s / 64, s % 64);
-    for i in (0..16).rev() {
-        if i < ws {
-            break;
-        }
+    let mut i = 16;
+    while i > ws {
+        i -= 1;
         let mut v = src[i - ws] << bs;
         if bs != 0 && i > ws {
             v |= src[i - ws - 1] >> (64 - bs);
@@ -525,7 +596,7 @@ fn kernel<const L: usize>(flat: &[u64], st: &mut [u64; MAX_ECC_WORDS], data: &[u
         let mut nr = [0u64; L];
         nr[..L - 1].copy_from_slice(&r[1..]);
         for k in 0..8 {
-            let row = &tab[(k << 8) | ((v >> (56 - 8 * k)) & 0xff) as usize];
+            let row = &tab[((((v >> (56 - 8 * k)) & 0xff) as usize) << 3) | k];
             for j in 0..L {
                 nr[j] ^= row[j];
             }
@@ -538,7 +609,7 @@ fn kernel<const L: usize>(flat: &[u64], st: &mut [u64; MAX_ECC_WORDS], data: &[u
             r[j] = (r[j] << 8) | (r[j + 1] >> 56);
         }
         r[L - 1] <<= 8;
-        let row = &tab[(7 << 8) | top];
+        let row = &tab[(top << 3) | 7];
         for j in 0..L {
             r[j] ^= row[j];
         }

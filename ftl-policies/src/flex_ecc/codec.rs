@@ -31,11 +31,14 @@
 //! buffer may be partly corrected; it must not be used. `encode` with wrong lengths writes zeros
 //! (a spare that will not decode) rather than panic.
 
+use core::borrow::Borrow;
+
 use ftl_core::crc32c::{crc32c, crc32c_append};
 use ftl_core::policy::{CodecError, PageCodec};
 use nand_hal::Geometry;
 
 use super::bch::{Bch, EccState};
+use super::fast;
 use super::{BchError, MAX_ECC_BYTES};
 
 /// Bytes of the CRC-32C the codec stores.
@@ -61,29 +64,29 @@ pub const fn codec_m(codeword_bytes: usize, t: u32) -> Option<u32> {
 /// BCH + CRC-32C page codec. `FIELD` and `WORDS` size the tables (see [`Bch`]); e.g.
 /// `BchCodec<8192, 1>` for m = 13, t = 4 (the MT29F4G08's requirement: 48 KiB of tables),
 /// `BchCodec<16384, 4>` for m = 14 up to t = 18.
+///
+/// `S` is where the tables are: inside the codec (`Bch<FIELD, WORDS>`, the default, built at run
+/// time by [`BchCodec::init`]), or a reference to a `Bch` built elsewhere, e.g.
+/// `&'static Bch<8192, 1>` for a `static` built at compile time by [`Bch::new_const`], which
+/// keeps the tables in flash ([`BchCodec::with_tables`]; the codec itself is then about 260
+/// bytes).
 #[derive(Clone)]
-pub struct BchCodec<const FIELD: usize, const WORDS: usize> {
-    bch: Bch<FIELD, WORDS>,
+pub struct BchCodec<const FIELD: usize, const WORDS: usize, S = Bch<FIELD, WORDS>> {
+    bch: S,
     cw_bytes: usize,
     page_bytes: usize,
     codewords: usize,
     mask_full: [u8; MAX_ECC_BYTES],
     mask_last: [u8; MAX_ECC_BYTES],
     crc_mask: u32,
+    /// The `ecc_bits` used bits of a one-word remainder (left-justified).
+    word_mask: u64,
 }
 
 impl<const FIELD: usize, const WORDS: usize> BchCodec<FIELD, WORDS> {
     /// An uninitialised codec, for a `static` to be set up with [`BchCodec::init`].
     pub const fn zeroed() -> Self {
-        BchCodec {
-            bch: Bch::zeroed(),
-            cw_bytes: 0,
-            page_bytes: 0,
-            codewords: 0,
-            mask_full: [0; MAX_ECC_BYTES],
-            mask_last: [0; MAX_ECC_BYTES],
-            crc_mask: 0,
-        }
+        Self::unlaid(Bch::zeroed())
     }
 
     /// A codec for BCH(m, t) over codewords of `codeword_bytes` data bytes, pages of
@@ -119,18 +122,75 @@ impl<const FIELD: usize, const WORDS: usize> BchCodec<FIELD, WORDS> {
             return Err(BchError::BadLength);
         }
         self.bch.init(m, t, None)?;
+        self.set_layout(codeword_bytes, page_bytes)
+    }
+}
+
+impl<'a, const FIELD: usize, const WORDS: usize> BchCodec<FIELD, WORDS, &'a Bch<FIELD, WORDS>> {
+    /// A codec over tables built elsewhere (e.g. a `static` from [`Bch::new_const`], in flash),
+    /// for codewords of `codeword_bytes` data bytes and pages of `page_bytes` data bytes.
+    pub fn with_tables(
+        bch: &'a Bch<FIELD, WORDS>,
+        codeword_bytes: usize,
+        page_bytes: usize,
+    ) -> Result<Self, BchError> {
+        let mut c = Self::unlaid(bch);
+        c.set_layout(codeword_bytes, page_bytes)?;
+        Ok(c)
+    }
+
+    /// [`BchCodec::with_tables`] for a device: the tables' t must be at least the device's
+    /// requirement (`geometry.ecc.bits` per `geometry.ecc.codeword_bytes`), else
+    /// [`BchError::UnsupportedStrength`].
+    pub fn with_tables_for_geometry(
+        bch: &'a Bch<FIELD, WORDS>,
+        geometry: &Geometry,
+    ) -> Result<Self, BchError> {
+        if bch.t() == 0 || bch.t() < geometry.ecc.bits as u32 {
+            return Err(BchError::UnsupportedStrength);
+        }
+        Self::with_tables(bch, geometry.ecc.codeword_bytes as usize, geometry.data_bytes as usize)
+    }
+}
+
+impl<const FIELD: usize, const WORDS: usize, S> BchCodec<FIELD, WORDS, S> {
+    /// The tables `bch` with no page layout yet.
+    const fn unlaid(bch: S) -> Self {
+        BchCodec {
+            bch,
+            cw_bytes: 0,
+            page_bytes: 0,
+            codewords: 0,
+            mask_full: [0; MAX_ECC_BYTES],
+            mask_last: [0; MAX_ECC_BYTES],
+            crc_mask: 0,
+            word_mask: 0,
+        }
+    }
+}
+
+impl<const FIELD: usize, const WORDS: usize, S: Borrow<Bch<FIELD, WORDS>>> BchCodec<FIELD, WORDS, S> {
+    /// Sets the page layout (codeword and page sizes, erased-page masks) for the code in `bch`.
+    fn set_layout(&mut self, codeword_bytes: usize, page_bytes: usize) -> Result<(), BchError> {
+        if codeword_bytes == 0 || page_bytes == 0 {
+            return Err(BchError::BadLength);
+        }
+        let bch = self.bch.borrow();
+        if bch.t() == 0 {
+            return Err(BchError::UnsupportedStrength);
+        }
         let codewords = page_bytes.div_ceil(codeword_bytes);
         let last = page_bytes - (codewords - 1) * codeword_bytes;
-        let max = self.bch.max_data_bytes();
+        let max = bch.max_data_bytes();
         if codeword_bytes.min(page_bytes) > max || last + CRC_BYTES > max {
             return Err(BchError::TooLong);
         }
+        let eb = bch.ecc_bytes();
+        ff_mask(bch, codeword_bytes, &mut self.mask_full[..eb])?;
+        ff_mask(bch, last + CRC_BYTES, &mut self.mask_last[..eb])?;
         self.cw_bytes = codeword_bytes;
         self.page_bytes = page_bytes;
         self.codewords = codewords;
-        let eb = self.bch.ecc_bytes();
-        ff_mask(&self.bch, codeword_bytes, &mut self.mask_full[..eb])?;
-        ff_mask(&self.bch, last + CRC_BYTES, &mut self.mask_last[..eb])?;
         let ff = [0xFFu8; 64];
         let mut crc = 0u32;
         let mut left = page_bytes;
@@ -140,12 +200,14 @@ impl<const FIELD: usize, const WORDS: usize> BchCodec<FIELD, WORDS> {
             left -= k;
         }
         self.crc_mask = !crc;
+        let bits = bch.ecc_bits().min(64);
+        self.word_mask = if bits == 0 { 0 } else { !0u64 << (64 - bits) };
         Ok(())
     }
 
     /// The BCH code.
     pub fn bch(&self) -> &Bch<FIELD, WORDS> {
-        &self.bch
+        self.bch.borrow()
     }
 
     /// Codewords per page.
@@ -161,6 +223,104 @@ impl<const FIELD: usize, const WORDS: usize> BchCodec<FIELD, WORDS> {
     /// Page data bytes the codec is configured for.
     pub fn page_bytes(&self) -> usize {
         self.page_bytes
+    }
+
+    /// [`PageCodec::encode`] on the one-word fast path (`out` checked by the caller): the
+    /// remainders straight from registers, no [`EccState`].
+    fn encode_fast(&self, enc: &[u64; 2048], data: &[u8], out: &mut [u8]) {
+        let eb = self.bch.borrow().ecc_bytes();
+        let k = self.codewords;
+        let mut c = !0u32;
+        for i in 0..k {
+            let (s, e) = self.chunk(i);
+            let mut r = 0u64;
+            fast::update(enc, &mut r, &mut c, &data[s..e]);
+            let mask = if i + 1 == k {
+                let crc = (!c ^ self.crc_mask).to_le_bytes();
+                fast::update_bch(enc, &mut r, &crc);
+                out[k * eb..k * eb + CRC_BYTES].copy_from_slice(&crc);
+                &self.mask_last
+            } else {
+                &self.mask_full
+            };
+            for ((o, &p), &m) in out[i * eb..(i + 1) * eb].iter_mut().zip(&r.to_be_bytes()).zip(&mask[..eb]) {
+                *o = p ^ m;
+            }
+        }
+    }
+
+    /// [`PageCodec::decode`] on the one-word fast path (lengths checked by the caller): a
+    /// codeword whose remainder matches its stored parity costs no syndrome; the page CRC comes
+    /// from the BCH pass unless a data bit was corrected.
+    fn decode_fast(&self, enc: &[u64; 2048], data: &mut [u8], stored: &[u8]) -> Result<u32, CodecError> {
+        let bch = self.bch.borrow();
+        let eb = bch.ecc_bytes();
+        let k = self.codewords;
+        let mut crc = [0u8; CRC_BYTES];
+        crc.copy_from_slice(&stored[k * eb..k * eb + CRC_BYTES]);
+        let mut total = 0u32;
+        let mut c = !0u32;
+        let mut data_fixed = false;
+        for i in 0..k {
+            let (s, e) = self.chunk(i);
+            let last = i + 1 == k;
+            let mask = if last { &self.mask_last } else { &self.mask_full };
+            let mut recv = [0u8; 8];
+            let mut want = 0u64;
+            for (j, ((r, &b), &m)) in
+                recv.iter_mut().zip(&stored[i * eb..(i + 1) * eb]).zip(&mask[..eb]).enumerate()
+            {
+                *r = b ^ m;
+                want |= (*r as u64) << (56 - 8 * j);
+            }
+            let mut r = 0u64;
+            fast::update(enc, &mut r, &mut c, &data[s..e]);
+            let mut msg_len = e - s;
+            if last {
+                fast::update_bch(enc, &mut r, &crc);
+                msg_len += CRC_BYTES;
+            }
+            if (r ^ want) & self.word_mask == 0 {
+                continue;
+            }
+            let locs = bch
+                .decode_state(msg_len, &EccState::from_word(r), &recv[..eb])
+                .map_err(|_| CodecError::Uncorrectable)?;
+            let dbits = 8 * (e - s);
+            for &p in locs.as_slice() {
+                let p = p as usize;
+                if p < dbits {
+                    data[s + p / 8] ^= 1 << (p % 8);
+                    data_fixed = true;
+                } else if last && p < dbits + 8 * CRC_BYTES {
+                    let q = p - dbits;
+                    crc[q / 8] ^= 1 << (q % 8);
+                }
+            }
+            total += locs.len() as u32;
+        }
+        let page_crc = if data_fixed {
+            let mut c2 = !0u32;
+            fast::update_crc(&mut c2, data);
+            !c2
+        } else {
+            !c
+        };
+        if page_crc ^ self.crc_mask != u32::from_le_bytes(crc) {
+            return Err(CodecError::Uncorrectable);
+        }
+        Ok(total)
+    }
+
+    /// The one-word encoder table when the fast path applies (remainder in one `u64`, parity in
+    /// at most 8 bytes).
+    fn fast_table(&self) -> Option<&[u64; 2048]> {
+        let bch = self.bch.borrow();
+        if bch.ecc_bytes() <= 8 {
+            bch.one_word_table()
+        } else {
+            None
+        }
     }
 
     fn chunk(&self, i: usize) -> (usize, usize) {
@@ -190,9 +350,11 @@ fn ff_mask<const F: usize, const W: usize>(
     Ok(())
 }
 
-impl<const FIELD: usize, const WORDS: usize> PageCodec for BchCodec<FIELD, WORDS> {
+impl<const FIELD: usize, const WORDS: usize, S: Borrow<Bch<FIELD, WORDS>>> PageCodec
+    for BchCodec<FIELD, WORDS, S>
+{
     fn spare_len(&self) -> usize {
-        self.codewords * self.bch.ecc_bytes() + CRC_BYTES
+        self.codewords * self.bch().ecc_bytes() + CRC_BYTES
     }
 
     fn encode(&mut self, data: &[u8], out: &mut [u8]) {
@@ -201,20 +363,25 @@ impl<const FIELD: usize, const WORDS: usize> PageCodec for BchCodec<FIELD, WORDS
             out.fill(0);
             return;
         }
-        let eb = self.bch.ecc_bytes();
+        if let Some(enc) = self.fast_table() {
+            self.encode_fast(enc, data, out);
+            return;
+        }
+        let bch = self.bch.borrow();
+        let eb = bch.ecc_bytes();
         let crc = (crc32c(data) ^ self.crc_mask).to_le_bytes();
         let mut ecc = [0u8; MAX_ECC_BYTES];
         for i in 0..self.codewords {
             let (s, e) = self.chunk(i);
             let mut st = EccState::new();
-            self.bch.update(&mut st, &data[s..e]);
+            bch.update(&mut st, &data[s..e]);
             let mask = if i + 1 == self.codewords {
-                self.bch.update(&mut st, &crc);
+                bch.update(&mut st, &crc);
                 &self.mask_last
             } else {
                 &self.mask_full
             };
-            if self.bch.finish(&st, &mut ecc[..eb]).is_err() {
+            if bch.finish(&st, &mut ecc[..eb]).is_err() {
                 out.fill(0);
                 return;
             }
@@ -230,7 +397,11 @@ impl<const FIELD: usize, const WORDS: usize> PageCodec for BchCodec<FIELD, WORDS
         if data.len() != self.page_bytes || stored.len() < sl || self.codewords == 0 {
             return Err(CodecError::Uncorrectable);
         }
-        let eb = self.bch.ecc_bytes();
+        if let Some(enc) = self.fast_table() {
+            return self.decode_fast(enc, data, stored);
+        }
+        let bch = self.bch.borrow();
+        let eb = bch.ecc_bytes();
         let k = self.codewords;
         let mut crc = [0u8; CRC_BYTES];
         crc.copy_from_slice(&stored[k * eb..sl]);
@@ -244,14 +415,14 @@ impl<const FIELD: usize, const WORDS: usize> PageCodec for BchCodec<FIELD, WORDS
                 *r = b ^ m;
             }
             let mut st = EccState::new();
-            self.bch.update(&mut st, &data[s..e]);
+            bch.update(&mut st, &data[s..e]);
             let mut msg_len = e - s;
             if last {
-                self.bch.update(&mut st, &crc);
+                bch.update(&mut st, &crc);
                 msg_len += CRC_BYTES;
             }
-            let locs =
-                self.bch.decode_state(msg_len, &st, &recv[..eb]).map_err(|_| CodecError::Uncorrectable)?;
+            // Zero remainder difference: a clean codeword, no syndromes computed.
+            let locs = bch.decode_state(msg_len, &st, &recv[..eb]).map_err(|_| CodecError::Uncorrectable)?;
             let dbits = 8 * (e - s);
             for &p in locs.as_slice() {
                 let p = p as usize;

@@ -24,6 +24,9 @@
 use ftl_core::crc32c::crc32c;
 use ftl_core::policy::{CodecError, PageCodec, PageFormat};
 
+use core::borrow::Borrow;
+
+use super::bch::Bch;
 use super::codec::BchCodec;
 
 /// Format tag of a correcting (BCH) page.
@@ -42,20 +45,21 @@ pub fn tag_format(tag: u8) -> Option<PageFormat> {
     }
 }
 
-/// BCH or CRC per page, as the write asks (see the module documentation).
+/// BCH or CRC per page, as the write asks (see the module documentation). `S` is where the BCH
+/// tables are, as for [`BchCodec`] (owned, or borrowed from a `static` in flash).
 #[derive(Clone)]
-pub struct FlexCodec<const FIELD: usize, const WORDS: usize> {
-    bch: BchCodec<FIELD, WORDS>,
+pub struct FlexCodec<const FIELD: usize, const WORDS: usize, S = Bch<FIELD, WORDS>> {
+    bch: BchCodec<FIELD, WORDS, S>,
 }
 
-impl<const FIELD: usize, const WORDS: usize> FlexCodec<FIELD, WORDS> {
+impl<const FIELD: usize, const WORDS: usize, S: Borrow<Bch<FIELD, WORDS>>> FlexCodec<FIELD, WORDS, S> {
     /// Wraps a BCH codec (which fixes the page size and the correcting strength).
-    pub fn new(bch: BchCodec<FIELD, WORDS>) -> Self {
+    pub fn new(bch: BchCodec<FIELD, WORDS, S>) -> Self {
         FlexCodec { bch }
     }
 
     /// The BCH codec of the correcting format.
-    pub fn bch(&self) -> &BchCodec<FIELD, WORDS> {
+    pub fn bch(&self) -> &BchCodec<FIELD, WORDS, S> {
         &self.bch
     }
 
@@ -72,7 +76,9 @@ impl<const FIELD: usize, const WORDS: usize> FlexCodec<FIELD, WORDS> {
     }
 }
 
-impl<const FIELD: usize, const WORDS: usize> PageCodec for FlexCodec<FIELD, WORDS> {
+impl<const FIELD: usize, const WORDS: usize, S: Borrow<Bch<FIELD, WORDS>>> PageCodec
+    for FlexCodec<FIELD, WORDS, S>
+{
     fn spare_len(&self) -> usize {
         1 + self.bch.spare_len()
     }

@@ -53,13 +53,15 @@ pub(crate) struct Gf2Solution {
 
 /// Solves `XOR_{i in x} cols[i] == rhs` over GF(2) (`cols[i]` is the image of basis vector `i`,
 /// at most 16 columns). `None` if there is no solution.
-pub(crate) fn solve_gf2(cols: &[u16], rhs: u16) -> Option<Gf2Solution> {
+pub(crate) const fn solve_gf2(cols: &[u16], rhs: u16) -> Option<Gf2Solution> {
     // basis[b] holds (value, combination) with the value's highest set bit at b.
+    // (`while` loops: a `const fn`, so that the codec's tables can be built at compile time.)
     let mut val = [0u16; 16];
     let mut comb = [0u16; 16];
     let mut sol = Gf2Solution { x: 0, kernel: [0; 16], dim: 0 };
-    for (i, &c) in cols.iter().enumerate().take(16) {
-        let mut v = c;
+    let mut i = 0;
+    while i < cols.len() && i < 16 {
+        let mut v = cols[i];
         let mut k = 1u16 << i;
         while v != 0 {
             let b = (15 - v.leading_zeros()) as usize & 15;
@@ -75,6 +77,7 @@ pub(crate) fn solve_gf2(cols: &[u16], rhs: u16) -> Option<Gf2Solution> {
             sol.kernel[sol.dim & 15] = k;
             sol.dim += 1;
         }
+        i += 1;
     }
     let mut v = rhs;
     while v != 0 {
@@ -112,8 +115,9 @@ impl<const FIELD: usize> Gf<FIELD> {
     }
 
     /// Builds the tables of GF(2^m) for primitive polynomial `poly` (`None`: the Linux default).
-    pub fn init(&mut self, m: u32, poly: Option<u32>) -> Result<(), BchError> {
-        if !(MIN_M..=MAX_M).contains(&m) {
+    /// A `const fn`: a `static` field can be built at compile time (tables in flash).
+    pub const fn init(&mut self, m: u32, poly: Option<u32>) -> Result<(), BchError> {
+        if m < MIN_M || m > MAX_M {
             return Err(BchError::UnsupportedField);
         }
         if !FIELD.is_power_of_two() || FIELD < field_size(m) {
@@ -121,7 +125,10 @@ impl<const FIELD: usize> Gf<FIELD> {
         }
         let poly = match poly {
             Some(p) => p,
-            None => default_prim_poly(m).ok_or(BchError::UnsupportedField)?,
+            None => match default_prim_poly(m) {
+                Some(p) => p,
+                None => return Err(BchError::UnsupportedField),
+            },
         };
         if poly >> m != 1 {
             return Err(BchError::NotPrimitive);
@@ -130,10 +137,15 @@ impl<const FIELD: usize> Gf<FIELD> {
         self.m = m;
         self.n = n;
         self.poly = poly;
-        self.pow.fill(0);
-        self.log.fill(0);
+        let mut i = 0;
+        while i < FIELD {
+            self.pow[i] = 0;
+            self.log[i] = 0;
+            i += 1;
+        }
         let mut x: u32 = 1;
-        for i in 0..n {
+        let mut i = 0;
+        while i < n {
             if i > 0 && x == 1 {
                 return Err(BchError::NotPrimitive);
             }
@@ -143,6 +155,7 @@ impl<const FIELD: usize> Gf<FIELD> {
             if x & (1 << m) != 0 {
                 x ^= poly;
             }
+            i += 1;
         }
         if x != 1 {
             return Err(BchError::NotPrimitive);
@@ -151,70 +164,79 @@ impl<const FIELD: usize> Gf<FIELD> {
 
         // Trace of each basis element alpha^i: sum of its m conjugates.
         self.tr_mask = 0;
-        for i in 0..m {
+        let mut i = 0;
+        while i < m {
             let mut e = self.pow(i);
             let mut tr = 0u16;
-            for _ in 0..m {
+            let mut k = 0;
+            while k < m {
                 tr ^= e;
                 e = self.sqr(e);
+                k += 1;
             }
             // tr is 0 or 1.
             if tr & 1 != 0 {
                 self.tr_mask |= 1 << i;
             }
+            i += 1;
         }
         // Quadratic solver table: solve y^2 + y = target_i through the linear map y -> y^2 + y.
         let w = if self.tr_mask == 0 { 0 } else { 1u16 << self.tr_mask.trailing_zeros() };
         let mut cols = [0u16; 16];
-        for (i, c) in cols.iter_mut().enumerate().take(m as usize) {
+        let mut i = 0;
+        while i < m as usize {
             let e = 1u16 << i;
-            *c = self.sqr(e) ^ e;
+            cols[i] = self.sqr(e) ^ e;
+            i += 1;
         }
+        let (cols, _) = cols.split_at(m as usize);
         self.quad = [0; 16];
-        for i in 0..m as usize {
+        let mut i = 0;
+        while i < m as usize {
             let e = 1u16 << i;
             let target = if self.tr_mask & e != 0 { e ^ w } else { e };
-            match solve_gf2(&cols[..m as usize], target) {
+            match solve_gf2(cols, target) {
                 Some(s) => self.quad[i] = s.x,
                 None => return Err(BchError::NotPrimitive),
             }
+            i += 1;
         }
         Ok(())
     }
 
     /// m.
     #[inline]
-    pub fn m(&self) -> u32 {
+    pub const fn m(&self) -> u32 {
         self.m
     }
 
     /// n = 2^m - 1, the multiplicative order of alpha.
     #[inline]
-    pub fn n(&self) -> u32 {
+    pub const fn n(&self) -> u32 {
         self.n
     }
 
     /// The primitive polynomial.
     #[inline]
-    pub fn prim_poly(&self) -> u32 {
+    pub const fn prim_poly(&self) -> u32 {
         self.poly
     }
 
     /// `alpha^e` for `0 <= e <= n`.
     #[inline(always)]
-    pub fn pow(&self, e: u32) -> u16 {
+    pub const fn pow(&self, e: u32) -> u16 {
         self.pow[e as usize & (FIELD - 1)]
     }
 
     /// `log_alpha(x)` for `x != 0` (in `0..n`); 0 for `x == 0`.
     #[inline(always)]
-    pub fn log(&self, x: u16) -> u32 {
+    pub const fn log(&self, x: u16) -> u32 {
         self.log[x as usize & (FIELD - 1)] as u32
     }
 
     /// `(a + b) mod n` for `a, b < n` (also correct for `a + b < 2n`).
     #[inline(always)]
-    pub fn add_mod(&self, a: u32, b: u32) -> u32 {
+    pub const fn add_mod(&self, a: u32, b: u32) -> u32 {
         let s = a + b;
         if s >= self.n {
             s - self.n
@@ -225,13 +247,13 @@ impl<const FIELD: usize> Gf<FIELD> {
 
     /// `alpha^(a + b)` for `a, b < n`.
     #[inline(always)]
-    pub fn pow_sum(&self, a: u32, b: u32) -> u16 {
+    pub const fn pow_sum(&self, a: u32, b: u32) -> u16 {
         self.pow(self.add_mod(a, b))
     }
 
     /// `e mod n` for any `e`.
     #[inline]
-    pub fn modn(&self, e: u32) -> u32 {
+    pub const fn modn(&self, e: u32) -> u32 {
         if self.n == 0 {
             0
         } else {
@@ -241,7 +263,7 @@ impl<const FIELD: usize> Gf<FIELD> {
 
     /// `a * b`.
     #[inline(always)]
-    pub fn mul(&self, a: u16, b: u16) -> u16 {
+    pub const fn mul(&self, a: u16, b: u16) -> u16 {
         if a == 0 || b == 0 {
             0
         } else {
@@ -251,7 +273,7 @@ impl<const FIELD: usize> Gf<FIELD> {
 
     /// `a * alpha^lb` (`lb < n`).
     #[inline(always)]
-    pub fn mul_log(&self, a: u16, lb: u32) -> u16 {
+    pub const fn mul_log(&self, a: u16, lb: u32) -> u16 {
         if a == 0 {
             0
         } else {
@@ -261,7 +283,7 @@ impl<const FIELD: usize> Gf<FIELD> {
 
     /// `a / b` for `b != 0` (0 if `b == 0`; callers check).
     #[inline(always)]
-    pub fn div(&self, a: u16, b: u16) -> u16 {
+    pub const fn div(&self, a: u16, b: u16) -> u16 {
         if a == 0 || b == 0 {
             0
         } else {
@@ -271,7 +293,7 @@ impl<const FIELD: usize> Gf<FIELD> {
 
     /// `1 / a` for `a != 0` (0 for 0).
     #[inline(always)]
-    pub fn inv(&self, a: u16) -> u16 {
+    pub const fn inv(&self, a: u16) -> u16 {
         if a == 0 {
             0
         } else {
@@ -281,7 +303,7 @@ impl<const FIELD: usize> Gf<FIELD> {
 
     /// `a^2`.
     #[inline(always)]
-    pub fn sqr(&self, a: u16) -> u16 {
+    pub const fn sqr(&self, a: u16) -> u16 {
         if a == 0 {
             0
         } else {
@@ -291,7 +313,7 @@ impl<const FIELD: usize> Gf<FIELD> {
 
     /// The square root of `a` (unique in characteristic 2).
     #[inline]
-    pub fn sqrt(&self, a: u16) -> u16 {
+    pub const fn sqrt(&self, a: u16) -> u16 {
         if a == 0 {
             return 0;
         }
@@ -303,7 +325,7 @@ impl<const FIELD: usize> Gf<FIELD> {
 
     /// The absolute trace Tr(a) in {0, 1}.
     #[inline]
-    pub fn trace(&self, a: u16) -> u16 {
+    pub const fn trace(&self, a: u16) -> u16 {
         ((a & self.tr_mask).count_ones() & 1) as u16
     }
 

@@ -320,7 +320,9 @@ const CODEC_CONFIGS: [(u32, u32, usize, usize); 5] =
 
 /// Every bit the codec protects, as (in spare?, byte, mask): data bits, the used parity bits of
 /// each codeword's ECC (not its padding bits), the CRC bits.
-fn protected_bits<const F: usize, const W: usize>(c: &BchCodec<F, W>) -> Vec<(bool, usize, u8)> {
+fn protected_bits<const F: usize, const W: usize, S: core::borrow::Borrow<Bch<F, W>>>(
+    c: &BchCodec<F, W, S>,
+) -> Vec<(bool, usize, u8)> {
     let mut v = Vec::new();
     for i in 0..8 * c.page_bytes() {
         v.push((false, i / 8, 1 << (i % 8)));
@@ -346,7 +348,10 @@ fn codec_for(cfg: usize) -> Box<BchCodec<16384, 4>> {
 
 /// Indices into the protected bits of one codeword `k` (its data, parity, and for the last one
 /// the CRC).
-fn codeword_bits<const F: usize, const W: usize>(c: &BchCodec<F, W>, k: usize) -> Vec<usize> {
+fn codeword_bits<const F: usize, const W: usize, S: core::borrow::Borrow<Bch<F, W>>>(
+    c: &BchCodec<F, W, S>,
+    k: usize,
+) -> Vec<usize> {
     let all = protected_bits(c);
     let eb = c.bch().ecc_bytes();
     let (s, e) = (k * c.codeword_bytes(), ((k + 1) * c.codeword_bytes()).min(c.page_bytes()));
@@ -608,4 +613,68 @@ fn regressions_proptest_once_found() {
     codec_corrects_up_to_t_case(2, 220697712219524990, 9).unwrap();
     codec_corrects_up_to_t_case(4, 548390747493119166, 194).unwrap();
     codec_erased_page_decodes_clean_case(2, 101215460321705940, 8).unwrap();
+}
+
+/// Built by the compiler, as the firmware builds its codec.
+static CONST_BCH: Bch<8192, 1> = match Bch::new_const(13, 4) {
+    Ok(b) => b,
+    Err(_) => panic!("BCH(13, 4)"),
+};
+
+#[test]
+fn const_tables_equal_run_time_tables() {
+    let run: Box<Bch<8192, 1>> = Box::new(Bch::new(13, 4).unwrap());
+    assert_eq!(CONST_BCH.one_word_table(), run.one_word_table());
+    assert_eq!(CONST_BCH.ecc_bits(), run.ecc_bits());
+    for i in 0..=CONST_BCH.ecc_bits() {
+        assert_eq!(CONST_BCH.generator_coeff(i), run.generator_coeff(i));
+    }
+    let (f, g) = (CONST_BCH.field(), run.field());
+    for e in 0..=f.n() {
+        assert_eq!(f.pow(e), g.pow(e));
+        assert_eq!(f.log(e as u16), g.log(e as u16));
+    }
+    for c in 0..=f.n() as u16 {
+        assert_eq!(f.solve_quadratic(c), g.solve_quadratic(c));
+    }
+    // The Linux vector for (13, 4): ECC(sm(1)).
+    let mut ecc = [0u8; 7];
+    CONST_BCH.encode(&splitmix_bytes(1, 512), &mut ecc).unwrap();
+    assert_eq!(hex(&ecc), "8164fbeafee800");
+}
+
+#[test]
+fn codec_over_flash_tables_matches_the_owning_codec_and_corrects_t_per_codeword() {
+    let g = Geometry::MT29F4G08;
+    let mut owned = boxed_codec::<8192, 1>();
+    owned.init_for_geometry(&g).unwrap();
+    let mut flash = BchCodec::with_tables_for_geometry(&CONST_BCH, &g).unwrap();
+    assert_eq!(flash.spare_len(), 32);
+    // Weaker tables than the chip needs are refused.
+    let mut g8 = g;
+    g8.ecc.bits = 8;
+    assert!(BchCodec::with_tables_for_geometry(&CONST_BCH, &g8).is_err());
+    let data = splitmix_bytes(7, 2048);
+    let (mut s1, mut s2) = ([0u8; 32], [0u8; 32]);
+    owned.encode(&data, &mut s1);
+    flash.encode(&data, &mut s2);
+    assert_eq!(s1, s2);
+    // Up to 4 errors in every codeword, data, CRC and parity bits included.
+    let bits = protected_bits(&flash);
+    for (round, seed) in (0..40u64).enumerate() {
+        let k = round % 5;
+        let mut which = Vec::new();
+        for cw in 0..flash.codewords() {
+            let cwb = codeword_bits(&flash, cw);
+            for j in pick_distinct(seed * 31 + cw as u64, cwb.len(), k) {
+                which.push(cwb[j]);
+            }
+        }
+        let (mut d, mut s) = (data.clone(), s2.to_vec());
+        flip(&mut d, &mut s, &bits, &which);
+        let (mut d1, s1c) = (d.clone(), s.clone());
+        assert_eq!(flash.decode(&mut d, &s), Ok((k * flash.codewords()) as u32), "seed {seed}");
+        assert_eq!(d, data);
+        assert_eq!(owned.decode(&mut d1, &s1c), Ok((k * flash.codewords()) as u32));
+    }
 }

@@ -10,21 +10,28 @@
 //! command sequences are nand-hal's ONFI driver's, and this module is only the bus underneath
 //! (cycles, gaps, R/B#), configured from the reference manual's FMC_PCR / FMC_PMEM / FMC_PATT.
 //!
-//! Timing: the FMC kernel clock is HCLK3 = 200 MHz (5 ns). The cycle timings below meet ONFI
-//! asynchronous timing mode 0 (the slowest, which every part supports): a read or write cycle
-//! takes 25 clocks = 125 ns (tWC, tRC >= 100 ns). The gaps the FMC does not enforce between
-//! cycles of different kinds (tWHR, tADL, tCCS, tRHW: at most 200 ns in mode 0) and the wait
-//! before R/B# may be sampled (tWB, 100 ns) are made in software, after the FMC's write FIFO is
-//! disabled (BCR1.WFDIS) and found empty (SR.FEMPT), so that the gap is on the pins.
+//! Timing: the FMC kernel clock is HCLK3 = 200 MHz (5 ns). The bus starts in ONFI asynchronous
+//! timing mode 0 (every part's power-on mode); the driver then picks the fastest mode both the
+//! part and this bus support ([`OnfiBus::timing_modes`]: modes 0-3; modes 4 and 5 need tREA of
+//! 20 and 16 ns, too close to one 5 ns kernel clock plus unmeasured board delays to claim before
+//! bring-up), sets it on the part with SET FEATURES and hands it here ([`OnfiBus::set_timing`]):
+//! [`fmc_timing`] turns its nanoseconds into FMC_PMEM / FMC_PATT / TCLR / TAR clocks (each
+//! minimum rounded up), and the gaps the FMC does not enforce between cycles of different kinds
+//! (tADL, tCCS, tWHR, tRHW) and the wait before R/B# may be sampled (tWB) are made in software,
+//! after the FMC's write FIFO is disabled (BCR1.WFDIS) and found empty (SR.FEMPT), so that the gap
+//! is on the pins. The NAND window is strongly-ordered memory (`super::configure_mpu`): every
+//! access completes before the next instruction, so a command write cannot still be on its way
+//! when R/B# is sampled.
 //!
 //! R/B#: on a GPIO input with pull-up (PD6, the FMC_NWAIT pin, which the Apollo board wires to
 //! the NAND's R/B#), polled with a timeout measured by the DWT cycle counter. The FMC's own wait
-//! feature (PWAITEN) is off.
+//! feature (PWAITEN) is off. The driver waits for R/B# to go busy, then ready, then confirms with
+//! READ STATUS (see nand-hal's driver).
 
 use core::ptr::{read_volatile, write_volatile};
 
 use cortex_m::peripheral::DWT;
-use nand_hal::onfi::{OnfiBus, ReadyLine, Wait};
+use nand_hal::onfi::{BusTiming, OnfiBus, ReadyLine, Wait};
 use nand_hal::ErrorKind;
 use stm32h7xx_hal::gpio::{ErasedPin, Input};
 use stm32h7xx_hal::pac;
@@ -41,28 +48,57 @@ const ADDR: *mut u8 = 0x8002_0000 as *mut u8;
 /// FMC kernel clock the timings are computed for.
 pub const FMC_KERNEL_HZ: u32 = 200_000_000;
 
-/// FMC_PMEM / FMC_PATT, in kernel clocks (5 ns): set-up before NWE/NOE falls (MEMSET + 1 = 25 ns),
-/// NWE/NOE low (MEMWAIT + 1 = 60 ns >= tWP, tRP 50 ns and tREA 40 ns), hold after it rises
-/// (MEMHOLD = 40 ns >= tWH, tREH 30 ns, tDH, tCLH, tALH 20 ns), data bus driven from MEMHIZ.
-const MEMSET: u32 = 4;
-const MEMWAIT: u32 = 11;
-const MEMHOLD: u32 = 8;
-const MEMHIZ: u32 = 4;
-/// CLE to RE# and ALE to RE# delays: (T + MEMSET + 2) clocks = 50 ns >= tCLR 20 ns, tAR 25 ns.
-const TCLR: u32 = 4;
-const TAR: u32 = 4;
+/// Nanoseconds per FMC kernel clock.
+const CLK_NS: u32 = 1_000_000_000 / FMC_KERNEL_HZ;
+
+/// FMC clock counts for one set of interface timings.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct FmcTiming {
+    /// FMC_PMEM / FMC_PATT fields: set-up before NWE/NOE falls is MEMSET + 1 clocks, NWE/NOE low
+    /// MEMWAIT + 1, hold after it rises MEMHOLD, data bus driven from MEMHIZ.
+    pub memset: u32,
+    /// See `memset`.
+    pub memwait: u32,
+    /// See `memset`.
+    pub memhold: u32,
+    /// See `memset`.
+    pub memhiz: u32,
+    /// CLE to RE# and ALE to RE#: (TCLR + MEMSET + 2) and (TAR + MEMSET + 2) clocks.
+    pub tclr: u32,
+    /// See `tclr`.
+    pub tar: u32,
+}
+
+fn clocks(ns: u32) -> u32 {
+    ns.div_ceil(CLK_NS)
+}
+
+/// The FMC clocks that meet `t` (every minimum rounded up to whole 5 ns clocks; tREA plus one
+/// clock of margin for the data to settle before NOE rises).
+pub fn fmc_timing(t: &BusTiming) -> FmcTiming {
+    let low = clocks((t.t_wp.max(t.t_rp).max(t.t_rea + CLK_NS as u16)) as u32).max(1);
+    let hold = clocks(t.t_wh.max(t.t_reh).max(t.t_dh).max(t.t_clh) as u32).max(1);
+    // Set-up: CLE/ALE and data set-up before NWE rises, and the whole cycle at least tWC / tRC.
+    let setup_ns = (t.t_cls.max(t.t_ds) as u32).saturating_sub(low * CLK_NS);
+    let cycle_ns = (t.t_wc.max(t.t_rc) as u32).saturating_sub((low + hold) * CLK_NS);
+    let setup = clocks(setup_ns.max(cycle_ns)).max(1);
+    let memset = setup - 1;
+    let to_re = |ns: u16| clocks(ns as u32).saturating_sub(memset + 2).min(15);
+    FmcTiming {
+        memset,
+        memwait: low - 1,
+        memhold: hold,
+        memhiz: memset,
+        tclr: to_re(t.t_clr),
+        tar: to_re(t.t_ar),
+    }
+}
 
 const PCR_PBKEN: u32 = 1 << 2;
 const PCR_PTYP_NAND: u32 = 1 << 3;
 const BCR1_WFDIS: u32 = 1 << 21;
 const BCR1_FMCEN: u32 = 1 << 31;
 const SR_FEMPT: u32 = 1 << 6;
-
-/// Software gap between cycles of different kinds (tWHR, tADL, tCCS, tRHW of mode 0 are at
-/// most 200 ns).
-const GAP_NS: u32 = 300;
-/// Wait after a command or address cycle before R/B# means anything (tWB is 100 ns).
-const T_WB_NS: u32 = 200;
 
 /// The bus never fails by itself: timeouts are reported as [`Wait::TimedOut`] and become the
 /// driver's `OnfiError::Timeout`.
@@ -95,6 +131,8 @@ pub struct FmcNand {
     fmc: pac::FMC,
     rb: ErasedPin<Input>,
     last: Last,
+    /// The interface timings in force (mode 0 until the driver sets another).
+    timing: BusTiming,
 }
 
 fn delay_cycles(cycles: u32) {
@@ -110,19 +148,33 @@ impl FmcNand {
     /// Configures the FMC's NAND bank (the FMC clock must be enabled, its kernel clock at
     /// [`FMC_KERNEL_HZ`], the pins in their FMC alternate function) and takes R/B# on `rb`.
     pub fn new(fmc: pac::FMC, rb: ErasedPin<Input>) -> Self {
-        let pmem = MEMSET | (MEMWAIT << 8) | (MEMHOLD << 16) | (MEMHIZ << 24);
+        let mut bus = FmcNand { fmc, rb, last: Last::Idle, timing: BusTiming::MODE_0 };
+        bus.program(&BusTiming::MODE_0);
+        bus
+    }
+
+    /// The interface timings in force.
+    pub fn timing(&self) -> &BusTiming {
+        &self.timing
+    }
+
+    /// Writes the bank's registers for `t` (the bank is disabled while they change).
+    fn program(&mut self, t: &BusTiming) {
+        let f = fmc_timing(t);
+        let pmem = f.memset | (f.memwait << 8) | (f.memhold << 16) | (f.memhiz << 24);
+        let fmc = &self.fmc;
         // SAFETY: raw register values as RM0433 describes them (FMC_PCR: PTYP = NAND, PWID =
         // 8 bits, no ECC, no wait feature; FMC_PMEM/PATT timings; FMC_BCR1: FMC enable, write
         // FIFO off). Bank 1's own settings in BCR1 are kept; it is never accessed.
         unsafe {
-            fmc.pcr.write(|w| w.bits(PCR_PTYP_NAND | (TCLR << 9) | (TAR << 13)));
+            fmc.pcr.write(|w| w.bits(PCR_PTYP_NAND | (f.tclr << 9) | (f.tar << 13)));
             fmc.pmem.write(|w| w.bits(pmem));
             fmc.patt.write(|w| w.bits(pmem));
             fmc.pcr.modify(|r, w| w.bits(r.bits() | PCR_PBKEN));
             fmc.bcr1.modify(|r, w| w.bits(r.bits() | BCR1_WFDIS | BCR1_FMCEN));
         }
         cortex_m::asm::dsb();
-        FmcNand { fmc, rb, last: Last::Idle }
+        self.timing = *t;
     }
 
     /// Waits until the writes issued so far have left the FMC (bounded, in case FEMPT never
@@ -136,7 +188,7 @@ impl FmcNand {
     /// Before a command or address cycle: tRHW after data output.
     fn before_write(&mut self) {
         if self.last == Last::DataOut {
-            delay_ns(GAP_NS);
+            delay_ns(self.timing.t_rhw as u32);
         }
     }
 
@@ -144,7 +196,7 @@ impl FmcNand {
     fn before_sampling_rb(&mut self) {
         if self.last == Last::CmdAddr {
             self.drain();
-            delay_ns(T_WB_NS);
+            delay_ns(self.timing.t_wb as u32);
         }
         self.last = Last::Idle;
     }
@@ -176,9 +228,9 @@ impl OnfiBus for FmcNand {
             // tADL after the address, tCCS after CHANGE WRITE COLUMN.
             Last::CmdAddr => {
                 self.drain();
-                delay_ns(GAP_NS);
+                delay_ns(self.timing.t_adl.max(self.timing.t_ccs) as u32);
             }
-            Last::DataOut => delay_ns(GAP_NS),
+            Last::DataOut => delay_ns(self.timing.t_rhw as u32),
             Last::Idle | Last::DataIn => {}
         }
         for &b in data {
@@ -193,7 +245,7 @@ impl OnfiBus for FmcNand {
         // tWHR after a command or address (READ STATUS, READ ID), tCCS after E0h.
         if matches!(self.last, Last::CmdAddr | Last::DataIn) {
             self.drain();
-            delay_ns(GAP_NS);
+            delay_ns(self.timing.t_whr.max(self.timing.t_ccs) as u32);
         }
         for b in buf.iter_mut() {
             // SAFETY: the data port of the FMC NAND bank, mapped as Device memory.
@@ -206,6 +258,16 @@ impl OnfiBus for FmcNand {
     fn ready_line(&mut self) -> Result<ReadyLine, FmcError> {
         self.before_sampling_rb();
         Ok(if self.rb.is_high() { ReadyLine::Ready } else { ReadyLine::Busy })
+    }
+
+    fn timing_modes(&self) -> u16 {
+        0b1111
+    }
+
+    fn set_timing(&mut self, timing: &BusTiming) -> Result<(), FmcError> {
+        self.drain();
+        self.program(timing);
+        Ok(())
     }
 
     fn delay_us(&mut self, us: u32) {

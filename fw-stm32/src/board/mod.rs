@@ -3,7 +3,9 @@
 //!
 //! Start-up, in order:
 //! 1. MPU region 0: 0x8000_0000, 256 MiB (the FMC NAND bank's common and attribute spaces) as
-//!    shareable Device memory, execute-never. The default memory map makes this range Normal,
+//!    strongly-ordered memory, execute-never (as ST advises for the FMC NAND region: each access
+//!    completes before the next instruction, so R/B# is never sampled while a command write is
+//!    still buffered). The default memory map makes this range Normal,
 //!    cacheable memory, where the core may read speculatively: a stray read there is a data
 //!    output cycle that would shift the chip's column. The rest keeps the default map.
 //! 2. I-cache and D-cache on (the NAND window is uncached by 1; the FTL's tables are in AXI
@@ -82,13 +84,14 @@ fn SysTick() {
     let _ = now();
 }
 
-/// Region 0: the FMC NAND bank as Device memory (see the module documentation).
+/// Region 0: the FMC NAND bank as strongly-ordered memory; with `cdm`, region 1: the backup
+/// SRAM, non-cacheable (see the module documentation).
 fn configure_mpu(mpu: &mut MPU) {
     const BASE: u32 = 0x8000_0000;
     const SIZE_256_MIB: u32 = 27; // 2^(27 + 1) bytes
     const XN: u32 = 1 << 28;
     const AP_FULL_ACCESS: u32 = 0b011 << 24;
-    const SHAREABLE_DEVICE: u32 = (1 << 18) | (1 << 16); // TEX 000, S 1, C 0, B 1
+    const STRONGLY_ORDERED: u32 = 0; // TEX 000, C 0, B 0 (always shareable)
     const ENABLE: u32 = 1;
     const CTRL_PRIVDEFENA: u32 = 1 << 2;
     cortex_m::asm::dmb();
@@ -98,11 +101,55 @@ fn configure_mpu(mpu: &mut MPU) {
         mpu.ctrl.write(0);
         mpu.rnr.write(0);
         mpu.rbar.write(BASE);
-        mpu.rasr.write(XN | AP_FULL_ACCESS | SHAREABLE_DEVICE | (SIZE_256_MIB << 1) | ENABLE);
+        mpu.rasr.write(XN | AP_FULL_ACCESS | STRONGLY_ORDERED | (SIZE_256_MIB << 1) | ENABLE);
+        // With `cdm`: region 1, the 4 KiB backup SRAM (the NV cache), Normal non-cacheable, so
+        // that a write is in the SRAM when it completes (not in a write-back D-cache line).
+        #[cfg(feature = "cdm")]
+        {
+            const SIZE_4_KIB: u32 = 11; // 2^(11 + 1) bytes
+            const NORMAL_NON_CACHEABLE: u32 = 0b001 << 19; // TEX 001, C 0, B 0
+            mpu.rnr.write(1);
+            mpu.rbar.write(BACKUP_SRAM);
+            mpu.rasr.write(XN | AP_FULL_ACCESS | NORMAL_NON_CACHEABLE | (SIZE_4_KIB << 1) | ENABLE);
+        }
         mpu.ctrl.write(CTRL_PRIVDEFENA | ENABLE);
     }
     cortex_m::asm::dsb();
     cortex_m::asm::isb();
+}
+
+/// RAM for deduplication (`dedup`): the 32 KiB of D2 SRAM3, all that the map, the FTL's tables
+/// and the test leave (one 4 KiB bucket of 141 fingerprints and its tables).
+#[cfg(feature = "dedup")]
+pub const DEDUP_RAM: usize = 32 * 1024;
+
+/// The backup SRAM (4 KiB, in the backup domain: kept in Standby and on VBAT with the backup
+/// regulator on).
+#[cfg(feature = "cdm")]
+const BACKUP_SRAM: u32 = 0x3880_0000;
+
+/// The backup SRAM as the NV cache's memory: its clock (RCC_AHB4ENR.BKPRAMEN), backup-domain
+/// write access (PWR_CR1.DBP) and the backup regulator (PWR_CR2.BREN, waiting for BRRDY,
+/// bounded) are turned on; its content is kept. Battery-backed only where VBAT is fitted:
+/// without it a power-off loses the cache, and the next boot finds an FTL image whose NV cache
+/// is gone (reported as data it leaves alone).
+#[cfg(feature = "cdm")]
+fn backup_sram() -> &'static mut [u8] {
+    // SAFETY: enable bits the HAL does not own; the region is the backup SRAM (RM0433 memory
+    // map), used only through this slice, which start-up makes once.
+    unsafe {
+        let rcc = &*pac::RCC::ptr();
+        rcc.ahb4enr.modify(|r, w| w.bits(r.bits() | (1 << 28)));
+        let pwr = &*pac::PWR::ptr();
+        pwr.cr1.modify(|r, w| w.bits(r.bits() | (1 << 8)));
+        pwr.cr2.modify(|r, w| w.bits(r.bits() | 1));
+        let mut spins = 0u32;
+        while pwr.cr2.read().bits() & (1 << 16) == 0 && spins < 1_000_000 {
+            spins += 1;
+        }
+        cortex_m::asm::dsb();
+        core::slice::from_raw_parts_mut(BACKUP_SRAM as *mut u8, crate::bundle::NV_BYTES)
+    }
 }
 
 /// Clocks of D2 SRAM1, SRAM2 and SRAM3 (RCC_AHB2ENR bits 29-31).
@@ -127,8 +174,12 @@ fn start_clock(syst: &mut SYST) {
     syst.enable_counter();
 }
 
-fn report_fmc(_: &FmcNand) {
-    info!("FMC: NAND bank 3, 8-bit, ONFI timing mode 0 cycles (125 ns), R/B# on PD6");
+fn report_fmc(bus: &FmcNand) {
+    let t = bus.timing();
+    info!(
+        "FMC: NAND bank 3, 8-bit, ONFI timing mode {} (tWC {} ns, tRC {} ns), R/B# on PD6",
+        t.mode, t.t_wc, t.t_rc
+    );
 }
 
 fn run(bus: FmcNand) -> Result<(), Failed> {
@@ -140,6 +191,17 @@ fn run(bus: FmcNand) -> Result<(), Failed> {
         ),
         heads: static_slice!(#[link_section = ".sram1"] u32; LAYOUT.list_heads; LAYOUT.list_heads; 0),
         page_buf: static_slice!(#[link_section = ".sram1"] u8; LAYOUT.page_buf; LAYOUT.page_buf; 0),
+        #[cfg(feature = "cdm")]
+        attach: crate::bundle::AttachBuffers::new(backup_sram()),
+        #[cfg(feature = "dedup")]
+        attach: crate::bundle::AttachBuffers::new(dedup_parts!(#[link_section = ".sram3"])).ok_or_else(
+            || {
+                error!("deduplication memory refused");
+                Failed
+            },
+        )?,
+        #[cfg(not(any(feature = "cdm", feature = "dedup", feature = "wom")))]
+        attach: crate::bundle::AttachBuffers::new(),
     };
     let test = TestBuffers {
         generations: static_slice!(

@@ -15,8 +15,18 @@
 //!   [`Wait::NoReadyLine`]), the driver polls READ STATUS (70h) itself, and after a page or
 //!   parameter-page read re-issues 00h to return the target to data output, as ONFI requires.
 //!
+//! The driver makes each wait robust against an R/B# that has not gone low yet (tWB after the
+//! command, or longer where writes to the bus are posted): it first waits a short window for
+//! R/B# to go busy, then for ready with the timeout, then confirms with READ STATUS.
+//!
+//! Timing: [`OnfiBus::timing_modes`] says which ONFI timing modes the bus can run; the driver
+//! picks the fastest the part supports too, sets it on the part and hands the bus its
+//! [`BusTiming`] ([`OnfiBus::set_timing`]).
+//!
 //! Everything is blocking; errors are the implementation's own type, mapped to an
 //! [`crate::ErrorKind`] like every device error.
+
+use super::timing::BusTiming;
 
 /// The state of the R/B# (ready/busy) line.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -68,6 +78,20 @@ pub trait OnfiBus {
     /// Waits at least `us` microseconds.
     fn delay_us(&mut self, us: u32);
 
+    /// The asynchronous timing modes the bus (controller, board, wiring) can run, one bit each
+    /// (bit m = mode m). The driver runs the part in the fastest mode both support. Default:
+    /// mode 0 only.
+    fn timing_modes(&self) -> u16 {
+        1
+    }
+
+    /// Applies the interface timings of the mode the driver selected (after identification, and
+    /// after the part accepted the mode). Default: nothing (a bus fixed at mode 0).
+    fn set_timing(&mut self, timing: &BusTiming) -> Result<(), Self::Error> {
+        let _ = timing;
+        Ok(())
+    }
+
     /// Waits until R/B# is high, at most about `timeout_us` microseconds. Returns
     /// [`Wait::NoReadyLine`] at once when there is no R/B# line.
     fn wait_ready(&mut self, timeout_us: u32) -> Result<Wait, Self::Error> {
@@ -107,6 +131,12 @@ impl<B: OnfiBus + ?Sized> OnfiBus for &mut B {
     }
     fn delay_us(&mut self, us: u32) {
         B::delay_us(self, us)
+    }
+    fn timing_modes(&self) -> u16 {
+        B::timing_modes(self)
+    }
+    fn set_timing(&mut self, timing: &BusTiming) -> Result<(), Self::Error> {
+        B::set_timing(self, timing)
     }
     fn wait_ready(&mut self, timeout_us: u32) -> Result<Wait, Self::Error> {
         B::wait_ready(self, timeout_us)

@@ -5,7 +5,12 @@
 //! after another until one has a matching CRC, else takes their bitwise majority (see
 //! [`super::param_page`]); the page must then pass [`ParamPage::check`]. Geometry, NOP, program
 //! order, ECC requirement, endurance, address cycles, timing mode, timeouts and multi-plane
-//! capability all come from the page ([`ChipInfo`]).
+//! capability all come from the page ([`ChipInfo`]). Then, on a part with GET/SET FEATURES: on a
+//! Micron part the on-die ECC is switched off (feature 90h, P1 bit 3) and read back off, since
+//! it would write its own parity into the spare over the FTL's metadata; the fastest timing mode
+//! both the part and the bus support ([`super::timing::common_mode`]) is set (feature 01h) and
+//! read back; the bus gets that mode's timings with the page's tCCS
+//! ([`OnfiBus::set_timing`]). A feature that does not read back is [`OnfiError::Feature`].
 //!
 //! Operations, with addresses of `column_cycles` column and `row_cycles` row cycles (byte 101):
 //! - read: 00h, address, 30h, wait tR, data output; the spare area after a shorter data buffer is
@@ -29,19 +34,25 @@
 //!   the marker programs respect NOP and page order), programs 00h there in both pages, and
 //!   succeeds if the marker then reads back.
 //! - every wait has a timeout derived from the page's maximum times ([`Timeouts`]); running out
-//!   is [`OnfiError::Timeout`] and leaves the target as it is (call [`OnfiNand::reset`]). On a
-//!   bus without R/B# the driver polls READ STATUS every `poll_interval_us` and re-issues 00h
-//!   before reading data.
+//!   is [`OnfiError::Timeout`] and leaves the target as it is (call [`OnfiNand::reset`]). A wait
+//!   first gives R/B# up to [`BUSY_EDGE_US`] to go low (it reads high for tWB after the command,
+//!   longer if the write is still on its way), then waits for it high, then confirms with READ
+//!   STATUS, polling while RDY is clear, and re-issues 00h before reading data: an R/B# sampled
+//!   too early cannot make the driver read or command a busy target. On a bus without R/B# the
+//!   driver polls READ STATUS every `poll_interval_us`.
 //!
 //! Address and buffer-length errors are found before any cycle is issued, as in the emulator.
 //! Rule violations a checking bus reports (the chip model's NOP, order and set-bit checks) come
 //! back as [`OnfiError::Bus`] with their own [`ErrorKind`].
 
-use super::bus::{OnfiBus, Wait};
+use super::bus::{OnfiBus, ReadyLine, Wait};
+use super::feature;
+use super::param_page::optional_commands;
 use super::param_page::{
     crc_matches, select_copy, AddressLayout, ParamError, ParamPage, ParamSource, MAX_ADDRESS_CYCLES,
     ONFI_SIGNATURE, PARAM_PAGE_BYTES, PARAM_PAGE_COPIES,
 };
+use super::timing::{common_mode, BusTiming};
 use super::{cmd, status};
 use crate::{BlockId, ErrorKind, ErrorType, Geometry, NandFlash, PageId, ProgramOp, ReadOp, MAX_PLANES};
 
@@ -87,6 +98,16 @@ pub enum OnfiError<E> {
     },
     /// A multi-plane call that breaks the shape rules ([`ErrorKind::Other`]).
     MultiPlane(&'static str),
+    /// A feature did not read back as set ([`ErrorKind::Other`]): on-die ECC that stays on, or a
+    /// timing mode the part did not take.
+    Feature {
+        /// Feature address.
+        addr: u8,
+        /// P1 written.
+        wrote: u8,
+        /// P1 read back.
+        read: u8,
+    },
 }
 
 impl<E: crate::Error> crate::Error for OnfiError<E> {
@@ -102,7 +123,8 @@ impl<E: crate::Error> crate::Error for OnfiError<E> {
             | OnfiError::NotOnfi(_)
             | OnfiError::ParamPage(_)
             | OnfiError::Unsupported(_)
-            | OnfiError::MultiPlane(_) => ErrorKind::Other,
+            | OnfiError::MultiPlane(_)
+            | OnfiError::Feature { .. } => ErrorKind::Other,
         }
     }
 }
@@ -124,6 +146,9 @@ impl<E: core::fmt::Debug> core::fmt::Display for OnfiError<E> {
             OnfiError::DataTooLong { len, max } => write!(f, "data buffer of {len} bytes, page has {max}"),
             OnfiError::SpareTooLong { len, max } => write!(f, "spare buffer of {len} bytes, page has {max}"),
             OnfiError::MultiPlane(why) => write!(f, "multi-plane rules: {why}"),
+            OnfiError::Feature { addr, wrote, read } => {
+                write!(f, "feature {addr:02x}h: wrote {wrote:02x}h, read back {read:02x}h")
+            }
         }
     }
 }
@@ -190,6 +215,12 @@ pub struct ChipInfo {
     pub geometry: Geometry,
     /// Address cycles and row fields.
     pub address: AddressLayout,
+    /// The interface timings in use: the fastest mode both the part and the bus support, set on
+    /// the part with SET FEATURES and read back (mode 0 on a part without GET/SET FEATURES).
+    pub interface: BusTiming,
+    /// Whether the part's on-die ECC was switched off and read back off (Micron parts, feature
+    /// 90h); `false` when the part has no such feature.
+    pub on_die_ecc_off: bool,
 }
 
 impl ChipInfo {
@@ -228,27 +259,104 @@ pub struct OnfiNand<B: OnfiBus> {
 
 type Res<T, B> = Result<T, OnfiError<<B as OnfiBus>::Error>>;
 
-/// Waits for ready: through R/B# if the bus has it, else by polling READ STATUS, after which
-/// `resume_read` re-issues 00h so that data output continues.
+/// How long the driver looks for R/B# going low after a command that starts an operation before
+/// it takes the operation to be over already, microseconds. R/B# reads high for up to tWB
+/// (200 ns) after the command, and longer if the write is still on its way to the pins.
+pub const BUSY_EDGE_US: u32 = 2;
+
+/// Waits for ready, robustly: first for R/B# to go busy (at most [`BUSY_EDGE_US`]), then for it
+/// to be ready again (at most `timeout_us`), then confirms with READ STATUS (polling while it says
+/// busy); without R/B#, by READ STATUS alone. After READ STATUS, `resume_read` re-issues 00h so
+/// that data output continues.
 fn wait_on<B: OnfiBus>(bus: &mut B, poll_us: u32, timeout_us: u32, resume_read: bool) -> Res<(), B> {
-    match bus.wait_ready(timeout_us).map_err(OnfiError::Bus)? {
-        Wait::Ready => Ok(()),
-        Wait::TimedOut => Err(OnfiError::Timeout),
-        Wait::NoReadyLine => {
-            let mut waited = 0u32;
-            while status_on(bus)? & status::RDY == 0 {
-                if waited >= timeout_us {
-                    return Err(OnfiError::Timeout);
-                }
-                bus.delay_us(poll_us);
-                waited = waited.saturating_add(poll_us);
+    let mut waited = 0u32;
+    loop {
+        match bus.ready_line().map_err(OnfiError::Bus)? {
+            ReadyLine::Absent => return poll_status(bus, poll_us, timeout_us, resume_read),
+            ReadyLine::Busy => break,
+            ReadyLine::Ready if waited >= BUSY_EDGE_US => break,
+            ReadyLine::Ready => {
+                bus.delay_us(1);
+                waited += 1;
             }
-            if resume_read {
-                bus.command(cmd::READ).map_err(OnfiError::Bus)?;
-            }
-            Ok(())
         }
     }
+    match bus.wait_ready(timeout_us).map_err(OnfiError::Bus)? {
+        Wait::Ready | Wait::NoReadyLine => poll_status(bus, poll_us, timeout_us, resume_read),
+        Wait::TimedOut => Err(OnfiError::Timeout),
+    }
+}
+
+/// Polls READ STATUS until RDY (at most `timeout_us`), then 00h if `resume_read`.
+fn poll_status<B: OnfiBus>(bus: &mut B, poll_us: u32, timeout_us: u32, resume_read: bool) -> Res<(), B> {
+    let mut waited = 0u32;
+    while status_on(bus)? & status::RDY == 0 {
+        if waited >= timeout_us {
+            return Err(OnfiError::Timeout);
+        }
+        bus.delay_us(poll_us);
+        waited = waited.saturating_add(poll_us);
+    }
+    if resume_read {
+        bus.command(cmd::READ).map_err(OnfiError::Bus)?;
+    }
+    Ok(())
+}
+
+/// Wait for GET / SET FEATURES (tFEAT is 1 us; generous).
+const FEATURE_TIMEOUT_US: u32 = 100;
+
+/// SET FEATURES: EFh, address, P1..P4, wait tFEAT.
+fn set_features_on<B: OnfiBus>(bus: &mut B, poll_us: u32, addr: u8, p: [u8; 4]) -> Res<(), B> {
+    bus.command(cmd::SET_FEATURES).map_err(OnfiError::Bus)?;
+    bus.address(&[addr]).map_err(OnfiError::Bus)?;
+    bus.write_data(&p).map_err(OnfiError::Bus)?;
+    wait_on(bus, poll_us, FEATURE_TIMEOUT_US, false)
+}
+
+/// GET FEATURES: EEh, address, wait tFEAT, P1..P4.
+fn get_features_on<B: OnfiBus>(bus: &mut B, poll_us: u32, addr: u8) -> Res<[u8; 4], B> {
+    bus.command(cmd::GET_FEATURES).map_err(OnfiError::Bus)?;
+    bus.address(&[addr]).map_err(OnfiError::Bus)?;
+    wait_on(bus, poll_us, FEATURE_TIMEOUT_US, true)?;
+    let mut p = [0u8; 4];
+    bus.read_data(&mut p).map_err(OnfiError::Bus)?;
+    Ok(p)
+}
+
+/// SET FEATURES of P1 = `value` (other parameters 0), then GET FEATURES: P1 must read back
+/// `value` in the bits of `mask`.
+fn set_checked<B: OnfiBus>(bus: &mut B, poll_us: u32, addr: u8, value: u8, mask: u8) -> Res<(), B> {
+    set_features_on(bus, poll_us, addr, [value, 0, 0, 0])?;
+    let got = get_features_on(bus, poll_us, addr)?;
+    if got[0] & mask != value & mask {
+        return Err(OnfiError::Feature { addr, wrote: value, read: got[0] });
+    }
+    Ok(())
+}
+
+/// After identification: on-die ECC off (Micron, read back), the fastest common timing mode set
+/// and read back, and the bus given its timings.
+fn configure<B: OnfiBus>(
+    bus: &mut B,
+    poll_us: u32,
+    param: &ParamPage,
+    id: &[u8; 5],
+) -> Res<(BusTiming, bool), B> {
+    let features = param.optional_commands & optional_commands::GET_SET_FEATURES != 0;
+    let mut ecc_off = false;
+    if features && id[0] == feature::MICRON {
+        // On-die ECC would write its own parity into the spare, over the FTL's metadata.
+        set_checked(bus, poll_us, feature::ARRAY_MODE, 0, feature::ECC_ON)?;
+        ecc_off = true;
+    }
+    let mode = if features { common_mode(param.async_timing_modes, bus.timing_modes()) } else { 0 };
+    if features {
+        set_checked(bus, poll_us, feature::TIMING_MODE, mode, 0x0F)?;
+    }
+    let timing = BusTiming::for_mode(mode, param.t_ccs_ns);
+    bus.set_timing(&timing).map_err(OnfiError::Bus)?;
+    Ok((timing, ecc_off))
 }
 
 /// READ STATUS: one command, one byte.
@@ -294,7 +402,8 @@ fn identify<B: OnfiBus>(bus: &mut B, poll_us: u32) -> Res<ChipInfo, B> {
     param.check(&raw)?;
     let geometry = param.geometry()?;
     let address = AddressLayout::new(&param, &geometry)?;
-    Ok(ChipInfo { id, param, param_source, geometry, address })
+    let (interface, on_die_ecc_off) = configure(bus, poll_us, &param, &id)?;
+    Ok(ChipInfo { id, param, param_source, geometry, address, interface, on_die_ecc_off })
 }
 
 impl<B: OnfiBus> OnfiNand<B> {
@@ -347,6 +456,25 @@ impl<B: OnfiBus> OnfiNand<B> {
     pub fn reset(&mut self) -> Res<(), B> {
         self.cmd(cmd::RESET)?;
         self.wait(self.timeouts.reset_us, false)
+    }
+
+    /// SET FEATURES at `addr` (the part must advertise GET/SET FEATURES).
+    pub fn set_features(&mut self, addr: u8, params: [u8; 4]) -> Res<(), B> {
+        self.need_features()?;
+        set_features_on(&mut self.bus, self.poll_us, addr, params)
+    }
+
+    /// GET FEATURES at `addr` (the part must advertise GET/SET FEATURES).
+    pub fn get_features(&mut self, addr: u8) -> Res<[u8; 4], B> {
+        self.need_features()?;
+        get_features_on(&mut self.bus, self.poll_us, addr)
+    }
+
+    fn need_features(&self) -> Res<(), B> {
+        if self.info.param.optional_commands & optional_commands::GET_SET_FEATURES == 0 {
+            return Err(OnfiError::Unsupported("GET/SET FEATURES"));
+        }
+        Ok(())
     }
 
     /// READ STATUS.

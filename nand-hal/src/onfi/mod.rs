@@ -2,6 +2,8 @@
 //!
 //! - [`bus`]: [`OnfiBus`], the interface of one target: command, address and data cycles,
 //!   R/B# and a delay, with a wait-until-ready that has a timeout. Blocking.
+//! - [`timing`]: [`BusTiming`], the interface timings of ONFI timing modes 0-5, and the choice of
+//!   the mode both the part and the bus support.
 //! - [`param_page`]: the parameter page, its CRC-16 (poly 0x8005, init 0x4F4E), the choice
 //!   among its copies with a bitwise majority vote as the last resort, and what follows from it:
 //!   [`crate::Geometry`], [`AddressLayout`], timing mode, capabilities.
@@ -37,11 +39,13 @@ pub mod bus;
 pub mod driver;
 pub mod model;
 pub mod param_page;
+pub mod timing;
 
 pub use bus::{OnfiBus, ReadyLine, Wait};
 pub use driver::{ChipInfo, OnfiError, OnfiNand, Timeouts};
 pub use model::{ModelConfig, ModelCounters, ModelError, ModelFaults, ModelTiming, OnfiChipModel};
 pub use param_page::{AddressLayout, ParamError, ParamPage, ParamSource};
+pub use timing::{common_mode, BusTiming};
 
 /// ONFI command opcodes used by the driver and understood by the model.
 pub mod cmd {
@@ -79,8 +83,24 @@ pub mod cmd {
     pub const READ_ID: u8 = 0x90;
     /// READ PARAMETER PAGE.
     pub const READ_PARAMETER_PAGE: u8 = 0xEC;
+    /// SET FEATURES (address, then four parameter bytes P1..P4).
+    pub const SET_FEATURES: u8 = 0xEF;
+    /// GET FEATURES (address, then four parameter bytes out).
+    pub const GET_FEATURES: u8 = 0xEE;
     /// RESET.
     pub const RESET: u8 = 0xFF;
+}
+
+/// GET / SET FEATURES addresses and bits the driver uses.
+pub mod feature {
+    /// Timing mode (P1 bits 0-3 = the asynchronous mode).
+    pub const TIMING_MODE: u8 = 0x01;
+    /// Micron: array operation mode; P1 bit 3 = on-die ECC enabled.
+    pub const ARRAY_MODE: u8 = 0x90;
+    /// The on-die ECC bit of [`ARRAY_MODE`]'s P1.
+    pub const ECC_ON: u8 = 0x08;
+    /// JEDEC manufacturer ID of Micron (READ ID byte 0), whose parts have [`ARRAY_MODE`].
+    pub const MICRON: u8 = 0x2C;
 }
 
 /// Status register bits.

@@ -4,7 +4,9 @@
 //! 20h), READ PARAMETER PAGE (three copies, repeated), PAGE READ (00h-30h, multi-plane 00h-32h),
 //! CHANGE READ COLUMN (05h-E0h) and its enhanced form (06h-E0h), PAGE PROGRAM (80h-10h,
 //! multi-plane 80h-11h), CHANGE WRITE COLUMN (85h), BLOCK ERASE (60h-D0h, multi-plane 60h-D1h),
-//! READ STATUS (70h), READ STATUS ENHANCED (78h). After READ STATUS, 00h without address cycles
+//! READ STATUS (70h), READ STATUS ENHANCED (78h), GET and SET FEATURES (EEh, EFh: timing mode
+//! 01h and Micron's array operation mode 90h, whose on-die ECC bit makes programs write the
+//! chip's own parity into the spare, [`ModelConfig::on_die_ecc`]). After READ STATUS, 00h without address cycles
 //! returns to the data output that was in progress. Commands the parameter page does not
 //! advertise are refused.
 //!
@@ -91,6 +93,33 @@ pub struct ModelConfig {
     pub ready_line: bool,
     /// Whether a program turning a 0 bit into 1 is refused (strict check for WOM codes).
     pub reject_set_bits: bool,
+    /// Whether the part powers up with its on-die ECC on (Micron feature 90h, bit 3). While it
+    /// is on, every program writes the chip's own parity over bytes 8..16 of each 16-byte
+    /// quarter of the spare (the MT29F4G08ABADA's internal-ECC layout), whatever the host
+    /// supplied there.
+    pub on_die_ecc: bool,
+}
+
+use super::feature::{
+    ARRAY_MODE as FEATURE_ARRAY_MODE, ECC_ON as FEATURE_ECC_ON, TIMING_MODE as FEATURE_TIMING_MODE,
+};
+
+/// Busy time of GET and SET FEATURES (tFEAT, 1 us).
+const T_FEAT_US: u32 = 1;
+
+/// What the chip's own ECC does to the page register at program time, in the model: a parity
+/// byte pattern over bytes 8..16 of each 16-byte quarter of the spare (the host's bytes there are
+/// lost, which is the hazard the driver's feature check removes).
+fn on_die_parity(page: &mut [u8], data_bytes: usize) {
+    let spare_len = page.len().saturating_sub(data_bytes);
+    let quarters = spare_len / 16;
+    let sector = data_bytes / quarters.max(1);
+    for q in 0..quarters {
+        let sum = page[q * sector..(q + 1) * sector].iter().fold(0u8, |a, &b| a.rotate_left(1) ^ b);
+        for (i, b) in page[data_bytes + q * 16 + 8..data_bytes + q * 16 + 16].iter_mut().enumerate() {
+            *b = sum.wrapping_add(i as u8);
+        }
+    }
 }
 
 /// READ ID bytes of the MT29F4G08ABADA.
@@ -106,6 +135,7 @@ impl ModelConfig {
             timing: ModelTiming::MT29F4G08,
             ready_line: true,
             reject_set_bits: false,
+            on_die_ecc: false,
         }
     }
 
@@ -134,6 +164,16 @@ pub struct ModelFaults {
     pub fail_next_erases: u32,
     /// WP# held low: programs and erases are ignored and status bit 7 reads 0.
     pub write_protect: bool,
+    /// Read noise: each page read (into the page register; the array keeps its bits) flips this
+    /// many bits in every ECC codeword span of the data area (`ecc.codeword_bytes`, 512 if 0)
+    /// and, when non-zero, one bit of the spare outside its first two bytes (the bad-block
+    /// marks). Positions come from a xorshift PRNG seeded by [`ModelFaults::noise_seed`].
+    pub read_bit_errors: u8,
+    /// State of the read-noise PRNG (any non-zero value; 0 is replaced by 1).
+    pub noise_seed: u32,
+    /// SET FEATURES is accepted (cycles, busy time) but changes nothing, as on a part that
+    /// ignores a feature: the driver's read-back must notice.
+    pub ignore_set_features: bool,
 }
 
 /// Operation counters.
@@ -283,6 +323,12 @@ enum State {
     EraseQueued,
     /// 78h: row.
     StatusEnhAddr,
+    /// EFh: one address cycle.
+    SetFeatAddr,
+    /// EFh: four parameter bytes.
+    SetFeatData,
+    /// EEh: one address cycle.
+    GetFeatAddr,
 }
 
 /// What data output returns.
@@ -291,6 +337,7 @@ enum Output {
     None,
     Id { bytes: [u8; 5], len: u8, pos: u8 },
     Param(usize),
+    Feature { bytes: [u8; 4], pos: u8 },
     Register { plane: usize, col: usize },
     Status,
     StatusEnhanced { fail: bool },
@@ -327,6 +374,13 @@ pub struct OnfiChipModel<S> {
     /// Rows queued by 32h, 11h or D1h.
     queue: [u32; MAX_PLANES],
     queued: usize,
+    /// Feature parameters: timing mode (01h) and array operation mode (90h), P1..P4.
+    feat_timing: [u8; 4],
+    feat_array: [u8; 4],
+    /// SET FEATURES in progress: its address and the bytes received.
+    feat_addr: u8,
+    feat_data: [u8; 4],
+    feat_n: usize,
 }
 
 impl<S> core::fmt::Debug for OnfiChipModel<S> {
@@ -406,6 +460,11 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
             cur_row: 0,
             queue: [0; MAX_PLANES],
             queued: 0,
+            feat_timing: [0; 4],
+            feat_array: [if config.on_die_ecc { FEATURE_ECC_ON } else { 0 }, 0, 0, 0],
+            feat_addr: 0,
+            feat_data: [0; 4],
+            feat_n: 0,
         })
     }
 
@@ -561,7 +620,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
     fn expected_cycles(&self) -> Option<usize> {
         let (c, r) = (self.addr.column_cycles() as usize, self.addr.row_cycles() as usize);
         match self.state {
-            State::ReadId | State::ParamAddr => Some(1),
+            State::ReadId | State::ParamAddr | State::SetFeatAddr | State::GetFeatAddr => Some(1),
             State::ReadAddr | State::ProgAddr | State::ColEnhAddr => Some(c + r),
             State::ColAddr | State::ProgCol => Some(c),
             State::EraseAddr | State::StatusEnhAddr => Some(r),
@@ -713,6 +772,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
             let dst = lay.reg_off + plane * lay.raw;
             mem.copy_within(src..src + lay.raw, dst);
             self.reg_row[plane] = Some(r);
+            self.add_read_noise(dst)?;
         }
         self.counters.page_reads += n as u64;
         self.counters.multi_plane_ops += u64::from(n > 1);
@@ -776,6 +836,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
         }
         self.go_busy(self.config.timing.t_prog_us);
         let (lay, geo) = (self.lay, self.geo);
+        let ecc_on = self.feat_array[0] & FEATURE_ECC_ON != 0;
         self.fail = false;
         self.plane_fail = [false; MAX_PLANES];
         self.fail_lun = self.decode(row)?.0;
@@ -792,7 +853,10 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
             if flags & FLAG_FACTORY_BAD == 0 {
                 let (array, regs) = mem.split_at_mut(lay.reg_off);
                 let dst = &mut array[page as usize * lay.raw..][..lay.raw];
-                let src = &regs[plane * lay.raw..][..lay.raw];
+                let src = &mut regs[plane * lay.raw..][..lay.raw];
+                if ecc_on {
+                    on_die_parity(src, geo.data_bytes as usize);
+                }
                 for (i, (d, s)) in dst.iter_mut().zip(src).enumerate() {
                     if !failed || i.is_multiple_of(2) {
                         *d &= *s;
@@ -931,6 +995,14 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
                 self.need(self.idle(), "READ ID inside a command sequence")?;
                 self.start(State::ReadId);
             }
+            cmd::SET_FEATURES | cmd::GET_FEATURES => {
+                self.need(
+                    opt & super::param_page::optional_commands::GET_SET_FEATURES != 0,
+                    "GET/SET FEATURES not advertised",
+                )?;
+                self.need(self.idle(), "GET/SET FEATURES inside a command sequence")?;
+                self.start(if c == cmd::SET_FEATURES { State::SetFeatAddr } else { State::GetFeatAddr });
+            }
             cmd::READ_PARAMETER_PAGE => {
                 self.need(self.idle(), "READ PARAMETER PAGE inside a command sequence")?;
                 self.start(State::ParamAddr);
@@ -1036,6 +1108,44 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
         Ok(())
     }
 
+    /// Flips the read-noise bits ([`ModelFaults::read_bit_errors`]) in the register at `reg`.
+    fn add_read_noise(&mut self, reg: usize) -> Result<(), ModelError> {
+        let k = self.faults.read_bit_errors as usize;
+        if k == 0 {
+            return Ok(());
+        }
+        let (data, spare) = (self.geo.data_bytes as usize, self.geo.spare_bytes as usize);
+        let span = match self.geo.ecc.codeword_bytes as usize {
+            0 => 512,
+            n => n,
+        };
+        let mut x = self.faults.noise_seed.max(1);
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let mem = self.mem()?;
+        let mut start = 0;
+        while start < data {
+            let len = span.min(data - start);
+            // k distinct bits: k equal slices of the span, one bit in each.
+            let slice = (8 * len / k).max(1);
+            for j in 0..k.min(8 * len) {
+                let bit = j * slice + next() as usize % slice;
+                mem[reg + start + bit / 8] ^= 1 << (bit % 8);
+            }
+            start += len;
+        }
+        if spare > 2 {
+            let bit = 16 + next() as usize % (8 * (spare - 2));
+            mem[reg + data + bit / 8] ^= 1 << (bit % 8);
+        }
+        self.faults.noise_seed = next();
+        Ok(())
+    }
+
     fn on_address_complete(&mut self) -> Result<(), ModelError> {
         match self.state {
             State::ReadId => {
@@ -1080,6 +1190,21 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
                 }
                 self.prog_col = col;
                 self.state = State::ProgData;
+            }
+            State::SetFeatAddr => {
+                self.feat_addr = self.cycles[0];
+                self.feat_n = 0;
+                self.state = State::SetFeatData;
+            }
+            State::GetFeatAddr => {
+                let bytes = match self.cycles[0] {
+                    FEATURE_TIMING_MODE => self.feat_timing,
+                    FEATURE_ARRAY_MODE => self.feat_array,
+                    _ => [0; 4],
+                };
+                self.output = Output::Feature { bytes, pos: 0 };
+                self.state = State::Idle;
+                self.go_busy(T_FEAT_US);
             }
             State::StatusEnhAddr => {
                 let row = self.row(0);
@@ -1145,6 +1270,12 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
                     *pos = pos.saturating_add(1);
                 }
             }
+            Output::Feature { bytes, pos } => {
+                for b in buf.iter_mut() {
+                    *b = bytes.get(*pos as usize).copied().unwrap_or(0);
+                    *pos = pos.saturating_add(1);
+                }
+            }
             Output::Param(pos) => {
                 for b in buf.iter_mut() {
                     let copy = (*pos / PARAM_PAGE_BYTES) % PARAM_PAGE_COPIES;
@@ -1169,6 +1300,27 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
 
     fn on_write_data(&mut self, data: &[u8]) -> Result<(), ModelError> {
         self.need(self.busy_us == 0, "data input while busy")?;
+        if self.state == State::SetFeatData {
+            for &b in data {
+                self.need(self.feat_n < 4, "more than four SET FEATURES parameters")?;
+                self.feat_data[self.feat_n] = b;
+                self.feat_n += 1;
+            }
+            self.counters.bytes_in += data.len() as u64;
+            if self.feat_n == 4 {
+                if !self.faults.ignore_set_features {
+                    match self.feat_addr {
+                        FEATURE_TIMING_MODE => self.feat_timing = self.feat_data,
+                        FEATURE_ARRAY_MODE => self.feat_array = self.feat_data,
+                        _ => {}
+                    }
+                }
+                self.state = State::Idle;
+                self.output = Output::None;
+                self.go_busy(T_FEAT_US);
+            }
+            return Ok(());
+        }
         self.need(self.state == State::ProgData, "data input outside a program")?;
         let (start, lay) = (self.prog_col, self.lay);
         if start + data.len() > lay.raw {
