@@ -237,6 +237,13 @@ struct RunOpts {
     /// host block opens in a plane below its free reserve).
     #[arg(long, default_value = "on")]
     gc_pacing: String,
+    /// Mapping table: flat (one word per logical page in RAM). `cached` (a flash-resident map
+    /// behind a RAM cache of --map-cache-kib) is issue 22's plan and refused until it is built.
+    #[arg(long, default_value = "flat")]
+    map: String,
+    /// Map cache size in KiB (with --map cached).
+    #[arg(long)]
+    map_cache_kib: Option<u32>,
     /// Write the JSON report here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -539,6 +546,16 @@ fn base_config(
             other => return Err(format!("--gc-pacing {other}: expected on or off")),
         },
     };
+    match (opts.map.as_str(), opts.map_cache_kib) {
+        ("flat", None) => {}
+        ("flat", Some(_)) => return Err("--map-cache-kib applies to --map cached".into()),
+        ("cached", _) => {
+            return Err(
+                "--map cached: the cached map is not built yet (issue 22's plan, docs/design.md)".into()
+            )
+        }
+        (other, _) => return Err(format!("--map {other}: expected flat or cached")),
+    }
     if opts.wom_recycle_max_valid > 1000 {
         return Err(format!(
             "--wom-recycle-max-valid {} is above 1000 per mille",
@@ -917,6 +934,8 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         queue_depth: 8,
         closed_loop: true,
         gc_pacing: "on".into(),
+        map: "flat".into(),
+        map_cache_kib: None,
         json: Some(out.join("heimdall1370_compare.json")),
         plots: Some(out.join("heimdall1370_plots")),
         quiet: false,

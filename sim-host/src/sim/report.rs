@@ -76,6 +76,12 @@ pub struct Report {
     pub ftl_ram_bytes: u64,
     /// Whether GC was paced (a copy budget per host write) or ran whole victims on demand.
     pub gc_pacing: bool,
+    /// Mapping table: `flat` (the only one built so far).
+    pub map: String,
+    /// NAND reads of map pages (0 with the flat map, which lives in RAM).
+    pub map_page_reads: u64,
+    /// NAND programs of map pages (0 with the flat map; its checkpoints are `checkpoint_pages`).
+    pub map_page_writes: u64,
     /// Fewest erases of a good block during the run.
     pub erase_count_min: u32,
     /// Most erases of a good block during the run.
@@ -176,6 +182,9 @@ impl Report {
             gc_blocks_on_demand: c.gc_blocks_on_demand,
             ftl_ram_bytes: s.ftl_ram_bytes as u64,
             gc_pacing: s.cfg.gc_pacing,
+            map: "flat".into(),
+            map_page_reads: 0,
+            map_page_writes: 0,
             erase_count_min: e.iter().copied().min().unwrap_or(0),
             erase_count_max: e.iter().copied().max().unwrap_or(0),
             erase_count_mean: e.iter().map(|&x| x as f64).sum::<f64>() / e.len().max(1) as f64,
