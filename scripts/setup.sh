@@ -40,5 +40,14 @@ if ! command -v qemu-system-arm >/dev/null 2>&1; then
   "${apt_get[@]}" update
   DEBIAN_FRONTEND=noninteractive "${apt_get[@]}" install -y --no-install-recommends qemu-system-arm
 fi
+# Fuzzing (scripts/fuzz.sh, fuzz/): cargo-fuzz drives libFuzzer and needs the nightly toolchain.
+# Both installed only when missing.
+if ! rustup toolchain list | grep -q '^nightly'; then
+  rustup toolchain install nightly --profile minimal
+fi
+if ! command -v cargo-fuzz >/dev/null 2>&1; then
+  cargo install --locked cargo-fuzz
+fi
 # Fetch dependencies once, so later steps can say what failed.
 cargo fetch --locked 2>/dev/null || cargo fetch
+(cd fuzz && (cargo fetch --locked 2>/dev/null || cargo fetch))

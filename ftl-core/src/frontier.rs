@@ -63,6 +63,7 @@ impl TornPages {
     pub(crate) const NONE: TornPages =
         TornPages { pages: [0; MAX_PROGRAM_ATTEMPTS as usize], len: 0, must_checkpoint: false };
 
+    #[inline]
     fn is_clear(&self) -> bool {
         self.len == 0 && !self.must_checkpoint
     }
@@ -205,10 +206,18 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// newest version of its logical page (audit F3: a cut, power restored, more writes and a
     /// flush on the same instance, then a remount). With this rule, a torn page is either still
     /// the newest program at the next mount, voided, or older than the checkpoint.
+    #[inline]
     pub(crate) fn settle_torn(&mut self) -> Result<(), Error> {
         if self.torn.is_clear() {
             return Ok(());
         }
+        self.settle_torn_now()
+    }
+
+    /// The rare path of [`Self::settle_torn`]: only after a failed program.
+    #[cold]
+    #[inline(never)]
+    fn settle_torn_now(&mut self) -> Result<(), Error> {
         let mut voided = !self.torn.must_checkpoint;
         for i in 0..self.torn.len {
             voided &= self.void_page(PageId(self.torn.pages[i]));

@@ -84,9 +84,18 @@ impl Geometry {
         if self.planes_per_lun as usize > MAX_PLANES {
             return Err(GeometryError::TooManyPlanes);
         }
-        let blocks = (self.blocks_per_plane as u64) * (self.planes_per_lun as u64) * (self.luns as u64);
-        let pages = blocks * self.pages_per_block as u64;
-        if pages > u32::MAX as u64 || self.data_bytes as u64 + self.spare_bytes as u64 > u32::MAX as u64 {
+        // Checked: the product of four u32 fields can pass 2^64 (a parameter page can claim it).
+        let blocks =
+            (self.blocks_per_plane as u64).checked_mul(self.planes_per_lun as u64 * self.luns as u64);
+        let pages = match blocks {
+            Some(b) => b.checked_mul(self.pages_per_block as u64),
+            None => None,
+        };
+        match pages {
+            Some(p) if p <= u32::MAX as u64 => {}
+            _ => return Err(GeometryError::TooLarge),
+        }
+        if self.data_bytes as u64 + self.spare_bytes as u64 > u32::MAX as u64 {
             return Err(GeometryError::TooLarge);
         }
         Ok(())
@@ -196,6 +205,25 @@ mod tests {
         let p = g.page(BlockId(5), 3);
         assert_eq!(g.block_of(p), BlockId(5));
         assert_eq!(g.page_in_block(p), 3);
+    }
+
+    #[test]
+    fn shapes_past_2_pow_64_pages_are_too_large_not_an_overflow() {
+        // Found by the onfi_param_page fuzz target: blocks x planes x LUNs x pages per block
+        // overflowed u64 (a panic with overflow checks, a wrapped product that could pass
+        // without them).
+        let g = Geometry {
+            blocks_per_plane: u32::MAX,
+            planes_per_lun: MAX_PLANES as u32,
+            luns: u32::MAX,
+            pages_per_block: 1 << 31,
+            ..Geometry::MT29F4G08
+        };
+        assert_eq!(g.validate(), Err(GeometryError::TooLarge));
+        // 2^31 x 2 x 2^31 blocks of 2 pages: 2^64 pages, which wrapped to 0 and was accepted.
+        let g =
+            Geometry { blocks_per_plane: 1 << 31, planes_per_lun: 2, luns: 1 << 31, pages_per_block: 2, ..g };
+        assert_eq!(g.validate(), Err(GeometryError::TooLarge));
     }
 
     #[test]

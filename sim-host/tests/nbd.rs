@@ -36,6 +36,19 @@ fn test_dir(name: &str) -> PathBuf {
     d
 }
 
+/// `ftl-sim serve` on `image`, listening on a free loopback port, its standard output piped.
+fn spawn(image: &Path, extra: &[&str], stderr: Stdio) -> Child {
+    Command::new(SERVER)
+        .args(["serve", "--listen", "127.0.0.1:0", "--image"])
+        .arg(image)
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .expect("start ftl-sim serve")
+}
+
 /// A running `ftl-sim serve`.
 struct Server {
     child: Child,
@@ -51,15 +64,7 @@ impl Server {
     fn start(image: &Path, extra: &[&str]) -> Server {
         let stderr = image.with_extension("stderr");
         let err_file = std::fs::OpenOptions::new().create(true).append(true).open(&stderr).unwrap();
-        let mut child = Command::new(SERVER)
-            .args(["serve", "--listen", "127.0.0.1:0", "--image"])
-            .arg(image)
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(err_file)
-            .spawn()
-            .expect("start ftl-sim serve");
+        let mut child = spawn(image, extra, err_file.into());
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let (tx, rx) = mpsc::channel();
         let reader = std::thread::spawn(move || {
@@ -701,4 +706,88 @@ fn refuses_remote_addresses_and_unknown_features() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("magic"), "{out:?}");
     assert_eq!(std::fs::read(&image).unwrap(), b"not a NAND image");
+}
+
+/// Starts the server expecting it to refuse: its exit must come within 60 s, non-zero; returns
+/// its standard error.
+fn start_refused(image: &Path, extra: &[&str]) -> String {
+    let mut child = spawn(image, extra, Stdio::piped());
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("the server started instead of refusing: {}", String::from_utf8_lossy(&out.stdout));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_damaged_log_is_refused_not_silently_rolled_back() {
+    require(&["qemu-io"]);
+    let dir = test_dir("damaged-log");
+    let image = dir.join("flash.img");
+    let log = dir.join("flash.img.log");
+    // Three flushed writes, each its own appended batch (or batches) in the log.
+    let server = Server::start(&image, SMALL);
+    let mut ends = vec![file_len(&log)];
+    for (i, p) in [0x41, 0x42, 0x43].into_iter().enumerate() {
+        qemu_io(&server.url(), &[format!("write -P {p} {} 64k", i << 20), "flush".into()]);
+        ends.push(file_len(&log));
+    }
+    server.kill();
+    assert!(ends.windows(2).all(|w| w[1] > w[0] + 100), "every flush appends: {ends:?}");
+    let good = std::fs::read(&log).unwrap();
+
+    // A flipped bit in the second write's batch, with the third's valid after it: refused, with
+    // what would be lost, and the files left as they were.
+    let mut bad = good.clone();
+    bad[ends[1] as usize + 40] ^= 0x04;
+    std::fs::write(&log, &bad).unwrap();
+    let err = start_refused(&image, &[]);
+    for want in ["not a torn append", "NAND operations", "bytes of the log", "--accept-log-rollback"] {
+        assert!(err.contains(want), "no '{want}' in: {err}");
+    }
+    assert_eq!(std::fs::read(&log).unwrap(), bad);
+    // Accepted explicitly: the state before the damage, the damaged log kept.
+    let server = Server::start(&image, &["--accept-log-rollback"]);
+    qemu_io(
+        &server.url(),
+        &["read -P 0x41 0 64k".into(), "read -P 0 1M 64k".into(), "read -P 0 2M 64k".into()],
+    );
+    assert_eq!(std::fs::read(dir.join("flash.img.log.damaged")).unwrap(), bad);
+    let warned = std::fs::read_to_string(&server.stderr).unwrap();
+    assert!(warned.contains("serving the older state"), "{warned}");
+    server.kill();
+
+    // A damaged header and a missing log: refused too (no "assuming N% over-provisioning").
+    let snapshot_log = std::fs::read(&log).unwrap();
+    let mut header = snapshot_log.clone();
+    header[3] ^= 0x01;
+    std::fs::write(&log, &header).unwrap();
+    let err = start_refused(&image, &[]);
+    assert!(err.contains("damaged header") && err.contains("--accept-log-rollback"), "{err}");
+    std::fs::remove_file(&log).unwrap();
+    let err = start_refused(&image, &[]);
+    assert!(err.contains("missing") && err.contains("--accept-log-rollback"), "{err}");
+
+    // A torn tail (the last append cut short) is still accepted: everything before it is served.
+    std::fs::write(&log, &snapshot_log).unwrap();
+    let server = Server::start(&image, &[]);
+    let base = file_len(&log);
+    qemu_io(&server.url(), &["write -P 0x51 0 64k".into(), "flush".into()]);
+    let mid = file_len(&log);
+    qemu_io(&server.url(), &["write -P 0x52 1M 64k".into(), "flush".into()]);
+    server.kill();
+    let full = std::fs::read(&log).unwrap();
+    assert!(base < mid && mid < full.len() as u64);
+    std::fs::write(&log, &full[..full.len() - 7]).unwrap();
+    let server = Server::start(&image, &[]);
+    qemu_io(&server.url(), &["read -P 0x51 0 64k".into(), "read -P 0 1M 64k".into()]);
+    let said = std::fs::read_to_string(&server.stderr).unwrap();
+    assert!(said.contains("incomplete last batch"), "{said}");
 }

@@ -18,13 +18,20 @@
 //! Why it is sound: a batch ends between two NAND operations, so the files always describe the
 //! array as it was at some point between operations -- the state a power cut at that point would
 //! leave, which the FTL is built to mount (its guarantees 1 and 2). Loading reads the snapshot and
-//! replays the log's complete batches in order, stopping at the first torn or corrupt one (a
-//! `kill -9` in the middle of an append); the emulator is deterministic, so replaying an
+//! replays the log's complete batches in order, dropping an incomplete last batch (a `kill -9` or
+//! a power cut in the middle of an append); the emulator is deterministic, so replaying an
 //! operation reproduces exactly what it did (each record carries its outcome, and a replay that
 //! disagrees is an error, never silently accepted). Replacing files is write-to-temporary,
 //! `fsync`, `rename`, `fsync` of the directory; a new snapshot is followed by a new log whose
 //! header names it, and a log naming another snapshot is ignored, so a crash between the two
-//! renames loses nothing (the new snapshot already holds every logged operation).
+//! renames loses nothing (the new snapshot already holds every logged operation). The first
+//! snapshot of a new image renames its log first, so an image never legitimately lacks a log.
+//!
+//! Damage is not a torn tail: a batch that fails its CRC but is followed by a valid batch, a
+//! damaged log header, or a missing log would silently roll the device back to the snapshot (or
+//! to the batch before the damage), losing writes that a flush acknowledged. [`PersistentNand::open`]
+//! refuses such an image with an error saying what would be lost ([`LogState`]) unless the caller
+//! accepts the rollback (`ftl-sim serve --accept-log-rollback`).
 //!
 //! Not covered: two servers on one image at once (nothing locks the files), and emulator state
 //! that does not shape the array (counters, the timing model, `ops_issued`) is not restored by
@@ -184,12 +191,102 @@ fn decode_log_header(h: &[u8]) -> Option<(u64, u64, Config)> {
     Some((u64_at(8), u64_at(16), config))
 }
 
+/// What [`PersistentNand::open`] found in the log of an image.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LogState {
+    /// Every complete batch was replayed; the last `torn_tail` bytes, an incomplete batch (an
+    /// append cut by a crash, never acknowledged by a sync), were dropped.
+    Replayed {
+        /// Bytes of the incomplete last batch.
+        torn_tail: u64,
+    },
+    /// The log names another snapshot: a crash between the two renames of a new snapshot, which
+    /// already holds every logged operation. Ignored; nothing is lost.
+    OtherSnapshot,
+    /// A rollback: no log beside the image. Whatever was logged since the snapshot is gone.
+    Missing,
+    /// A rollback: the log's header is damaged (bad magic or CRC, or shorter than a header), so
+    /// its operations cannot be tied to the snapshot; the device would be the bare snapshot.
+    DamagedHeader {
+        /// Length of the log, header included.
+        log_bytes: u64,
+    },
+    /// A rollback: the batch at `offset` fails its checks but valid batches follow it, so it is
+    /// damage, not a torn append. The replay stops before it.
+    DamagedBatch {
+        /// Byte offset of the damaged batch in the log.
+        offset: u64,
+        /// Bytes from the damaged batch to the end of the log, all dropped.
+        lost_bytes: u64,
+        /// Valid batches found after the damaged one (the ones a torn tail could not have).
+        batches_after: u64,
+        /// NAND operations in those valid batches.
+        ops_after: u64,
+    },
+}
+
+impl LogState {
+    /// Whether loading this log rolls the device back past operations that were logged.
+    pub fn is_rollback(&self) -> bool {
+        matches!(self, LogState::Missing | LogState::DamagedHeader { .. } | LogState::DamagedBatch { .. })
+    }
+
+    /// What a rollback loses, in words (`None` when nothing logged is lost).
+    pub fn rollback_description(&self, log: &Path) -> Option<String> {
+        let log = log.display();
+        Some(match *self {
+            LogState::Replayed { .. } | LogState::OtherSnapshot => return None,
+            LogState::Missing => format!(
+                "{log} is missing: every NAND operation logged since the image's snapshot (all writes \
+                 flushed since the server last started) would be lost, and the FTL configuration is unknown"
+            ),
+            LogState::DamagedHeader { log_bytes } => format!(
+                "{log} has a damaged header: its {log_bytes} bytes of logged NAND operations cannot be tied \
+                 to the snapshot and would all be lost (every write flushed since the server last started), \
+                 and the FTL configuration recorded there is unreadable"
+            ),
+            LogState::DamagedBatch { offset, lost_bytes, batches_after, ops_after } => format!(
+                "{log}: the batch at byte {offset} fails its checks but {batches_after} valid batch(es) with \
+                 {ops_after} NAND operations follow it, so this is damage, not a torn append; replaying \
+                 would stop there and lose the last {lost_bytes} bytes of the log (the damaged batch and \
+                 the {batches_after} batch(es), {ops_after} operations, after it: writes that were flushed)"
+            ),
+        })
+    }
+}
+
+/// The error of [`PersistentNand::open`] refusing a rollback (inside an `InvalidData`
+/// [`io::Error`]).
+#[derive(Debug)]
+pub struct RollbackRefused {
+    /// What the log held.
+    pub state: LogState,
+    why: String,
+}
+
+impl RollbackRefused {
+    /// The refusal inside `e`, if that is what `e` is.
+    pub fn of(e: &io::Error) -> Option<&RollbackRefused> {
+        e.get_ref()?.downcast_ref()
+    }
+}
+
+impl std::fmt::Display for RollbackRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.why)
+    }
+}
+
+impl std::error::Error for RollbackRefused {}
+
 /// What [`PersistentNand::open`] found.
 pub struct Opened {
     /// The device, in the state of the last persisted operation.
     pub nand: PersistentNand,
     /// The FTL configuration recorded with the image, if its log was there.
     pub config: Option<Config>,
+    /// What the log held.
+    pub log: LogState,
 }
 
 impl PersistentNand {
@@ -212,7 +309,11 @@ impl PersistentNand {
     /// Loads the snapshot at `path` and replays its log. The device comes back without an open
     /// log: call [`PersistentNand::set_config`] if the log held none, then
     /// [`PersistentNand::snapshot`] to start a new log.
-    pub fn open(path: impl Into<PathBuf>) -> io::Result<Opened> {
+    ///
+    /// A log whose loss would roll the device back ([`LogState::is_rollback`]) is an
+    /// `InvalidData` error saying what would be lost, unless `accept_rollback`: the device is
+    /// then the snapshot plus the batches before the damage.
+    pub fn open(path: impl Into<PathBuf>, accept_rollback: bool) -> io::Result<Opened> {
         let path = path.into();
         let file = File::open(&path)?;
         let mut reader =
@@ -225,18 +326,26 @@ impl PersistentNand {
         let mut config = None;
         let mut replayed = 0;
         let lp = log_path(&path);
-        match fs::read(&lp) {
-            Ok(log) => {
-                if let Some((len, crc, c)) = decode_log_header(&log) {
+        let state = match fs::read(&lp) {
+            Ok(log) => match decode_log_header(&log) {
+                None => LogState::DamagedHeader { log_bytes: log.len() as u64 },
+                Some((len, crc, c)) => {
                     config = Some(c);
                     if (len, crc) == (snapshot_len, snapshot_crc) {
-                        replayed = replay(&mut emu, &log[LOG_HEADER_LEN..])
+                        let (ops, state) = replay(&mut emu, &log[LOG_HEADER_LEN..])
                             .map_err(|e| invalid(format!("{}: {e}", lp.display())))?;
+                        replayed = ops;
+                        state
+                    } else {
+                        LogState::OtherSnapshot
                     }
                 }
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            },
+            Err(e) if e.kind() == io::ErrorKind::NotFound => LogState::Missing,
             Err(e) => return Err(e),
+        };
+        if let (false, Some(why)) = (accept_rollback, state.rollback_description(&lp)) {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, RollbackRefused { state, why }));
         }
         let nand = PersistentNand {
             emu,
@@ -249,7 +358,7 @@ impl PersistentNand {
             compact_min: MIN_COMPACT_BYTES,
             stats: PersistStats { replayed_ops: replayed, ..PersistStats::default() },
         };
-        Ok(Opened { nand, config })
+        Ok(Opened { nand, config, log: state })
     }
 
     /// The FTL configuration recorded with the image.
@@ -310,8 +419,14 @@ impl PersistentNand {
                 return Err(e);
             }
         };
-        fs::rename(&tmp, &self.path)?;
-        sync_dir(&self.path)?;
+        // A new image gets its log first: a crash between the renames then leaves no image (the
+        // next start creates one), never an image without a log. Later snapshots go first: a
+        // crash between the renames leaves the old log naming the old snapshot, ignored.
+        let first = !self.path.exists();
+        if !first {
+            fs::rename(&tmp, &self.path)?;
+            sync_dir(&self.path)?;
+        }
         let lp = log_path(&self.path);
         let ltmp = with_suffix(&lp, ".tmp");
         let header = encode_log_header(len, crc, &config);
@@ -322,6 +437,10 @@ impl PersistentNand {
         }
         fs::rename(&ltmp, &lp)?;
         sync_dir(&lp)?;
+        if first {
+            fs::rename(&tmp, &self.path)?;
+            sync_dir(&self.path)?;
+        }
         self.log = Some(OpenOptions::new().append(true).open(&lp)?);
         self.log_len = header.len() as u64;
         self.snapshot_len = len;
@@ -378,26 +497,108 @@ impl PersistentNand {
     }
 }
 
-/// Replays the complete batches of a log body; returns the operations replayed.
-fn replay(emu: &mut Emulator, mut log: &[u8]) -> Result<u64, String> {
-    let mut ops = 0u64;
-    while log.len() >= 8 {
-        let len = u32::from_le_bytes([log[0], log[1], log[2], log[3]]);
-        let crc = u32::from_le_bytes([log[4], log[5], log[6], log[7]]);
-        if len > MAX_BATCH || log.len() - 8 < len as usize {
-            break; // torn tail
-        }
-        let body = &log[8..8 + len as usize];
-        let mut digest = CRC32C.digest();
-        digest.update(&len.to_le_bytes());
-        digest.update(body);
-        if digest.finalize() != crc {
-            break; // torn or garbage tail
-        }
-        replay_batch(emu, body, &mut ops)?;
-        log = &log[8 + len as usize..];
+/// The checksummed batch at the start of `log`: (body, bytes taken), or `None` if it is
+/// incomplete (its length runs past the end) or fails its CRC.
+fn batch_at(log: &[u8]) -> Option<(&[u8], usize)> {
+    let head = log.get(..8)?;
+    let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+    let crc = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+    if len > MAX_BATCH {
+        return None;
     }
-    Ok(ops)
+    let body = log.get(8..8 + len as usize)?;
+    let mut digest = CRC32C.digest();
+    digest.update(&len.to_le_bytes());
+    digest.update(body);
+    (digest.finalize() == crc).then_some((body, 8 + len as usize))
+}
+
+/// Operations in a batch body, without executing them (`None` if its records do not parse).
+fn count_ops(mut b: &[u8]) -> Option<u64> {
+    let mut n = 0;
+    while !b.is_empty() {
+        let op = *b.first()?;
+        b = b.get(6..)?;
+        if op == OP_PROGRAM {
+            let dl = u32::from_le_bytes(b.get(..4)?.try_into().ok()?) as usize;
+            let sl = u32::from_le_bytes(b.get(4..8)?.try_into().ok()?) as usize;
+            b = b.get(8 + dl.checked_add(sl)?..)?;
+        } else if op != OP_ERASE && op != OP_MARK_BAD {
+            return None;
+        }
+        n += 1;
+    }
+    Some(n)
+}
+
+/// The valid batches (count, operations) chained from the start of `log`.
+fn chain(mut log: &[u8]) -> (u64, u64) {
+    let (mut batches, mut ops) = (0, 0);
+    while let Some((body, n)) = batch_at(log) {
+        let Some(k) = count_ops(body) else { break };
+        batches += 1;
+        ops += k;
+        log = &log[n..];
+    }
+    (batches, ops)
+}
+
+/// Valid batches after a bad one at the start of `rest`: first where its length says the next
+/// one starts, then (its length may be the damaged part) at every later offset. The scan hashes
+/// at most 8 times `rest` plus 64 MiB (data whose every offset looks like a long batch would
+/// otherwise cost quadratic time); past that budget nothing is found, as before this check.
+fn valid_after_bad(rest: &[u8]) -> (u64, u64) {
+    if rest.len() >= 8 {
+        let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+        if let Some(next) = rest.get(8 + len..).filter(|n| !n.is_empty()) {
+            let found = chain(next);
+            if found.0 > 0 {
+                return found;
+            }
+        }
+    }
+    let mut budget = 8 * rest.len() as u64 + (64 << 20);
+    (1..rest.len().saturating_sub(8))
+        .filter(|&i| {
+            // Cheap filters before the CRC: a plausible length and a first record's op and outcome.
+            let r = &rest[i..];
+            let len = u32::from_le_bytes([r[0], r[1], r[2], r[3]]) as usize;
+            (6..=r.len() - 8).contains(&len) && (OP_PROGRAM..=OP_MARK_BAD).contains(&r[8]) && r[13] <= 1
+        })
+        .map_while(|i| {
+            let len = u32::from_le_bytes([rest[i], rest[i + 1], rest[i + 2], rest[i + 3]]) as u64;
+            budget = budget.checked_sub(len)?;
+            Some(chain(&rest[i..]))
+        })
+        .find(|found| found.0 > 0)
+        .unwrap_or((0, 0))
+}
+
+/// Replays the complete batches of a log body (the log after its header); returns the
+/// operations replayed and what the log held: a replay to the end or an incomplete last batch,
+/// or damage followed by valid batches (the replay then stops before the damage).
+fn replay(emu: &mut Emulator, body: &[u8]) -> Result<(u64, LogState), String> {
+    let mut ops = 0u64;
+    let mut at = 0;
+    while at < body.len() {
+        let Some((batch, n)) = batch_at(&body[at..]) else {
+            let rest = &body[at..];
+            let (batches_after, ops_after) = valid_after_bad(rest);
+            if batches_after == 0 {
+                return Ok((ops, LogState::Replayed { torn_tail: rest.len() as u64 }));
+            }
+            let state = LogState::DamagedBatch {
+                offset: (LOG_HEADER_LEN + at) as u64,
+                lost_bytes: rest.len() as u64,
+                batches_after,
+                ops_after,
+            };
+            return Ok((ops, state));
+        };
+        replay_batch(emu, batch, &mut ops)?;
+        at += n;
+    }
+    Ok((ops, LogState::Replayed { torn_tail: 0 }))
 }
 
 fn replay_batch(emu: &mut Emulator, mut b: &[u8], ops: &mut u64) -> Result<(), String> {
@@ -545,7 +746,7 @@ mod tests {
         let stats = ftl.nand().stats();
         assert_eq!((stats.batches, stats.syncs, stats.snapshots), (4, 2, 1));
         let live = ftl.nand().emulator().clone();
-        let opened = PersistentNand::open(&path).unwrap();
+        let opened = PersistentNand::open(&path, false).unwrap();
         assert_eq!(opened.config, Some(cfg));
         assert!(same_array(opened.nand.emulator(), &live));
         // The mounted FTL reads what was written.
@@ -563,31 +764,122 @@ mod tests {
         for cut in [full - 1, states[2].0 + 5, states[1].0, states[0].0 + 100, 60] {
             fs::write(log_path(&path), &log[..cut as usize]).unwrap();
             let want = states.iter().rev().find(|(len, _)| *len <= cut);
-            let got = PersistentNand::open(&path).unwrap().nand;
+            let got = PersistentNand::open(&path, false).unwrap().nand;
             match want {
                 Some((_, e)) => assert!(same_array(got.emulator(), e), "cut at {cut}"),
                 None => assert!(got.stats().replayed_ops == 0),
             }
         }
-        // A corrupt batch stops the replay there; a log of another snapshot is ignored.
-        let mut bad = log.clone();
-        bad[states[1].0 as usize + 20] ^= 1;
-        fs::write(log_path(&path), &bad).unwrap();
-        assert!(same_array(PersistentNand::open(&path).unwrap().nand.emulator(), &states[1].1));
-        let mut other = log.clone();
-        other[16] ^= 1; // the snapshot CRC in the header (the header CRC then fails too)
+        // A log of another snapshot (a crash between the renames of a new snapshot) is ignored.
+        let mut other = encode_log_header(1, 2, &cfg);
+        other.extend_from_slice(&log[LOG_HEADER_LEN..]);
         fs::write(log_path(&path), &other).unwrap();
-        let o = PersistentNand::open(&path).unwrap();
-        assert_eq!(o.config, None);
-        assert_eq!(o.nand.stats().replayed_ops, 0);
+        let o = PersistentNand::open(&path, false).unwrap();
+        assert_eq!((o.config, o.log, o.nand.stats().replayed_ops), (Some(cfg), LogState::OtherSnapshot, 0));
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The error `open` refuses `path` with, without `accept_rollback`.
+    fn refusal(path: &Path) -> LogState {
+        let e = PersistentNand::open(path, false).err().expect("a rollback must be refused");
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        RollbackRefused::of(&e).unwrap_or_else(|| panic!("not a refused rollback: {e}")).state.clone()
+    }
+
+    #[test]
+    fn damage_before_valid_batches_is_refused_unless_accepted() {
+        let dir = tempdir("damage");
+        let path = dir.join("flash.img");
+        let g = geometry();
+        let cfg = Config::for_over_provisioning(&g, 25);
+        let mut nand = PersistentNand::create(&path, Emulator::new(EmulatorConfig::new(g)).unwrap(), cfg);
+        nand.snapshot().unwrap();
+        // Three batches: erases and programs of distinct blocks.
+        let mut ends = vec![LOG_HEADER_LEN];
+        let mut states = Vec::new();
+        for b in 0..3u32 {
+            nand.erase_block(BlockId(b)).unwrap();
+            for p in 0..4 {
+                nand.program_page(g.page(BlockId(b), p), &[b as u8 + 1; 2048], &[7; 8]).unwrap();
+            }
+            nand.persist(true).unwrap();
+            ends.push(fs::metadata(log_path(&path)).unwrap().len() as usize);
+            states.push(nand.emulator().clone());
+        }
+        let log = fs::read(log_path(&path)).unwrap();
+        let full = PersistentNand::open(&path, false).unwrap();
+        assert_eq!(full.log, LogState::Replayed { torn_tail: 0 });
+        assert_eq!(full.nand.stats().replayed_ops, 15);
+        assert!(same_array(full.nand.emulator(), &states[2]));
+
+        // The middle batch damaged in its body, its CRC, or its length (the next batch is then
+        // found by scanning): refused, saying the last batch (5 operations) would be lost.
+        for at in [ends[1] + 30, ends[1] + 5, ends[1] + 1, ends[1] + 3] {
+            let mut bad = log.clone();
+            bad[at] ^= 0x10;
+            fs::write(log_path(&path), &bad).unwrap();
+            let want = LogState::DamagedBatch {
+                offset: ends[1] as u64,
+                lost_bytes: (ends[3] - ends[1]) as u64,
+                batches_after: 1,
+                ops_after: 5,
+            };
+            assert_eq!(refusal(&path), want, "damage at byte {at}");
+            let text = want.rollback_description(&log_path(&path)).unwrap();
+            assert!(
+                text.contains("5 NAND operations") && text.contains(&format!("{} bytes", ends[3] - ends[1]))
+            );
+            // Accepted: the state before the damaged batch.
+            let o = PersistentNand::open(&path, true).unwrap();
+            assert_eq!(o.log, want);
+            assert!(same_array(o.nand.emulator(), &states[0]), "damage at byte {at}");
+        }
+        // The last batch damaged or cut: a torn tail, accepted without a word.
+        for (cut, flip) in [(ends[3] - 1, None), (ends[2] + 3, None), (ends[3], Some(ends[2] + 30))] {
+            let mut torn = log[..cut].to_vec();
+            if let Some(f) = flip {
+                torn[f] ^= 1;
+            }
+            fs::write(log_path(&path), &torn).unwrap();
+            let o = PersistentNand::open(&path, false).unwrap();
+            assert_eq!(o.log, LogState::Replayed { torn_tail: (cut - ends[2]) as u64 });
+            assert!(same_array(o.nand.emulator(), &states[1]));
+        }
+        // A damaged or cut header: refused; accepted, the bare snapshot without configuration.
+        for header in [&log[..LOG_HEADER_LEN - 1], &log[..0]] {
+            fs::write(log_path(&path), header).unwrap();
+            assert_eq!(refusal(&path), LogState::DamagedHeader { log_bytes: header.len() as u64 });
+        }
+        let mut bad = log.clone();
+        bad[20] ^= 1;
+        fs::write(log_path(&path), &bad).unwrap();
+        assert_eq!(refusal(&path), LogState::DamagedHeader { log_bytes: log.len() as u64 });
+        let o = PersistentNand::open(&path, true).unwrap();
+        assert_eq!((o.config, o.nand.stats().replayed_ops), (None, 0));
+        // No log at all: refused.
+        fs::remove_file(log_path(&path)).unwrap();
+        assert_eq!(refusal(&path), LogState::Missing);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_scan_for_batches_after_damage_is_bounded() {
+        // A torn batch of 1 MiB of page data in which every fourth offset looks like the start of
+        // a 512 KiB batch: an unbounded scan would hash 128 GiB. It is a torn tail, nothing more.
+        let mut body = Vec::new();
+        body.extend_from_slice(&(4u32 << 20).to_le_bytes());
+        body.extend_from_slice(&[0; 4]);
+        body.extend((0..1 << 20).map(|i| [1u8, 0, 8, 0][i % 4]));
+        let mut emu = Emulator::new(EmulatorConfig::new(geometry())).unwrap();
+        let (ops, state) = replay(&mut emu, &body).unwrap();
+        assert_eq!((ops, state), (0, LogState::Replayed { torn_tail: body.len() as u64 }));
     }
 
     #[test]
     fn compaction_and_missing_files() {
         let dir = tempdir("compact");
         let path = dir.join("flash.img");
-        assert_eq!(PersistentNand::open(&path).err().unwrap().kind(), io::ErrorKind::NotFound);
+        assert_eq!(PersistentNand::open(&path, false).err().unwrap().kind(), io::ErrorKind::NotFound);
         let g = geometry();
         let cfg = Config::for_over_provisioning(&g, 25);
         let emu = Emulator::new(EmulatorConfig::new(g)).unwrap();
@@ -616,10 +908,12 @@ mod tests {
         assert_eq!(rounds, 3, "snapshot of {snap} bytes");
         assert_eq!(fs::metadata(log_path(&path)).unwrap().len(), LOG_HEADER_LEN as u64);
         let live = nand.emulator().clone();
-        assert!(same_array(PersistentNand::open(&path).unwrap().nand.emulator(), &live));
-        // Without its log the snapshot still loads, and says it has no configuration.
+        assert!(same_array(PersistentNand::open(&path, false).unwrap().nand.emulator(), &live));
+        // Without its log the snapshot is refused (a rollback); accepted, it loads and says it
+        // has no configuration.
         fs::remove_file(log_path(&path)).unwrap();
-        assert_eq!(PersistentNand::open(&path).unwrap().config, None);
+        assert_eq!(refusal(&path), LogState::Missing);
+        assert_eq!(PersistentNand::open(&path, true).unwrap().config, None);
         fs::remove_dir_all(&dir).unwrap();
     }
 }

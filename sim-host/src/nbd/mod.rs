@@ -38,6 +38,7 @@ pub mod image;
 pub mod protocol;
 pub mod server;
 
+use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -83,6 +84,12 @@ pub struct ServeArgs {
     /// Most simultaneous connections.
     #[arg(long, default_value_t = 16)]
     pub max_connections: usize,
+    /// Serve an image whose log is damaged or missing (a bad batch followed by valid ones, a
+    /// damaged header, no log), accepting the rollback to the state before the damage: writes
+    /// flushed after it are lost. Without it such an image is refused with what would be lost.
+    /// The damaged log is kept as PATH.log.damaged.
+    #[arg(long)]
+    pub accept_log_rollback: bool,
 }
 
 /// The device to create when the image does not exist: a preset, overrides, over-provisioning.
@@ -110,13 +117,36 @@ pub fn ftl_config(geometry: &Geometry, op: f64) -> Result<Config, String> {
 }
 
 /// Opens the image at `path` (replaying its log) or, if it does not exist, creates a device for
-/// `spec`. Returns the device, the FTL configuration and whether it was created.
-pub fn open_or_create(path: &Path, spec: &DeviceSpec) -> Result<(PersistentNand, Config, bool), String> {
+/// `spec`. Returns the device, the FTL configuration and whether it was created. A damaged or
+/// missing log is refused unless `accept_rollback` (then the damaged log is copied to
+/// `PATH.log.damaged` before the server replaces it).
+pub fn open_or_create(
+    path: &Path,
+    spec: &DeviceSpec,
+    accept_rollback: bool,
+) -> Result<(PersistentNand, Config, bool), String> {
     let preset: Preset = spec.preset.parse()?;
     let dev = preset.device();
     let op = spec.op_percent.unwrap_or(dev.default_op_percent);
-    match PersistentNand::open(path) {
+    match PersistentNand::open(path, accept_rollback) {
         Ok(opened) => {
+            let lp = image::log_path(path);
+            if let Some(why) = opened.log.rollback_description(&lp) {
+                let kept = if lp.exists() {
+                    let damaged = lp.with_extension("log.damaged");
+                    fs::copy(&lp, &damaged).map_err(|e| format!("keeping {}: {e}", damaged.display()))?;
+                    format!(" (the damaged log is kept as {})", damaged.display())
+                } else {
+                    String::new()
+                };
+                eprintln!("ftl-sim serve: --accept-log-rollback: {why}; serving the older state{kept}");
+            } else if let image::LogState::Replayed { torn_tail: n @ 1.. } = opened.log {
+                eprintln!(
+                    "ftl-sim serve: {}: dropped an incomplete last batch of {n} bytes (an append cut by \
+                     a crash, never synced)",
+                    lp.display()
+                );
+            }
             let mut nand = opened.nand;
             let cfg = match opened.config {
                 Some(c) => c,
@@ -139,6 +169,11 @@ pub fn open_or_create(path: &Path, spec: &DeviceSpec) -> Result<(PersistentNand,
                 .map_err(|e| e.to_string())?;
             Ok((PersistentNand::create(path, emu, cfg), cfg, true))
         }
+        Err(e) if image::RollbackRefused::of(&e).is_some() => Err(format!(
+            "{e}. Refusing to start; `ftl-sim serve --accept-log-rollback` serves the older state (the \
+             damaged log is then kept as {}.damaged)",
+            image::log_path(path).display()
+        )),
         Err(e) => Err(format!("{}: {e}", path.display())),
     }
 }
@@ -158,7 +193,7 @@ pub fn serve_command(args: &ServeArgs, spec: &DeviceSpec) -> Result<(), String> 
     let addrs = server::resolve_listen(&args.listen, args.allow_remote)?;
     let listener = server::bind(&addrs).map_err(|e| format!("--listen {}: {e}", args.listen))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let (nand, cfg, created) = open_or_create(&args.image, spec)?;
+    let (nand, cfg, created) = open_or_create(&args.image, spec, args.accept_log_rollback)?;
     let geometry = nand.geometry();
     let mut mem = FtlMemory::new(&geometry, &cfg);
     let (map, m) = mem.parts();
