@@ -246,8 +246,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// free block left.
     fn alloc_checkpoint_block(&mut self) -> Result<BlockId, Error> {
         loop {
-            let plane =
-                (0..self.geo.total_planes()).max_by_key(|&pl| self.blocks.free_count(pl)).unwrap_or(0);
+            let plane = self.checkpoint_plane();
             if self.blocks.free_count(plane) == 0 {
                 return Err(Error::NoSpace);
             }
@@ -257,6 +256,29 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 r => return r,
             }
         }
+    }
+
+    /// The plane the next checkpoint block comes from: the one with the most free blocks, and
+    /// among those one holding more blocks of the current checkpoint than of the new one (so
+    /// that, once the old one is released, the checkpoint changed no plane's free count: paced
+    /// GC then has no sudden deficit to make up).
+    fn checkpoint_plane(&self) -> u32 {
+        let mut old = [0u32; MAX_TOTAL_PLANES];
+        let mut new = [0u32; MAX_TOTAL_PLANES];
+        for (b, info) in self.blocks.iter() {
+            let pl = self.geo.plane_index(b) as usize;
+            match info.state() {
+                BlockState::Checkpoint => old[pl % MAX_TOTAL_PLANES] += 1,
+                BlockState::CheckpointNew => new[pl % MAX_TOTAL_PLANES] += 1,
+                _ => {}
+            }
+        }
+        (0..self.geo.total_planes())
+            .max_by_key(|&pl| {
+                let i = pl as usize % MAX_TOTAL_PLANES;
+                (self.blocks.free_count(pl), old[i] > new[i])
+            })
+            .unwrap_or(0)
     }
 
     /// Every block in `state` becomes dirty (free, erased before its next use).

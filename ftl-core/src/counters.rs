@@ -24,6 +24,9 @@ pub struct Counters {
     pub gc_page_copies: u64,
     /// Blocks collected by garbage collection.
     pub gc_blocks: u64,
+    /// Of `gc_blocks`, those collected (or finished) on demand, when a host block was to open in
+    /// a plane below its free reserve (with paced GC, the times pacing fell behind).
+    pub gc_blocks_on_demand: u64,
     /// Blocks collected for static wear leveling.
     pub wear_level_moves: u64,
     /// Checkpoints written.
@@ -42,4 +45,10 @@ pub struct Counters {
     pub mount_reads: u64,
     /// Pages the last mount replayed after its checkpoint.
     pub mount_replayed_pages: u64,
+    /// Most NAND programs one host page write caused (its own program, paced or on-demand GC
+    /// copies, journal and checkpoint pages, retirement and wear-leveling moves at the end of the
+    /// request, which count against its last page).
+    pub worst_host_write_programs: u64,
+    /// NAND programs the last host page write caused (as above).
+    pub last_write_programs: u64,
 }

@@ -439,6 +439,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             if !self.gc_one(plane)? {
                 break;
             }
+            self.counters.gc_blocks_on_demand += 1;
             rounds += 1;
             if rounds > self.geo.total_blocks() {
                 return Err(Error::NoSpace);

@@ -23,6 +23,7 @@ use crate::frontier::{Frontier, STREAMS};
 use crate::journal::PendingTrims;
 use crate::map::{FlatMap, MappingTable};
 use crate::meta::{PageKind, PageMeta, SpareState, META_LEN};
+use crate::pacing::PacedVictim;
 use crate::policy::{
     Classifier, DefaultPolicies, Destination, PageCodec, Placement, PolicySet, WriteRequest,
 };
@@ -69,6 +70,10 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     pub(crate) dirty: bool,
     /// A block was retired since the free reserves were last restored (see `retire_pending`).
     pub(crate) reserve_spent: bool,
+    /// Paced GC on (see [`crate::pacing`]).
+    pub(crate) gc_pacing: bool,
+    /// The victim paced GC is collecting in each plane.
+    pub(crate) paced: [PacedVictim; MAX_TOTAL_PLANES],
     /// Second writes, when on (see [`crate::reuse`]).
     #[cfg(feature = "wom")]
     pub(crate) reuse: Option<crate::reuse::Reuse<'m>>,
@@ -119,6 +124,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             codec_len,
             dirty: false,
             reserve_spent: false,
+            gc_pacing: true,
+            paced: [PacedVictim::NONE; MAX_TOTAL_PLANES],
             #[cfg(feature = "wom")]
             reuse: None,
             #[cfg(feature = "cdm")]
@@ -295,24 +302,43 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let temp = self.policies.classifier().classify_request(&req);
         for (i, chunk) in data.chunks_exact(pb).enumerate() {
             let l = lpn + i as u32;
+            let programs_before = self.counters.nand_programs;
             let t = self.policies.classifier().classify_page(l, temp);
             #[cfg(feature = "wom")]
             if self.reuse.is_some() {
                 self.reuse_write_page(l, chunk, t)?;
+                self.note_write_programs(programs_before);
                 continue;
             }
             let Destination::FirstWrite(stream) = self.policies.placement().place(l, t);
             let plane = self.next_plane;
             self.next_plane = (self.next_plane + 1) % self.geo.total_planes();
+            self.gc_pace(plane)?;
             let plane = self.ensure_frontier(plane, stream)?;
             let page = self.append_host(plane, stream, l, chunk)?;
             self.remap(l, Some(page));
             self.counters.host_write_pages += 1;
+            self.note_write_programs(programs_before);
             // `append` gave the page the sequence number just before `self.seq`.
             #[cfg(feature = "cdm")]
             self.nv_after_write(l, chunk, self.seq - 1)?;
         }
-        self.maintenance()
+        // End-of-operation work counts against the request's last page.
+        let programs_before = self.counters.nand_programs;
+        let r = self.maintenance();
+        if self.counters.nand_programs > programs_before {
+            self.counters.last_write_programs += self.counters.nand_programs - programs_before;
+            self.counters.worst_host_write_programs =
+                self.counters.worst_host_write_programs.max(self.counters.last_write_programs);
+        }
+        r
+    }
+
+    /// Records the programs one host page write caused (its own, GC's, checkpoints', journals').
+    pub(crate) fn note_write_programs(&mut self, before: u64) {
+        let c = &mut self.counters;
+        c.last_write_programs = c.nand_programs - before;
+        c.worst_host_write_programs = c.worst_host_write_programs.max(c.last_write_programs);
     }
 
     /// Trims `count` logical pages from `lpn`: they read as zeros from now on (durably after the

@@ -31,6 +31,11 @@ pub(crate) enum Finish {
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Collects one victim in `plane`; false if the plane has none.
     pub(crate) fn gc_one(&mut self, plane: u32) -> Result<bool, Error> {
+        // A victim paced GC started in this plane is finished first (it is out of the lists).
+        if self.paced_victim(plane).is_some() {
+            self.pace_advance(plane, u32::MAX)?;
+            return Ok(true);
+        }
         let view = self.blocks.view(plane);
         let Some(victim) = self.policies.victim().select(&view) else {
             #[cfg(feature = "wom")]
@@ -66,6 +71,16 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             self.blocks.set_state(b, before);
             return Err(e);
         }
+        self.finish_collect(b, finish, before)
+    }
+
+    /// The end of a collection, once `b` holds no valid page: erase or retire it.
+    pub(crate) fn finish_collect(
+        &mut self,
+        b: BlockId,
+        finish: Finish,
+        before: BlockState,
+    ) -> Result<(), Error> {
         // Erasing the block or marking it bad both take its pages out of every later replay:
         // first journal pending trims (the trimmed pages were not copied, and an older copy
         // elsewhere would come back) and, if it holds a live journal page, write a checkpoint.

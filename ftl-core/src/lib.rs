@@ -40,6 +40,7 @@ pub mod intent;
 pub mod journal;
 pub mod map;
 pub mod meta;
+pub mod pacing;
 pub mod policy;
 pub mod recovery;
 #[cfg(feature = "wom")]

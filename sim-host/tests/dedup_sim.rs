@@ -23,6 +23,7 @@ fn config(dedup: &str) -> SimConfig {
         nv_cache: None,
         flex: Default::default(),
         wom_recycle_max_valid_permille: 0,
+        gc_pacing: true,
     }
 }
 

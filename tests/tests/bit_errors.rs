@@ -58,7 +58,7 @@ use ftl_tests::{
     fill_page, format_with, geometry, identify, mount_with, random_workload, Env, Found, Op, RandomCuts, Rng,
     Start, Verify,
 };
-use nand_hal::{EccRequirement, Geometry, NandFlash, PageId};
+use nand_hal::{BlockId, EccRequirement, Geometry, NandFlash, PageId};
 use proptest::prelude::*;
 use sim_host::emulator::{Emulator, EmulatorConfig, FaultConfig};
 use sim_host::memory::FtlMemory;
@@ -497,21 +497,27 @@ fn errors_beyond_t_are_uncorrectable_never_wrong_data() {
 // ---------------------------------------------------------------------------------------------
 // Voiding under cuts and bit errors
 
-/// Programs (interrupted ones included) the device has seen on all pages since their erase.
-fn programs_recorded(emu: &Emulator) -> u64 {
-    let g = emu.geometry();
-    (0..g.total_pages()).map(|p| u64::from(emu.program_count(PageId(p)).unwrap())).sum()
+/// Whether `after` (a copy of `before` that ran more operations) programmed any page, interrupted
+/// programs included: a page whose program count grew, or any programmed page of a block erased
+/// in between (an erase clears the counts, so totals alone can go down across a program).
+fn programmed_since(before: &Emulator, after: &Emulator) -> bool {
+    let g = before.geometry();
+    (0..g.total_pages()).any(|p| {
+        let b = BlockId(p / g.pages_per_block);
+        let erased = after.erase_count(b) != before.erase_count(b);
+        let base = if erased { 0 } else { before.program_count(PageId(p)).unwrap() };
+        after.program_count(PageId(p)).unwrap() > base
+    })
 }
 
 /// Operations `run` issues on a copy of `emu` before its first program (interrupted programs
 /// count), if it programs at all: where to cut to tear that program.
 fn first_program(emu: &Emulator, run: &mut dyn FnMut(&mut Emulator)) -> Option<u64> {
-    let before = programs_recorded(emu);
     let ops = {
         let mut e = emu.clone();
         let o = e.ops_issued();
         run(&mut e);
-        if programs_recorded(&e) == before {
+        if !programmed_since(emu, &e) {
             return None;
         }
         e.ops_issued() - o
@@ -520,7 +526,7 @@ fn first_program(emu: &Emulator, run: &mut dyn FnMut(&mut Emulator)) -> Option<u
         let mut e = emu.clone();
         e.schedule_power_cut(k);
         run(&mut e);
-        programs_recorded(&e) > before
+        programmed_since(emu, &e)
     })
 }
 

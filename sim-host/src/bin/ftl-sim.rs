@@ -95,11 +95,21 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
-    /// NAND reads of a mount after a clean unmount and after power cuts (90% fill).
+    /// NAND reads of a mount after a clean unmount and after power cuts (90% of raw in use, or
+    /// the fill --op gives).
     Mount {
+        #[command(flatten)]
+        device: DeviceArgs,
         /// Power cuts to try.
         #[arg(long, default_value_t = 20)]
         cuts: u32,
+        /// Mapping table: flat (the cached map is not built yet; see docs/design.md).
+        #[arg(long, default_value = "flat")]
+        map: String,
+        /// Write the figures as JSON here (mount_reads_clean, mount_reads_after_cut_mean,
+        /// mount_reads_after_cut_max, ...).
+        #[arg(long)]
+        json: Option<PathBuf>,
     },
     /// Serves the FTL as a network block device (NBD) on an emulated NAND kept in an image file.
     Serve {
@@ -148,6 +158,20 @@ struct DeviceArgs {
     /// page the trace touches (overrides --blocks; use with --compact).
     #[arg(long)]
     fit: bool,
+}
+
+impl DeviceArgs {
+    /// The geometry overrides given.
+    fn geometry_flags(&self) -> GeometryFlags {
+        GeometryFlags {
+            page_bytes: self.page_bytes,
+            spare_bytes: self.spare_bytes,
+            pages_per_block: self.pages_per_block,
+            blocks: self.blocks,
+            planes: self.planes,
+            luns: self.luns,
+        }
+    }
 }
 
 #[derive(Args, Clone)]
@@ -209,6 +233,17 @@ struct RunOpts {
     /// Ignore trace times and replay closed loop.
     #[arg(long)]
     closed_loop: bool,
+    /// GC pacing: on (a copy budget per host write, the default) or off (whole victims when a
+    /// host block opens in a plane below its free reserve).
+    #[arg(long, default_value = "on")]
+    gc_pacing: String,
+    /// Mapping table: flat (one word per logical page in RAM). `cached` (a flash-resident map
+    /// behind a RAM cache of --map-cache-kib) is issue 22's plan and refused until it is built.
+    #[arg(long, default_value = "flat")]
+    map: String,
+    /// Map cache size in KiB (with --map cached).
+    #[arg(long)]
+    map_cache_kib: Option<u32>,
     /// Write the JSON report here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -458,14 +493,7 @@ fn base_config(
     let has_times = matches!(inp, Input::Trace { has_times: true, .. });
     let preset: Preset = device.device.parse()?;
     let mut dev = preset.device();
-    let flags = GeometryFlags {
-        page_bytes: device.page_bytes,
-        spare_bytes: device.spare_bytes,
-        pages_per_block: device.pages_per_block,
-        blocks: device.blocks,
-        planes: device.planes,
-        luns: device.luns,
-    };
+    let flags = device.geometry_flags();
     dev.geometry = flags.apply(dev.geometry)?;
     if let Some(x) = device.xfer_ns_per_byte {
         if !(x.is_finite() && (0.0..=1000.0).contains(&x)) {
@@ -512,7 +540,22 @@ fn base_config(
         dedup: DedupOptions::default(),
         flex: FlexSimConfig::default(),
         wom_recycle_max_valid_permille: opts.wom_recycle_max_valid,
+        gc_pacing: match opts.gc_pacing.as_str() {
+            "on" => true,
+            "off" => false,
+            other => return Err(format!("--gc-pacing {other}: expected on or off")),
+        },
     };
+    match (opts.map.as_str(), opts.map_cache_kib) {
+        ("flat", None) => {}
+        ("flat", Some(_)) => return Err("--map-cache-kib applies to --map cached".into()),
+        ("cached", _) => {
+            return Err(
+                "--map cached: the cached map is not built yet (issue 22's plan, docs/design.md)".into()
+            )
+        }
+        (other, _) => return Err(format!("--map {other}: expected flat or cached")),
+    }
     if opts.wom_recycle_max_valid > 1000 {
         return Err(format!(
             "--wom-recycle-max-valid {} is above 1000 per mille",
@@ -787,10 +830,52 @@ fn waf_table(fills: &[f64], warmup: f64, measure: f64, seed: u64) -> Result<(), 
 }
 
 fn mount_table(cuts: u32) -> Result<(), String> {
-    let r = sim_host::mount_cost::measure(SteadyState::ANCHOR_GEOMETRY, 900, cuts, 5)?;
+    print_mount(&sim_host::mount_cost::measure(SteadyState::ANCHOR_GEOMETRY, 900, cuts, 5)?, 900, cuts);
+    Ok(())
+}
+
+/// `ftl-sim mount`: the device options (geometry and --op, which sets the fill), the map kind.
+fn mount_command(device: &DeviceArgs, cuts: u32, map: &str, json: Option<&Path>) -> Result<(), String> {
+    if map != "flat" {
+        return Err(format!("--map {map}: only the flat map is built (the cached map is issue 22's plan)"));
+    }
+    let preset: Preset = device.device.parse()?;
+    let flags = device.geometry_flags();
+    let geometry = flags.apply(preset.device().geometry)?;
+    let permille = match device.op {
+        Some(op) if op > 0.0 && op <= 400.0 => (1000.0 / (1.0 + op / 100.0)).floor() as u32,
+        Some(op) => return Err(format!("--op {op} is not a percentage between 0 (exclusive) and 400")),
+        None => 900,
+    };
+    let r = sim_host::mount_cost::measure(geometry, permille, cuts, 5)?;
+    print_mount(&r, permille, cuts);
+    if let Some(path) = json {
+        write_json(
+            path,
+            &serde_json::json!({
+                "map": map,
+                "blocks": r.blocks,
+                "pages": r.pages,
+                "fill_permille": permille,
+                "checkpoint_pages": r.checkpoint_pages,
+                "cuts": cuts,
+                "mount_reads_clean": r.clean_reads,
+                "mount_reads_after_cut_mean": r.cut_reads_mean,
+                "mount_reads_after_cut_max": r.cut_reads_max,
+                "mount_replayed_pages_max": r.cut_replayed_max,
+            }),
+        )?;
+    }
+    Ok(())
+}
+
+fn print_mount(r: &sim_host::mount_cost::MountCost, permille: u32, cuts: u32) {
     println!(
-        "mount cost ({} blocks, {} pages, 90% fill, checkpoint of {} pages):",
-        r.blocks, r.pages, r.checkpoint_pages
+        "mount cost ({} blocks, {} pages, {:.1}% fill, checkpoint of {} pages):",
+        r.blocks,
+        r.pages,
+        permille as f64 / 10.0,
+        r.checkpoint_pages
     );
     println!("  after a clean unmount: {} NAND reads", r.clean_reads);
     println!(
@@ -798,7 +883,6 @@ fn mount_table(cuts: u32) -> Result<(), String> {
         r.cut_reads_mean, r.cut_reads_max, r.cut_replayed_max
     );
     println!("  (a full scan would read {} pages)", r.pages);
-    Ok(())
 }
 
 fn demo(quick: bool, out: &Path) -> Result<(), String> {
@@ -849,6 +933,9 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         precondition: "eti".into(),
         queue_depth: 8,
         closed_loop: true,
+        gc_pacing: "on".into(),
+        map: "flat".into(),
+        map_cache_kib: None,
         json: Some(out.join("heimdall1370_compare.json")),
         plots: Some(out.join("heimdall1370_plots")),
         quiet: false,
@@ -873,19 +960,12 @@ fn main() -> ExitCode {
         }
         Command::Demo { quick, out } => demo(*quick, out),
         Command::Waf { fill, warmup, measure, seed } => waf_table(fill, *warmup, *measure, *seed),
-        Command::Mount { cuts } => mount_table(*cuts),
+        Command::Mount { device, cuts, map, json } => mount_command(device, *cuts, map, json.as_deref()),
         Command::Serve { device, serve } => sim_host::nbd::serve_command(
             serve,
             &sim_host::nbd::DeviceSpec {
                 preset: device.device.clone(),
-                flags: GeometryFlags {
-                    page_bytes: device.page_bytes,
-                    spare_bytes: device.spare_bytes,
-                    pages_per_block: device.pages_per_block,
-                    blocks: device.blocks,
-                    planes: device.planes,
-                    luns: device.luns,
-                },
+                flags: device.geometry_flags(),
                 op_percent: device.op,
             },
         ),

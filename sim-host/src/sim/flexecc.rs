@@ -428,6 +428,7 @@ pub fn simulate_flex(
         .map_err(|e| format!("cannot format the device at {}% over-provisioning: {e}", cfg.op_percent))?;
     ftl.enable_flex(&mut marks, FlexConfig { refresh_threshold: fx.refresh_threshold })
         .map_err(|e| format!("FlexECC: {e}"))?;
+    ftl.set_gc_pacing(cfg.gc_pacing).map_err(|e| format!("gc pacing: {e}"))?;
     let t_verify = cfg.device.timing.t_r_ns + cfg.device.timing.xfer_ns(page_bytes) + fx.timing.t_crc_ns;
     let mut scrubber = Scrubber::<4096>::new(ScrubConfig {
         m: fx.scrub_m,
@@ -636,6 +637,7 @@ pub fn simulate_flex(
         write_latency: &mut write_latency,
         simulated_ns: end.saturating_sub(t0),
         wall_seconds: wall_s,
+        ftl_ram_bytes: run.ftl.ram_bytes(),
         features: [("flex_ecc".to_string(), serde_json::to_value(&r).map_err(|e| e.to_string())?)]
             .into_iter()
             .collect(),

@@ -267,6 +267,8 @@ pub struct SimConfig {
     /// Second writes: GC recycles only victims with at most this share (per mille) of valid
     /// pages (1000: the paper's rule, no limit).
     pub wom_recycle_max_valid_permille: u32,
+    /// Paced GC (a copy budget per host write, `ftl_core::pacing`) or whole victims on demand.
+    pub gc_pacing: bool,
 }
 
 /// What one simulation produced.
@@ -429,6 +431,7 @@ where
     };
     let mut ftl = formatted
         .map_err(|e| format!("cannot format the device at {}% over-provisioning: {e}", cfg.op_percent))?;
+    ftl.set_gc_pacing(cfg.gc_pacing).map_err(|e| format!("gc pacing: {e}"))?;
     let mut nv_run = cdm::NvRun::default();
     let n = fcfg.logical_pages;
     let mut buf = vec![0u8; page_bytes as usize * 64];
@@ -630,6 +633,7 @@ where
         write_latency: &mut write_latency,
         simulated_ns: end_time.saturating_sub(t0),
         wall_seconds: wall_s,
+        ftl_ram_bytes: ftl.ram_bytes(),
         features,
     });
     if let (Some(spec), Some(c), Some(nv)) = (cfg.nv_cache, ftl.nv_counters(), ftl.nv_cache()) {

@@ -67,6 +67,21 @@ pub struct Report {
     pub journal_pages: u64,
     /// Write amplification: `nand_programs / host_write_pages`.
     pub waf: f64,
+    /// Most NAND programs one host page write caused (GC, journal and checkpoint included).
+    pub worst_host_write_programs: u64,
+    /// GC victims collected (or finished) on demand, in one go, because a host block was to open
+    /// in a plane below its free reserve.
+    pub gc_blocks_on_demand: u64,
+    /// RAM the FTL uses: every buffer `RamLayout` asks for plus the `Ftl` struct.
+    pub ftl_ram_bytes: u64,
+    /// Whether GC was paced (a copy budget per host write) or ran whole victims on demand.
+    pub gc_pacing: bool,
+    /// Mapping table: `flat` (the only one built so far).
+    pub map: String,
+    /// NAND reads of map pages (0 with the flat map, which lives in RAM).
+    pub map_page_reads: u64,
+    /// NAND programs of map pages (0 with the flat map; its checkpoints are `checkpoint_pages`).
+    pub map_page_writes: u64,
     /// Fewest erases of a good block during the run.
     pub erase_count_min: u32,
     /// Most erases of a good block during the run.
@@ -134,6 +149,8 @@ pub struct RunStats<'a> {
     pub simulated_ns: u64,
     /// Wall-clock time of the measured part, seconds.
     pub wall_seconds: f64,
+    /// RAM the FTL uses (`Ftl::ram_bytes`).
+    pub ftl_ram_bytes: usize,
     /// One object per enabled feature.
     pub features: BTreeMap<String, serde_json::Value>,
 }
@@ -161,6 +178,13 @@ impl Report {
             } else {
                 c.nand_programs as f64 / c.host_write_pages as f64
             },
+            worst_host_write_programs: c.worst_host_write_programs,
+            gc_blocks_on_demand: c.gc_blocks_on_demand,
+            ftl_ram_bytes: s.ftl_ram_bytes as u64,
+            gc_pacing: s.cfg.gc_pacing,
+            map: "flat".into(),
+            map_page_reads: 0,
+            map_page_writes: 0,
             erase_count_min: e.iter().copied().min().unwrap_or(0),
             erase_count_max: e.iter().copied().max().unwrap_or(0),
             erase_count_mean: e.iter().map(|&x| x as f64).sum::<f64>() / e.len().max(1) as f64,
