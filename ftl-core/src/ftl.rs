@@ -124,7 +124,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             codec_len,
             dirty: false,
             reserve_spent: false,
-            gc_pacing: true,
+            gc_pacing: false,
             paced: [PacedVictim::NONE; MAX_TOTAL_PLANES],
             #[cfg(feature = "wom")]
             reuse: None,

@@ -119,7 +119,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         true
     }
 
-    /// Turns paced GC on (the default) or off (whole victims on demand only, as before pacing).
+    /// Turns paced GC on or off (the default: whole victims on demand only, as before pacing).
     /// A victim being paced is finished first when pacing is turned off.
     pub fn set_gc_pacing(&mut self, on: bool) -> Result<(), Error> {
         if !on {

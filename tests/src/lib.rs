@@ -940,6 +940,8 @@ pub struct Env<P = DefaultPolicies> {
     pub wom: Option<WomParts>,
     /// Blips and transient failures scheduled by [`Op::Blip`] and [`Op::Transient`].
     pub faults: FaultPlan,
+    /// Paced GC on every instance (`Ftl::set_gc_pacing`; off by default, as in the FTL).
+    pub gc_pacing: bool,
 }
 
 /// Power cuts at random offsets, rescheduled whenever none is pending.
@@ -986,6 +988,7 @@ impl<P: PolicySet + Clone> Env<P> {
             policies,
             wom: None,
             faults: FaultPlan::default(),
+            gc_pacing: false,
         }
     }
 
@@ -1128,6 +1131,7 @@ impl<P: PolicySet + Clone> Env<P> {
                     f
                 }
             };
+            ftl.set_gc_pacing(self.gc_pacing).map_err(|e| format!("set_gc_pacing: {e:?}"))?;
             if let Some(rc) = &mut self.random_cuts {
                 if ftl.nand().emu.pending_power_cut().is_none() {
                     let after = rc.rng.below(rc.max_after);
