@@ -81,7 +81,7 @@ fuzz_target!(|input: &[u8]| {
     let mut mem = FtlMemory::new(&g, &cfg);
     let (map, m) = mem.parts();
     let ftl = Ftl::format(emu, DefaultPolicies::default(), map, m, cfg).expect("format");
-    let disk = BlockDisk::new(ftl);
+    let disk = BlockDisk::new(ftl).expect("a block device over the formatted FTL");
     let (size, page) = (disk.size(), disk.page_bytes() as u64);
     let export =
         Checked { disk: Mutex::new(disk), model: Mutex::new(vec![Some(0); size as usize]), size, page };
