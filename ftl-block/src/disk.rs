@@ -225,49 +225,66 @@ impl<S: PageStore, B: AsMut<[u8]>> SectorDisk<S, B> {
 
     // Bounds already checked: every page index below fits in u32.
     fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), Error> {
-        let pb = self.page;
-        let mut done = 0usize;
-        while done < buf.len() {
-            let at = offset + done as u64;
-            let lpn = (at / pb as u64) as u32;
-            let in_page = (at % pb as u64) as usize;
-            let left = buf.len() - done;
-            if in_page == 0 && left >= pb {
-                let n = left / pb * pb;
-                self.store.read_pages(lpn, &mut buf[done..done + n])?;
-                done += n;
+        for s in spans(offset, buf.len(), self.page) {
+            let out = &mut buf[s.done..s.done + s.len];
+            if s.whole {
+                self.store.read_pages(s.lpn, out)?;
             } else {
-                let n = (pb - in_page).min(left);
-                let page = &mut self.buf.as_mut()[..pb];
-                self.store.read_pages(lpn, page)?;
-                buf[done..done + n].copy_from_slice(&page[in_page..in_page + n]);
-                done += n;
+                let page = &mut self.buf.as_mut()[..self.page];
+                self.store.read_pages(s.lpn, page)?;
+                out.copy_from_slice(&page[s.in_page..s.in_page + s.len]);
             }
         }
         Ok(())
     }
 
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), Error> {
-        let pb = self.page;
-        let mut done = 0usize;
-        while done < data.len() {
-            let at = offset + done as u64;
-            let lpn = (at / pb as u64) as u32;
-            let in_page = (at % pb as u64) as usize;
-            let left = data.len() - done;
-            if in_page == 0 && left >= pb {
-                let n = left / pb * pb;
-                self.store.write_pages(lpn, &data[done..done + n])?;
-                done += n;
+        for s in spans(offset, data.len(), self.page) {
+            let src = &data[s.done..s.done + s.len];
+            if s.whole {
+                self.store.write_pages(s.lpn, src)?;
             } else {
-                let n = (pb - in_page).min(left);
-                let page = &mut self.buf.as_mut()[..pb];
-                self.store.read_pages(lpn, page)?;
-                page[in_page..in_page + n].copy_from_slice(&data[done..done + n]);
-                self.store.write_pages(lpn, page)?;
-                done += n;
+                // Read-modify-write of a partial page.
+                let page = &mut self.buf.as_mut()[..self.page];
+                self.store.read_pages(s.lpn, page)?;
+                page[s.in_page..s.in_page + s.len].copy_from_slice(src);
+                self.store.write_pages(s.lpn, page)?;
             }
         }
         Ok(())
     }
+}
+
+/// One piece of a byte range split at page boundaries: a run of whole pages, or part of one page.
+struct Span {
+    /// First logical page.
+    lpn: u32,
+    /// Offset in that page (0 for whole pages).
+    in_page: usize,
+    /// Bytes of the range before this piece.
+    done: usize,
+    /// Bytes in this piece.
+    len: usize,
+    /// Whole pages (`len` a multiple of the page size), no read-modify-write needed.
+    whole: bool,
+}
+
+/// The pieces of `len` bytes from byte `offset` with pages of `pb` bytes (bounds checked by the
+/// caller: every page index fits in u32).
+fn spans(offset: u64, len: usize, pb: usize) -> impl Iterator<Item = Span> {
+    let mut done = 0usize;
+    core::iter::from_fn(move || {
+        if done >= len {
+            return None;
+        }
+        let at = offset + done as u64;
+        let lpn = (at / pb as u64) as u32;
+        let in_page = (at % pb as u64) as usize;
+        let left = len - done;
+        let whole = in_page == 0 && left >= pb;
+        let n = if whole { left / pb * pb } else { (pb - in_page).min(left) };
+        let s = Span { lpn, in_page, done, len: n, whole };
+        done += n;
+        Some(s)
+    })
 }

@@ -3,7 +3,7 @@
 //! features). Version 2: 3.0 uses `core::assert_matches`, not stable in the Rust 1.95 this
 //! project builds with.
 //!
-//! ```ignore
+//! ```text
 //! let mut scsi = usbd_storage::subclass::scsi::Scsi::new(&usb_alloc, 64, 0, usb_buf)?;
 //! // ... UsbDeviceBuilder, then in the USB interrupt or main loop:
 //! usb_dev.poll(&mut [&mut scsi]);

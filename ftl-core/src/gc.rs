@@ -108,9 +108,17 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
     }
 
-    fn move_valid_pages(&mut self, b: BlockId) -> Result<(), Error> {
-        #[cfg(feature = "cdm")]
+    /// What a technique does when GC takes block `b` as a victim, before its pages move: with an
+    /// NV cache (feature `cdm`), cached valid pages are dropped instead of copied.
+    #[cfg(feature = "cdm")]
+    pub(crate) fn victim_taken(&mut self, b: BlockId) {
         self.nv_drop_removable(b);
+    }
+    #[cfg(not(feature = "cdm"))]
+    pub(crate) fn victim_taken(&mut self, _b: BlockId) {}
+
+    fn move_valid_pages(&mut self, b: BlockId) -> Result<(), Error> {
+        self.victim_taken(b);
         let plane = self.geo.plane_index(b);
         for i in 0..self.geo.pages_per_block {
             let page = self.geo.page(b, i);

@@ -97,6 +97,27 @@ pub(crate) struct PacedVictim {
     valid: u32,
 }
 
+// Second writes and deduplication collect victims their own way: pacing is off while they are
+// attached. Without the feature, neither can be.
+impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
+    #[cfg(feature = "wom")]
+    fn reuse_attached(&self) -> bool {
+        self.reuse.is_some()
+    }
+    #[cfg(not(feature = "wom"))]
+    fn reuse_attached(&self) -> bool {
+        false
+    }
+    #[cfg(feature = "dedup")]
+    fn dedup_on(&self) -> bool {
+        self.dedup_attached()
+    }
+    #[cfg(not(feature = "dedup"))]
+    fn dedup_on(&self) -> bool {
+        false
+    }
+}
+
 impl PacedVictim {
     /// No victim.
     pub(crate) const NONE: PacedVictim = PacedVictim { block: NIL, next_page: 0, valid: 0 };
@@ -105,18 +126,7 @@ impl PacedVictim {
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Whether GC is paced (see the module doc for when it is not).
     fn pacing_on(&self) -> bool {
-        if !self.gc_pacing {
-            return false;
-        }
-        #[cfg(feature = "wom")]
-        if self.reuse.is_some() {
-            return false;
-        }
-        #[cfg(feature = "dedup")]
-        if self.dedup_attached() {
-            return false;
-        }
-        true
+        self.gc_pacing && !self.reuse_attached() && !self.dedup_on()
     }
 
     /// Turns paced GC on or off (the default: whole victims on demand only, as before pacing).
@@ -238,8 +248,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             return false;
         }
         self.blocks.set_state(victim, BlockState::Victim);
-        #[cfg(feature = "cdm")]
-        self.nv_drop_removable(victim);
+        self.victim_taken(victim);
         let valid = self.blocks.get(victim).valid as u32;
         self.paced[plane as usize] = PacedVictim { block: victim.0, next_page: 0, valid };
         true
