@@ -13,6 +13,13 @@ use nand_hal::{BlockId, Geometry};
 use crate::config::MAX_TOTAL_PLANES;
 
 const NIL: u32 = u32::MAX;
+/// "No block" in a packed list link.
+const NIL16: u16 = u16::MAX;
+/// Largest erase count the table holds (20 bits); larger counts saturate, far beyond any NAND's
+/// endurance.
+pub const MAX_TABLE_ERASE_COUNT: u32 = (1 << 20) - 1;
+/// Most blocks the table can link (`u16` list links, `u16::MAX` meaning none).
+pub const MAX_BLOCKS: u32 = u16::MAX as u32;
 
 /// The state of a block.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -43,30 +50,85 @@ pub enum BlockState {
 /// erased before the next checkpoint.
 pub const FLAG_LIVE_JOURNAL: u8 = 1;
 
-/// One block-table entry (16 bytes).
+/// One block-table entry: 12 bytes, 2-byte aligned, so the table costs `12 x blocks` bytes.
+///
+/// Packed as six `u16` words: `w[0..2]` hold the erase count (20 bits, saturating at
+/// [`MAX_TABLE_ERASE_COUNT`]), the state (4 bits) and the flags (8 bits); `w[2]` the valid count;
+/// `w[3]`, `w[4]` the list links (previous, next; `u16::MAX` for none, so at most
+/// [`MAX_BLOCKS`] blocks, checked by `Config::validate`); `w[5]` is spare. During mount the links
+/// and the spare word hold a 48-bit scratch value (a block's newest sequence number) while the
+/// valid word holds a checkpoint page index.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[repr(C)]
 pub struct BlockInfo {
-    /// Erases this block has seen.
-    pub erase_count: u32,
-    prev: u32,
-    next: u32,
-    /// Valid data pages in the block.
-    pub valid: u16,
-    /// [`BlockState`] as a byte.
-    state: u8,
-    /// `FLAG_*` bits.
-    pub flags: u8,
+    w: [u16; 6],
 }
 
 impl BlockInfo {
-    /// An entry for a block in no list.
-    pub const EMPTY: BlockInfo =
-        BlockInfo { erase_count: 0, prev: NIL, next: NIL, valid: 0, state: BlockState::Free as u8, flags: 0 };
+    /// An entry for a free block in no list, erase count 0.
+    pub const EMPTY: BlockInfo = BlockInfo { w: [0, 0, 0, NIL16, NIL16, 0] };
+
+    fn word0(&self) -> u32 {
+        self.w[0] as u32 | (self.w[1] as u32) << 16
+    }
+
+    fn set_word0(&mut self, v: u32) {
+        self.w[0] = v as u16;
+        self.w[1] = (v >> 16) as u16;
+    }
+
+    /// Erases this block has seen (saturating at [`MAX_TABLE_ERASE_COUNT`]).
+    #[inline]
+    pub fn erase_count(&self) -> u32 {
+        self.word0() & MAX_TABLE_ERASE_COUNT
+    }
+
+    fn set_erase_count(&mut self, ec: u32) {
+        let w = self.word0() & !MAX_TABLE_ERASE_COUNT;
+        self.set_word0(w | ec.min(MAX_TABLE_ERASE_COUNT));
+    }
+
+    /// Valid data pages in the block.
+    #[inline]
+    pub fn valid(&self) -> u16 {
+        self.w[2]
+    }
+
+    /// `FLAG_*` bits.
+    #[inline]
+    pub fn flags(&self) -> u8 {
+        (self.word0() >> 24) as u8
+    }
+
+    fn set_flag_bits(&mut self, f: u8) {
+        let w = self.word0() & 0x00FF_FFFF;
+        self.set_word0(w | (f as u32) << 24);
+    }
+
+    fn set_state_raw(&mut self, s: BlockState) {
+        let w = self.word0() & !(0xF << 20);
+        self.set_word0(w | (s as u32) << 20);
+    }
+
+    fn prev(&self) -> u32 {
+        link32(self.w[3])
+    }
+
+    fn next(&self) -> u32 {
+        link32(self.w[4])
+    }
+
+    fn set_prev(&mut self, b: u32) {
+        self.w[3] = link16(b);
+    }
+
+    fn set_next(&mut self, b: u32) {
+        self.w[4] = link16(b);
+    }
 
     /// The block's state.
     pub fn state(&self) -> BlockState {
-        match self.state {
+        match (self.word0() >> 20) & 0xF {
             0 => BlockState::Free,
             1 => BlockState::Dirty,
             2 => BlockState::Open,
@@ -77,6 +139,22 @@ impl BlockInfo {
             7 => BlockState::Bad,
             _ => BlockState::Victim,
         }
+    }
+}
+
+fn link32(l: u16) -> u32 {
+    if l == NIL16 {
+        NIL
+    } else {
+        l as u32
+    }
+}
+
+fn link16(b: u32) -> u16 {
+    if b >= MAX_BLOCKS {
+        NIL16
+    } else {
+        b as u16
     }
 }
 
@@ -105,7 +183,8 @@ impl<'m> BlockTable<'m> {
     /// Forgets everything: all blocks bad with erase count 0, all lists empty.
     pub fn reset(&mut self) {
         for i in self.info.iter_mut() {
-            *i = BlockInfo { state: BlockState::Bad as u8, ..BlockInfo::EMPTY };
+            *i = BlockInfo::EMPTY;
+            i.set_state_raw(BlockState::Bad);
         }
         self.heads.fill(NIL);
         self.free = [0; MAX_TOTAL_PLANES];
@@ -135,29 +214,26 @@ impl<'m> BlockTable<'m> {
 
     /// Sets the erase count of `b`.
     pub fn set_erase_count(&mut self, b: BlockId, ec: u32) {
-        self.info[b.0 as usize].erase_count = ec;
+        self.info[b.0 as usize].set_erase_count(ec);
     }
 
     /// Counts one more erase of `b`.
     pub fn count_erase(&mut self, b: BlockId) {
-        let e = &mut self.info[b.0 as usize].erase_count;
-        *e = e.saturating_add(1);
+        let i = &mut self.info[b.0 as usize];
+        i.set_erase_count(i.erase_count().saturating_add(1));
     }
 
     /// Sets or clears flag bits of `b`.
     pub fn set_flags(&mut self, b: BlockId, flags: u8, on: bool) {
-        let f = &mut self.info[b.0 as usize].flags;
-        if on {
-            *f |= flags;
-        } else {
-            *f &= !flags;
-        }
+        let i = &mut self.info[b.0 as usize];
+        let f = if on { i.flags() | flags } else { i.flags() & !flags };
+        i.set_flag_bits(f);
     }
 
     /// Clears `flags` on every block.
     pub fn clear_flags_everywhere(&mut self, flags: u8) {
         for i in self.info.iter_mut() {
-            i.flags &= !flags;
+            i.set_flag_bits(i.flags() & !flags);
         }
     }
 
@@ -193,7 +269,7 @@ impl<'m> BlockTable<'m> {
         let i = &self.info[b.0 as usize];
         match i.state() {
             BlockState::Free | BlockState::Dirty => Some(self.free_head(self.plane(b))),
-            BlockState::Used => Some(self.bucket_head(self.plane(b), i.valid as u32)),
+            BlockState::Used => Some(self.bucket_head(self.plane(b), i.valid() as u32)),
             BlockState::Retiring => Some(self.retire_head()),
             _ => None,
         }
@@ -203,19 +279,19 @@ impl<'m> BlockTable<'m> {
         if let Some(h) = self.list_of(b) {
             let (prev, next) = {
                 let i = &self.info[b.0 as usize];
-                (i.prev, i.next)
+                (i.prev(), i.next())
             };
             if prev == NIL {
                 self.heads[h] = next;
             } else {
-                self.info[prev as usize].next = next;
+                self.info[prev as usize].set_next(next);
             }
             if next != NIL {
-                self.info[next as usize].prev = prev;
+                self.info[next as usize].set_prev(prev);
             }
             let i = &mut self.info[b.0 as usize];
-            i.prev = NIL;
-            i.next = NIL;
+            i.set_prev(NIL);
+            i.set_next(NIL);
             if matches!(i.state(), BlockState::Free | BlockState::Dirty) {
                 let p = self.plane(b) as usize;
                 self.free[p] -= 1;
@@ -227,11 +303,11 @@ impl<'m> BlockTable<'m> {
         if let Some(h) = self.list_of(b) {
             let old = self.heads[h];
             if old != NIL {
-                self.info[old as usize].prev = b.0;
+                self.info[old as usize].set_prev(b.0);
             }
             let i = &mut self.info[b.0 as usize];
-            i.prev = NIL;
-            i.next = old;
+            i.set_prev(NIL);
+            i.set_next(old);
             self.heads[h] = b.0;
             if matches!(i.state(), BlockState::Free | BlockState::Dirty) {
                 let p = self.plane(b) as usize;
@@ -243,28 +319,28 @@ impl<'m> BlockTable<'m> {
     /// Moves `b` to `state`, keeping the lists right.
     pub fn set_state(&mut self, b: BlockId, state: BlockState) {
         self.unlink(b);
-        self.info[b.0 as usize].state = state as u8;
+        self.info[b.0 as usize].set_state_raw(state);
         self.link(b);
     }
 
     /// Sets the valid count of `b`.
     pub fn set_valid(&mut self, b: BlockId, valid: u16) {
         self.unlink(b);
-        self.info[b.0 as usize].valid = valid;
+        self.info[b.0 as usize].w[2] = valid;
         self.link(b);
     }
 
     /// One more valid page in `b`.
     #[inline]
     pub fn inc_valid(&mut self, b: BlockId) {
-        let v = self.info[b.0 as usize].valid.saturating_add(1);
+        let v = self.info[b.0 as usize].valid().saturating_add(1);
         self.set_valid(b, v);
     }
 
     /// One valid page fewer in `b`.
     #[inline]
     pub fn dec_valid(&mut self, b: BlockId) {
-        let v = self.info[b.0 as usize].valid.saturating_sub(1);
+        let v = self.info[b.0 as usize].valid().saturating_sub(1);
         self.set_valid(b, v);
     }
 
@@ -290,10 +366,10 @@ impl<'m> BlockTable<'m> {
         let mut best: Option<(u32, u32)> = None;
         while cur != NIL {
             let i = &self.info[cur as usize];
-            if best.is_none_or(|(_, ec)| i.erase_count < ec) {
-                best = Some((cur, i.erase_count));
+            if best.is_none_or(|(_, ec)| i.erase_count() < ec) {
+                best = Some((cur, i.erase_count()));
             }
-            cur = i.next;
+            cur = i.next();
         }
         best.map(|(b, _)| BlockId(b))
     }
@@ -309,32 +385,34 @@ impl<'m> BlockTable<'m> {
     /// meanwhile ([`BlockTable::raw_scratch`]).
     pub(crate) fn raw_set(&mut self, b: BlockId, state: BlockState, erase_count: u32, valid: u16) {
         let i = &mut self.info[b.0 as usize];
-        i.state = state as u8;
-        i.erase_count = erase_count;
-        i.valid = valid;
+        i.set_state_raw(state);
+        i.set_erase_count(erase_count);
+        i.w[2] = valid;
     }
 
     /// Mount-time: the block's state byte only.
     pub(crate) fn raw_set_state(&mut self, b: BlockId, state: BlockState) {
-        self.info[b.0 as usize].state = state as u8;
+        self.info[b.0 as usize].set_state_raw(state);
     }
 
-    /// Mount-time: stores a 64-bit scratch value in the list links.
+    /// Mount-time: stores a 48-bit scratch value (a sequence number; higher bits are dropped)
+    /// in the list links and the spare word.
     pub(crate) fn raw_set_scratch(&mut self, b: BlockId, v: u64) {
         let i = &mut self.info[b.0 as usize];
-        i.prev = v as u32;
-        i.next = (v >> 32) as u32;
+        i.w[3] = v as u16;
+        i.w[4] = (v >> 16) as u16;
+        i.w[5] = (v >> 32) as u16;
     }
 
     /// Mount-time: the scratch value.
     pub(crate) fn raw_scratch(&self, b: BlockId) -> u64 {
         let i = &self.info[b.0 as usize];
-        i.prev as u64 | (i.next as u64) << 32
+        i.w[3] as u64 | (i.w[4] as u64) << 16 | (i.w[5] as u64) << 32
     }
 
     /// Mount-time: sets the valid count without touching the lists.
     pub(crate) fn raw_set_valid(&mut self, b: BlockId, valid: u16) {
-        self.info[b.0 as usize].valid = valid;
+        self.info[b.0 as usize].w[2] = valid;
     }
 
     /// Rebuilds every list from the blocks' states and valid counts.
@@ -342,8 +420,9 @@ impl<'m> BlockTable<'m> {
         self.heads.fill(NIL);
         self.free = [0; MAX_TOTAL_PLANES];
         for i in self.info.iter_mut() {
-            i.prev = NIL;
-            i.next = NIL;
+            i.set_prev(NIL);
+            i.set_next(NIL);
+            i.w[5] = 0;
         }
         for b in 0..self.info.len() as u32 {
             self.link(BlockId(b));
@@ -398,6 +477,36 @@ mod tests {
 
     fn geo() -> Geometry {
         Geometry { pages_per_block: 4, blocks_per_plane: 4, planes_per_lun: 2, ..Geometry::MT29F4G08 }
+    }
+
+    #[test]
+    fn packed_fields_are_independent_and_erase_counts_saturate() {
+        assert_eq!(core::mem::size_of::<BlockInfo>(), 12);
+        let g = Geometry { blocks_per_plane: 4, planes_per_lun: 1, ..geo() };
+        let mut info = [BlockInfo::EMPTY; 4];
+        let mut heads = [0u32; 1 + 6];
+        let mut t = BlockTable::new(g, &mut info, &mut heads);
+        let b = BlockId(2);
+        t.raw_set(b, BlockState::Victim, MAX_TABLE_ERASE_COUNT + 5, 0xBEEF);
+        t.set_flags(b, 0x81, true);
+        t.raw_set_scratch(b, 0xABCD_1234_5678);
+        let i = *t.get(b);
+        assert_eq!(
+            (i.state(), i.erase_count(), i.valid(), i.flags()),
+            (BlockState::Victim, MAX_TABLE_ERASE_COUNT, 0xBEEF, 0x81)
+        );
+        assert_eq!(t.raw_scratch(b), 0xABCD_1234_5678);
+        t.set_flags(b, 0x80, false);
+        t.set_erase_count(b, 7);
+        t.count_erase(b);
+        let i = *t.get(b);
+        assert_eq!((i.state(), i.erase_count(), i.flags()), (BlockState::Victim, 8, 0x01));
+        // Every state survives the 4-bit field.
+        for s in [BlockState::Free, BlockState::Dirty, BlockState::Open, BlockState::Used, BlockState::Bad] {
+            t.raw_set_state(b, s);
+            assert_eq!(t.state(b), s);
+            assert_eq!(t.get(b).erase_count(), 8);
+        }
     }
 
     #[test]

@@ -100,7 +100,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         if i < self.geo.total_blocks() as u64 {
             let info = self.blocks.get(BlockId(i as u32));
             let bad = if info.state() == BlockState::Bad { BAD_BIT } else { 0 };
-            return (info.erase_count & !BAD_BIT) | bad;
+            return (info.erase_count() & !BAD_BIT) | bad;
         }
         i -= self.geo.total_blocks() as u64;
         self.map.get(i as u32).map_or(UNMAPPED, |p| p.0)
@@ -200,7 +200,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 kind: PageKind::Checkpoint,
                 tag: p,
                 seq: ckpt_seq,
-                erase_count: self.blocks.get(block).erase_count,
+                erase_count: self.blocks.get(block).erase_count(),
                 aux: total_pages,
             };
             let (data, spare) = self.buf.split_at_mut(d);

@@ -84,6 +84,7 @@ impl Config {
             // Voiding a torn or failed page programs it a second time (see `recovery`).
             || geometry.nop < 2
             || geometry.pages_per_block > u16::MAX as u32
+            || geometry.total_blocks() > crate::blocks::MAX_BLOCKS
             || (geometry.spare_bytes as usize) < META_LEN + codec_spare
             || geometry.data_bytes < crate::checkpoint::HEADER_LEN as u32
             || self.logical_pages == 0
@@ -121,8 +122,8 @@ pub const fn checkpoint_blocks(geometry: &Geometry, logical_pages: u32) -> u32 {
 /// The sizes of the buffers the caller lends the FTL (see [`crate::Memory`]).
 ///
 /// RAM in bytes = `4 * logical_pages` (flat map) + `4 * ceil(total_pages / 32)` (valid bitmap) +
-/// `size_of::<BlockInfo>() * total_blocks` (16 bytes each: erase count, valid count, state, list
-/// links) + `4 * (total_planes * (pages_per_block + 2) + 1)` (list heads) + `data_bytes +
+/// `size_of::<BlockInfo>() * total_blocks` (12 bytes each: erase count, valid count, state,
+/// flags, `u16` list links) + `4 * (total_planes * (pages_per_block + 2) + 1)` (list heads) + `data_bytes +
 /// spare_bytes` (one page buffer) + the `Ftl` struct itself (a few hundred bytes).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

@@ -142,7 +142,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let page = self.take_page(plane, stream)?;
             let block = self.geo.block_of(page);
             let meta =
-                PageMeta { kind, tag, seq: self.seq, erase_count: self.blocks.get(block).erase_count, aux };
+                PageMeta { kind, tag, seq: self.seq, erase_count: self.blocks.get(block).erase_count(), aux };
             self.seq += 1;
             meta.encode(&mut self.buf[d..d + META_LEN]);
             if !encoded {

@@ -124,7 +124,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             codec_len,
             dirty: false,
             reserve_spent: false,
-            gc_pacing: false,
+            gc_pacing: true,
             paced: [PacedVictim::NONE; MAX_TOTAL_PLANES],
             #[cfg(feature = "wom")]
             reuse: None,
@@ -217,7 +217,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
 
     /// Erase count of every block, in block order (bad blocks included).
     pub fn erase_counts(&self) -> impl Iterator<Item = (BlockId, u32, bool)> + '_ {
-        self.blocks.iter().map(|(b, i)| (b, i.erase_count, i.state() == BlockState::Bad))
+        self.blocks.iter().map(|(b, i)| (b, i.erase_count(), i.state() == BlockState::Bad))
     }
 
     /// Bytes of RAM this FTL uses in caller memory plus its own struct.

@@ -86,7 +86,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         // elsewhere would come back) and, if it holds a live journal page, write a checkpoint.
         let prepared = if !self.trims.is_empty() { self.write_journal() } else { Ok(()) };
         let prepared = prepared.and_then(|_| {
-            if self.blocks.get(b).flags & FLAG_LIVE_JOURNAL != 0 {
+            if self.blocks.get(b).flags() & FLAG_LIVE_JOURNAL != 0 {
                 self.write_checkpoint()
             } else {
                 Ok(())

@@ -22,8 +22,11 @@
 //!   a choice); a paced step stops once a checkpoint falls due.
 //!
 //! On-demand GC stays as the fallback (it first finishes the paced victim); the counter
-//! `gc_blocks_on_demand` says how often it ran. Checkpoint blocks come from the planes that held
-//! the previous checkpoint when free counts tie, so a checkpoint creates no sudden deficit.
+//! `gc_blocks_on_demand` says how often it ran. It runs before a host page whenever the plane is
+//! more than one block under its reserve (journal pages, GC blocks or a checkpoint opened blocks
+//! while pacing was waiting to start): pacing never takes a plane deeper than on-demand GC does.
+//! Checkpoint blocks come from the planes that held the previous checkpoint when free counts tie,
+//! so a checkpoint creates no sudden deficit.
 //!
 //! Bound on the NAND programs of one host page write (pacing keeping up, no program failure):
 //! `1 + max(C, step_cap) + J + L`, where `C` is the checkpoint's pages, `J` at most one journal
@@ -42,7 +45,8 @@
 //! Pacing is off (on-demand GC only) while second writes or deduplication are attached: their GC
 //! paths collect whole victims (`reuse`) or make share records durable before a victim is chosen
 //! (`dedup`). With an NV cache, the removable pages of a victim are dropped when it is chosen.
-//! [`Ftl::set_gc_pacing`] turns it off (the simulator's `--gc-pacing off`).
+//! Pacing is on by default; [`Ftl::set_gc_pacing`] turns it off (the simulator's
+//! `--gc-pacing off`).
 
 use nand_hal::{BlockId, NandFlash};
 
@@ -129,7 +133,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.gc_pacing && !self.reuse_attached() && !self.dedup_on()
     }
 
-    /// Turns paced GC on or off (the default: whole victims on demand only, as before pacing).
+    /// Turns paced GC on (the default) or off (whole victims on demand only).
     /// A victim being paced is finished first when pacing is turned off.
     pub fn set_gc_pacing(&mut self, on: bool) -> Result<(), Error> {
         if !on {
@@ -154,6 +158,13 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             return Ok(());
         }
         let threshold = self.cfg.gc_free_threshold;
+        // Pacing may leave a plane one block under its reserve (where on-demand GC leaves it
+        // while a host block fills), never more: journal pages, GC blocks and checkpoints take
+        // free blocks of their own while pacing waits, and the reserve is what lets GC and a
+        // checkpoint always open a block. Deeper than that, collect now, on demand.
+        if self.blocks.free_count(plane).saturating_add(1) < threshold {
+            self.ensure_free(plane)?;
+        }
         let free = self.blocks.free_count(plane);
         let left = self.host_pages_left(plane);
         // A due checkpoint is this write's work, alone (it would otherwise come with the copies
@@ -179,9 +190,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         // The victim's valid count when chosen (or the greedy candidate's) and what is left of it.
         let (valid, remaining) = match current {
-            Some(b) => (self.paced[plane as usize].valid, self.blocks.get(b).valid as u32),
+            Some(b) => (self.paced[plane as usize].valid, self.blocks.get(b).valid() as u32),
             None => match self.blocks.min_valid(plane) {
-                Some(c) => (self.blocks.get(c).valid as u32, 0),
+                Some(c) => (self.blocks.get(c).valid() as u32, 0),
                 None => return Ok(()),
             },
         };
@@ -249,7 +260,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         self.blocks.set_state(victim, BlockState::Victim);
         self.victim_taken(victim);
-        let valid = self.blocks.get(victim).valid as u32;
+        let valid = self.blocks.get(victim).valid() as u32;
         self.paced[plane as usize] = PacedVictim { block: victim.0, next_page: 0, valid };
         true
     }
@@ -268,7 +279,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         // host write writes it alone.
         while next < ppb
             && copies < limit
-            && self.blocks.get(b).valid > 0
+            && self.blocks.get(b).valid() > 0
             && (limit == u32::MAX || !self.checkpoint_due())
         {
             let page = self.geo.page(b, next);
@@ -283,11 +294,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             next += 1;
             self.paced[plane as usize].next_page = next;
         }
-        if self.blocks.get(b).valid > 0 && next < ppb {
+        if self.blocks.get(b).valid() > 0 && next < ppb {
             return Ok(false);
         }
         self.paced[plane as usize] = PacedVictim::NONE;
-        if self.blocks.get(b).valid > 0 {
+        if self.blocks.get(b).valid() > 0 {
             // Pages the scan had passed became valid again: impossible (a victim takes no new
             // pages), but never erase valid data; the block goes back to GC's lists.
             self.blocks.set_state(b, BlockState::Used);

@@ -120,7 +120,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         for b in 0..self.geo.total_blocks() {
             let b = BlockId(b);
             let info = *self.blocks.get(b);
-            if info.flags & FLAG_CKPT_BAD != 0 {
+            if info.flags() & FLAG_CKPT_BAD != 0 {
                 self.blocks.raw_set_state(b, BlockState::Bad);
             } else if info.state() == BlockState::CheckpointNew {
                 let s = if self.blocks.raw_scratch(b) == ckpt_seq {
@@ -128,7 +128,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 } else {
                     BlockState::Dirty
                 };
-                self.blocks.raw_set(b, s, info.erase_count, 0);
+                self.blocks.raw_set(b, s, info.erase_count(), 0);
             }
             self.blocks.set_flags(b, FLAG_CKPT_BAD, false);
         }
@@ -265,7 +265,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 let want = (p / ppb) as u16;
                 block = self.blocks.iter().find_map(|(b, i)| {
                     (i.state() == BlockState::CheckpointNew
-                        && i.valid == want
+                        && i.valid() == want
                         && self.blocks.raw_scratch(b) == seq)
                         .then_some(b)
                 });
@@ -339,7 +339,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         i -= fw;
         if i < self.geo.total_blocks() as u64 {
             let b = BlockId(i as u32);
-            let ec = (w & !BAD_BIT).max(self.blocks.get(b).erase_count);
+            let ec = (w & !BAD_BIT).max(self.blocks.get(b).erase_count());
             self.blocks.set_erase_count(b, ec);
             if w & BAD_BIT != 0 {
                 self.blocks.set_flags(b, FLAG_CKPT_BAD, true);
@@ -734,7 +734,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 return Err(Error::Corrupt);
             }
             *w |= bit;
-            let v = self.blocks.get(b).valid;
+            let v = self.blocks.get(b).valid();
             self.blocks.raw_set_valid(b, v + 1);
         }
         #[cfg(feature = "wom")]
@@ -745,9 +745,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let b = BlockId(b);
             let info = *self.blocks.get(b);
             match info.state() {
-                BlockState::Used if info.valid > 0 || info.flags & FLAG_LIVE_JOURNAL != 0 => {}
+                BlockState::Used if info.valid() > 0 || info.flags() & FLAG_LIVE_JOURNAL != 0 => {}
                 BlockState::Used | BlockState::Free => {
-                    self.blocks.raw_set(b, BlockState::Dirty, info.erase_count, 0)
+                    self.blocks.raw_set(b, BlockState::Dirty, info.erase_count(), 0)
                 }
                 _ => {}
             }

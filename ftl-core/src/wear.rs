@@ -35,12 +35,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         for (b, info) in self.blocks.iter() {
             match info.state() {
                 BlockState::Bad => continue,
-                BlockState::Used if coldest.is_none_or(|(_, ec)| info.erase_count < ec) => {
-                    coldest = Some((b, info.erase_count));
+                BlockState::Used if coldest.is_none_or(|(_, ec)| info.erase_count() < ec) => {
+                    coldest = Some((b, info.erase_count()));
                 }
                 _ => {}
             }
-            max = max.max(info.erase_count);
+            max = max.max(info.erase_count());
         }
         if let Some((b, ec)) = coldest {
             if max - ec > self.cfg.wear_spread_limit {

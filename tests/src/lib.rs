@@ -940,7 +940,7 @@ pub struct Env<P = DefaultPolicies> {
     pub wom: Option<WomParts>,
     /// Blips and transient failures scheduled by [`Op::Blip`] and [`Op::Transient`].
     pub faults: FaultPlan,
-    /// Paced GC on every instance (`Ftl::set_gc_pacing`; off by default, as in the FTL).
+    /// Paced GC on every instance (`Ftl::set_gc_pacing`; on by default, as in the FTL).
     pub gc_pacing: bool,
 }
 
@@ -988,7 +988,7 @@ impl<P: PolicySet + Clone> Env<P> {
             policies,
             wom: None,
             faults: FaultPlan::default(),
-            gc_pacing: false,
+            gc_pacing: true,
         }
     }
 
@@ -1215,7 +1215,7 @@ pub fn block_summary(mem: &mut FtlMemory, geo: &Geometry) -> String {
         for (b, info) in m.blocks.iter().enumerate() {
             if geo.plane_index(nand_hal::BlockId(b as u32)) == plane {
                 *counts.entry(format!("{:?}", info.state())).or_insert(0u32) += 1;
-                valid += info.valid as u32;
+                valid += info.valid() as u32;
             }
         }
         let _ = writeln!(out, "  plane {plane}: {counts:?}, {valid} valid pages");

@@ -280,7 +280,7 @@ fn random_run(seed: u64) -> Result<u32, String> {
     }
     let mut env = Env::new(emulator(geo, torn, erase, seed), cfg);
     env.verify = Verify::Touched;
-    env.gc_pacing = std::env::var("FTL_GC_PACING").is_ok_and(|v| v == "1" || v == "on");
+    env.gc_pacing = !std::env::var("FTL_GC_PACING").is_ok_and(|v| v == "0" || v == "off");
     env.random_cuts = Some(RandomCuts {
         rng: Rng::new(seed ^ 0xC0FFEE),
         max_after: 4000,

@@ -222,7 +222,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// `b` whose data is cached is dropped (the cache becomes its only copy) instead of copied.
     pub(crate) fn nv_drop_removable(&mut self, b: BlockId) {
         let Some(nv) = self.nv.as_ref() else { return };
-        if nv.config().policy != NvPolicy::Cdm || nv.is_empty() || self.blocks.get(b).valid == 0 {
+        if nv.config().policy != NvPolicy::Cdm || nv.is_empty() || self.blocks.get(b).valid() == 0 {
             return;
         }
         for s in 0..nv.slot_count() {

@@ -155,7 +155,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 return Err(Error::Corrupt);
             }
             *w |= bit;
-            let v = self.blocks.get(b).valid;
+            let v = self.blocks.get(b).valid();
             self.blocks.raw_set_valid(b, v + 1);
         }
         Ok(())

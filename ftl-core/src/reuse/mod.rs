@@ -889,7 +889,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     fn within_life(&self, b: BlockId) -> bool {
         let Some(r) = self.reuse.as_ref() else { return false };
         r.mem.state.get(b.0 as usize).is_some_and(|s| s & WORN == 0)
-            && (self.blocks.get(b).erase_count as u64) * 1000
+            && (self.blocks.get(b).erase_count() as u64) * 1000
                 < self.geo.endurance as u64 * r.cfg.life_permille as u64
     }
 
@@ -941,7 +941,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                     && self.blocks.state(b) == BlockState::Open
                     && self.within_life(b)
             })
-            .min_by_key(|&b| self.blocks.get(b).valid)
+            .min_by_key(|&b| self.blocks.get(b).valid())
     }
 
     // -----------------------------------------------------------------------------------------
@@ -956,7 +956,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             || self.blocks.free_count(plane) < self.cfg.gc_free_threshold
             || r.in_reuse + 1 > r.cfg.cap_blocks
             || !self.within_life(victim)
-            || (self.blocks.get(victim).valid as u64) * 1000
+            || (self.blocks.get(victim).valid() as u64) * 1000
                 > self.geo.pages_per_block as u64 * r.cfg.recycle_max_valid_permille as u64
     }
 
@@ -991,7 +991,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                             _ => false,
                         }
                 })
-                .min_by_key(|&b| self.blocks.get(b).valid)
+                .min_by_key(|&b| self.blocks.get(b).valid())
         };
         let Some(victim) = pick(false).or_else(|| pick(true)) else { return Ok(false) };
         if r.state(victim) == ReuseState::Active {

@@ -220,7 +220,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 return Err(Error::Corrupt);
             }
             *w |= bit;
-            let v = self.blocks.get(bb).valid;
+            let v = self.blocks.get(bb).valid();
             self.blocks.raw_set_valid(bb, v + 1);
         }
         Ok(())

@@ -233,10 +233,9 @@ struct RunOpts {
     /// Ignore trace times and replay closed loop.
     #[arg(long)]
     closed_loop: bool,
-    /// GC pacing: on (a copy budget per host write) or off (whole victims when a host block
-    /// opens in a plane below its free reserve; the default until pacing's NoSpace under power
-    /// cuts is fixed, see docs/design.md).
-    #[arg(long, default_value = "off")]
+    /// GC pacing: on (a copy budget per host write, the default) or off (whole victims when a
+    /// host block opens in a plane below its free reserve).
+    #[arg(long, default_value = "on")]
     gc_pacing: String,
     /// Mapping table: flat (one word per logical page in RAM). `cached` (a flash-resident map
     /// behind a RAM cache of --map-cache-kib) is issue 22's plan and refused until it is built.
@@ -934,7 +933,7 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         precondition: "eti".into(),
         queue_depth: 8,
         closed_loop: true,
-        gc_pacing: "off".into(),
+        gc_pacing: "on".into(),
         map: "flat".into(),
         map_cache_kib: None,
         json: Some(out.join("heimdall1370_compare.json")),

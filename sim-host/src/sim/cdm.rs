@@ -273,7 +273,7 @@ mod tests {
             dedup: crate::sim::dedup::DedupOptions::default(),
             flex: crate::sim::flexecc::FlexSimConfig::default(),
             wom_recycle_max_valid_permille: 0,
-            gc_pacing: false,
+            gc_pacing: true,
         };
         let spec = WorkloadSpec {
             pattern: Pattern::Uniform,
