@@ -1,11 +1,12 @@
-//! Checkpoints: the whole map, the block table's erase counts and bad flags, and the open write
-//! frontiers, written to dedicated blocks so that mount reads them instead of every page.
+//! Checkpoints: the map's section, the block table's erase counts and bad flags, and the open
+//! write frontiers, written to dedicated blocks so that mount reads them instead of every page.
 //!
 //! A checkpoint is a stream of little-endian `u32` words over whole pages:
 //! header (16 words: magic, version, geometry, logical pages, page count, checkpoint sequence,
-//! next sequence), frontiers (`2 * MAX_TOTAL_PLANES * STREAMS` words: block, next page), one word
-//! per block (erase count, bit 31 = bad), one word per logical page (the map), and a CRC-32C of
-//! all words before it. Each page carries `PageKind::Checkpoint` metadata with the checkpoint's
+//! next sequence, frontier words, map kind), frontiers (`2 * MAX_TOTAL_PLANES * STREAMS` words:
+//! block, next page), one word per block (erase count, bit 31 = bad), the map's section (a flat
+//! map: one word per logical page; a flash-resident map: its directory, one word per map page,
+//! every dirty map page written back first), and a CRC-32C of all words before it. Each page carries `PageKind::Checkpoint` metadata with the checkpoint's
 //! sequence number, its page index and the page count, and the codec's protection.
 //!
 //! Power-loss contract: the previous checkpoint's blocks are released only after the last page of
@@ -35,22 +36,25 @@ pub const MAGIC: u32 = 0x4B43_4C46;
 pub const VERSION: u32 = 1;
 /// Frontier words.
 pub const FRONTIER_WORDS: u32 = (2 * MAX_TOTAL_PLANES * STREAMS) as u32;
+/// Header word saying which map wrote the checkpoint (0: flat, 1: flash-resident).
+pub const MAP_KIND_WORD: usize = 13;
 /// Bit 31 of a block word: the block is bad.
 pub const BAD_BIT: u32 = 1 << 31;
 const ATTEMPTS: u32 = 4;
 
-/// Words in a checkpoint stream, CRC included.
-pub const fn checkpoint_words(geometry: &Geometry, logical_pages: u32) -> u64 {
-    HEADER_WORDS as u64 + FRONTIER_WORDS as u64 + geometry.total_blocks() as u64 + logical_pages as u64 + 1
+/// Words in a checkpoint stream, CRC included, for a map section of `section_words` (a flat
+/// map's: the logical pages, the largest section).
+pub const fn checkpoint_words(geometry: &Geometry, section_words: u32) -> u64 {
+    HEADER_WORDS as u64 + FRONTIER_WORDS as u64 + geometry.total_blocks() as u64 + section_words as u64 + 1
 }
 
-/// Pages one checkpoint occupies.
-pub const fn checkpoint_pages(geometry: &Geometry, logical_pages: u32) -> u32 {
+/// Pages one checkpoint occupies, for a map section of `section_words`.
+pub const fn checkpoint_pages(geometry: &Geometry, section_words: u32) -> u32 {
     let per_page = geometry.data_bytes as u64 / 4;
     if per_page == 0 {
         return u32::MAX;
     }
-    checkpoint_words(geometry, logical_pages).div_ceil(per_page) as u32
+    checkpoint_words(geometry, section_words).div_ceil(per_page) as u32
 }
 
 /// Which checkpoint is current and how far the log has grown since.
@@ -62,8 +66,14 @@ pub struct CheckpointState {
     pub blocks_since: u32,
 }
 
-/// The header a checkpoint of this FTL must carry (sequence words excluded).
-pub(crate) fn header_words(geo: &Geometry, logical_pages: u32, ckpt_seq: u64, next_seq: u64) -> [u32; 16] {
+/// The header a checkpoint of this FTL and map must carry.
+pub(crate) fn header_words(
+    geo: &Geometry,
+    logical_pages: u32,
+    map: &impl MappingTable,
+    ckpt_seq: u64,
+    next_seq: u64,
+) -> [u32; 16] {
     [
         MAGIC,
         VERSION,
@@ -72,13 +82,13 @@ pub(crate) fn header_words(geo: &Geometry, logical_pages: u32, ckpt_seq: u64, ne
         geo.pages_per_block,
         geo.total_blocks(),
         logical_pages,
-        checkpoint_pages(geo, logical_pages),
+        checkpoint_pages(geo, map.section_words()),
         ckpt_seq as u32,
         (ckpt_seq >> 32) as u32,
         next_seq as u32,
         (next_seq >> 32) as u32,
         FRONTIER_WORDS,
-        0,
+        map.on_flash() as u32,
         0,
         0,
     ]
@@ -103,7 +113,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             return (info.erase_count() & !BAD_BIT) | bad;
         }
         i -= self.geo.total_blocks() as u64;
-        self.map.get(i as u32).map_or(UNMAPPED, |p| p.0)
+        let mut w = [UNMAPPED];
+        self.map.export_section(i as u32, &mut w);
+        w[0]
     }
 
     /// Serializes `count` words of the stream from word `first` into the page buffer (the map
@@ -120,7 +132,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         while j < count {
             let n = (count - j).min(words.len());
             let lpn = (first + j as u64 - map_start) as u32;
-            self.map.export(lpn, &mut words[..n]);
+            self.map.export_section(lpn, &mut words[..n]);
             #[cfg(feature = "dedup")]
             self.dedup_export(&mut words[..n]);
             for (k, w) in words[..n].iter().enumerate() {
@@ -146,6 +158,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// Writes a checkpoint of the current state and makes it current.
     pub(crate) fn write_checkpoint(&mut self) -> Result<(), Error> {
+        // A flash-resident map's checkpoint stores only the directory: every entry goes to its
+        // map page first (each with a sequence number below the checkpoint's).
+        self.map_flush()?;
         let mut last_err = Error::Device(ErrorKind::ProgramFailed);
         for _ in 0..ATTEMPTS {
             match self.try_write_checkpoint() {
@@ -168,9 +183,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let spare_len = META_LEN + self.codec_len;
         let ckpt_seq = self.seq;
         self.seq += 1;
-        let header = header_words(&self.geo, self.cfg.logical_pages, ckpt_seq, self.seq);
-        let total_words = checkpoint_words(&self.geo, self.cfg.logical_pages);
-        let total_pages = checkpoint_pages(&self.geo, self.cfg.logical_pages);
+        let header = header_words(&self.geo, self.cfg.logical_pages, &self.map, ckpt_seq, self.seq);
+        let total_words = checkpoint_words(&self.geo, self.map.section_words());
+        let total_pages = checkpoint_pages(&self.geo, self.map.section_words());
         let per_page = (d / 4) as u64;
         let mut crc = 0u32;
         let mut block = BlockId(0);

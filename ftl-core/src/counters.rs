@@ -41,6 +41,10 @@ pub struct Counters {
     pub erase_failures: u64,
     /// Blocks retired as bad at run time.
     pub blocks_retired: u64,
+    /// Map pages read (flash-resident map: cache misses and write-backs).
+    pub map_page_reads: u64,
+    /// Map pages written (flash-resident map: write-backs, GC moves, checkpoints' flushes).
+    pub map_page_writes: u64,
     /// NAND reads the last mount took.
     pub mount_reads: u64,
     /// Pages the last mount replayed after its checkpoint.

@@ -80,6 +80,20 @@ impl TornPages {
         }
     }
 
+    /// Forgets the pages of a block that was just erased: they are gone, and voiding their
+    /// addresses later would damage whatever the block holds by then.
+    pub(crate) fn forget_block(&mut self, geo: &nand_hal::Geometry, block: BlockId) {
+        let mut kept = 0;
+        for i in 0..self.len {
+            let p = self.pages[i];
+            if geo.block_of(PageId(p)) != block {
+                self.pages[kept] = p;
+                kept += 1;
+            }
+        }
+        self.len = kept;
+    }
+
     fn append(&mut self, other: &TornPages) {
         for &p in &other.pages[..other.len] {
             self.push(PageId(p));
@@ -95,6 +109,9 @@ pub(crate) enum Source<'a> {
     /// In the page buffer's data area; `encode` says whether to compute the codec bytes (false:
     /// they are already in the buffer's spare area, copied raw from another page).
     Buffer { encode: bool },
+    /// A map page in the map's I/O buffer (data area; the codec bytes are computed into its
+    /// spare area, the FTL's page buffer is untouched).
+    Map,
 }
 
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
@@ -144,13 +161,21 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let meta =
                 PageMeta { kind, tag, seq: self.seq, erase_count: self.blocks.get(block).erase_count(), aux };
             self.seq += 1;
-            meta.encode(&mut self.buf[d..d + META_LEN]);
+            // A map page is assembled in the map's own buffer, everything else in the page buffer.
+            let buf: &mut [u8] = match src {
+                Source::Map => self.map.io_buf(),
+                _ => self.buf,
+            };
+            if buf.len() < d + spare_len {
+                return Err(Error::Memory);
+            }
+            meta.encode(&mut buf[d..d + META_LEN]);
             if !encoded {
-                let (data_area, spare_area) = self.buf.split_at_mut(d);
+                let (data_area, spare_area) = buf.split_at_mut(d);
                 let codec_out = &mut spare_area[META_LEN..spare_len];
                 match src {
                     Source::Host(data) => self.policies.codec().encode_as(data, codec_out, format),
-                    Source::Buffer { encode: true } => {
+                    Source::Buffer { encode: true } | Source::Map => {
                         self.policies.codec().encode_as(data_area, codec_out, format)
                     }
                     Source::Buffer { encode: false } => {}
@@ -159,11 +184,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             }
             let data: &[u8] = match src {
                 Source::Host(data) => data,
-                Source::Buffer { .. } => &self.buf[..d],
+                Source::Buffer { .. } | Source::Map => &buf[..d],
             };
             self.counters.nand_programs += 1;
             self.dirty = true;
-            match self.nand.program_page(page, data, &self.buf[d..d + spare_len]) {
+            let programmed = self.nand.program_page(page, data, &buf[d..d + spare_len]);
+            match programmed {
                 Ok(()) => return Ok(page),
                 Err(e) if nand_hal::Error::kind(&e) == ErrorKind::ProgramFailed => {
                     self.counters.program_failures += 1;
@@ -220,14 +246,21 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     #[cold]
     #[inline(never)]
     fn settle_torn_now(&mut self) -> Result<(), Error> {
-        let mut voided = !self.torn.must_checkpoint;
-        for i in 0..self.torn.len {
-            voided &= self.void_page(PageId(self.torn.pages[i]));
+        // Taken first: the checkpoint below writes map pages back (a flash-resident map), and
+        // each write-back settles torn pages before it programs.
+        let torn = core::mem::replace(&mut self.torn, TornPages::NONE);
+        let mut voided = !torn.must_checkpoint;
+        for i in 0..torn.len {
+            voided &= self.void_page(PageId(torn.pages[i]));
         }
         if !voided {
-            self.write_checkpoint()?;
+            if let Err(e) = self.write_checkpoint() {
+                let mut again = torn;
+                again.append(&self.torn);
+                self.torn = again;
+                return Err(e);
+            }
         }
-        self.torn = TornPages::NONE;
         Ok(())
     }
 
@@ -382,7 +415,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         if self.frontiers[Self::frontier_index(target, Stream::Gc)].block != NIL {
             return Ok(target);
         }
-        self.checkpoint_if_due()?;
+        // The due checkpoint waits while it would take the blocks GC needs to free any (it
+        // comes with the next block opened once GC has made room).
+        if self.blocks.total_free() > self.checkpoint_need() {
+            self.checkpoint_if_due()?;
+        }
         let target = self.gc_plane(plane);
         self.ensure_frontier(target, Stream::Gc)
     }
@@ -435,7 +472,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Runs GC in `plane` until it has its free reserve.
     pub(crate) fn ensure_free(&mut self, plane: u32) -> Result<(), Error> {
         let mut rounds = 0u32;
-        while self.blocks.free_count(plane) < self.cfg.gc_free_threshold {
+        while self.blocks.free_count(plane) < self.free_threshold() {
             if !self.gc_one(plane)? {
                 break;
             }

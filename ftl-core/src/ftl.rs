@@ -99,6 +99,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             || mem.list_heads.len() != lay.list_heads
             || mem.page_buf.len() != lay.page_buf
             || map.len() != cfg.logical_pages
+            || !map.fits(&geo)
             || !geo.data_bytes.is_multiple_of(4)
         {
             return Err(Error::Memory);
@@ -222,7 +223,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
 
     /// Bytes of RAM this FTL uses in caller memory plus its own struct.
     pub fn ram_bytes(&self) -> usize {
-        RamLayout::new(&self.geo, &self.cfg).total_bytes() + core::mem::size_of::<Self>()
+        let lay = RamLayout::new(&self.geo, &self.cfg);
+        lay.total_bytes() - lay.map_words * 4 + self.map.ram_bytes() + core::mem::size_of::<Self>()
     }
 
     fn check_range(&self, lpn: u32, bytes: usize) -> Result<u32, Error> {
@@ -254,7 +256,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         if self.nv_read_hit(lpn, out)? {
             return Ok(());
         }
-        let Some(page) = self.map.get(lpn) else {
+        let Some(page) = self.map_get(lpn)? else {
             out.fill(0);
             return Ok(());
         };
@@ -315,8 +317,10 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             self.next_plane = (self.next_plane + 1) % self.geo.total_planes();
             self.gc_pace(plane)?;
             let plane = self.ensure_frontier(plane, stream)?;
+            // Before the program: a write-back this causes comes before the page (map_io.rs).
+            self.map_fault_in(l)?;
             let page = self.append_host(plane, stream, l, chunk)?;
-            self.remap(l, Some(page));
+            self.remap(l, Some(page))?;
             self.counters.host_write_pages += 1;
             self.note_write_programs(programs_before);
             // `append` gave the page the sequence number just before `self.seq`.
@@ -358,7 +362,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         #[cfg(feature = "dedup")]
         self.dedup_order_before(lpn, count)?;
         for l in lpn..lpn + count {
-            self.remap(l, None);
+            self.remap(l, None)?;
         }
         self.trims.push(lpn, count);
         self.counters.host_trim_pages += count as u64;
@@ -391,7 +395,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     }
 
     /// Points `lpn` at `page` (or unmaps it), keeping the valid bitmap and counts right.
-    pub(crate) fn remap(&mut self, lpn: u32, page: Option<PageId>) {
+    pub(crate) fn remap(&mut self, lpn: u32, page: Option<PageId>) -> Result<(), Error> {
+        self.map_fault_in(lpn)?;
         let old = self.map.set(lpn, page);
         // A shared page loses one reference; it is invalid only when none is left.
         #[cfg(feature = "dedup")]
@@ -405,6 +410,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             self.set_valid_bit(p, true);
         }
         self.dirty = true;
+        Ok(())
     }
 
     pub(crate) fn is_valid_page(&self, p: PageId) -> bool {
@@ -466,6 +472,10 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         self.counters.nand_erases += 1;
         match self.nand.erase_block(b) {
             Ok(()) => {
+                // A torn page this block held is gone: its entry must not void the next page
+                // programmed at that address (found by the blip runs: a paced victim with
+                // nothing valid but an unsettled torn page was erased and reused first).
+                self.torn.forget_block(&self.geo, b);
                 self.blocks.count_erase(b);
                 self.blocks.set_state(b, BlockState::Free);
                 self.note_erase(b);

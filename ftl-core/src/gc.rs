@@ -148,11 +148,18 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             self.nand.read_page(page, data, &mut spare[..spare_len])?;
         }
         // The auxiliary word (e.g. the first-write scrambler's flags) travels with the data.
+        // The entry is faulted in before the copy is programmed (see `map_io.rs`); the map's
+        // I/O leaves the page buffer alone.
         let (lpn, aux) = match PageMeta::decode(&self.buf[d..d + spare_len]) {
-            SpareState::Valid(m) if m.kind == PageKind::Data && self.map.get(m.tag) == Some(page) => {
+            SpareState::Valid(m) if m.kind == PageKind::Map => return self.relocate_map_page(page, m.tag),
+            SpareState::Valid(m)
+                if m.kind == PageKind::Data
+                    && m.tag < self.cfg.logical_pages
+                    && self.map_get(m.tag)? == Some(page) =>
+            {
                 (Some(m.tag), m.aux)
             }
-            _ => (self.find_lpn(page), 0),
+            _ => (self.find_lpn(page)?, 0),
         };
         let Some(lpn) = lpn else {
             // Not mapped after all: nothing to move.
@@ -177,15 +184,20 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let new = new?;
         #[cfg(feature = "dedup")]
         self.dedup_moved(page, new);
-        self.remap(lpn, Some(new));
+        self.remap(lpn, Some(new))?;
         self.counters.gc_page_copies += 1;
         Ok(())
     }
 
     /// The logical page mapped to `page`, by searching the map (used only when the spare cannot be
     /// trusted).
-    fn find_lpn(&self, page: PageId) -> Option<u32> {
-        (0..self.map.len()).find(|&l| self.map.get(l) == Some(page))
+    fn find_lpn(&mut self, page: PageId) -> Result<Option<u32>, Error> {
+        for l in 0..self.map.len() {
+            if self.map_get(l)? == Some(page) {
+                return Ok(Some(l));
+            }
+        }
+        Ok(None)
     }
 
     /// Retires every block a program failed on (moves its data, then marks it bad), then, if

@@ -194,6 +194,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// pages for GC to drop to the detecting format. `marks` must have
     /// [`flex_mark_words`]`(capacity)` words (else [`Error::Memory`]); its content is discarded.
     pub fn enable_flex(&mut self, marks: &'m mut [u32], cfg: FlexConfig) -> Result<(), Error> {
+        self.only_flat_map()?;
         let words = (self.cfg.logical_pages as usize).div_ceil(32);
         if marks.len() != 2 * words {
             return Err(Error::Memory);

@@ -104,6 +104,8 @@ pub enum PageKind {
     Journal = 2,
     /// A page of a checkpoint.
     Checkpoint = 3,
+    /// A map page of a flash-resident map (tag: the map page's number).
+    Map = 4,
 }
 
 /// Decoded page metadata.
@@ -184,6 +186,7 @@ impl PageMeta {
             1 => PageKind::Data,
             2 => PageKind::Journal,
             3 => PageKind::Checkpoint,
+            4 => PageKind::Map,
             _ => return SpareState::Invalid,
         };
         let w = |i: usize| u32::from_le_bytes([m[i], m[i + 1], m[i + 2], m[i + 3]]);
@@ -250,7 +253,7 @@ mod tests {
 
     fn random_meta(rng: &mut Rng) -> PageMeta {
         PageMeta {
-            kind: [PageKind::Data, PageKind::Journal, PageKind::Checkpoint][rng.below(3)],
+            kind: [PageKind::Data, PageKind::Journal, PageKind::Checkpoint, PageKind::Map][rng.below(4)],
             tag: rng.next() as u32,
             seq: rng.next() & MAX_SEQ,
             erase_count: rng.next() as u32 & MAX_ERASE_COUNT,

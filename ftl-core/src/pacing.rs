@@ -22,9 +22,10 @@
 //!   a choice); a paced step stops once a checkpoint falls due.
 //!
 //! On-demand GC stays as the fallback (it first finishes the paced victim); the counter
-//! `gc_blocks_on_demand` says how often it ran. It runs before a host page whenever the plane is
-//! more than one block under its reserve (journal pages, GC blocks or a checkpoint opened blocks
-//! while pacing was waiting to start): pacing never takes a plane deeper than on-demand GC does.
+//! `gc_blocks_on_demand` says how often it ran. It also runs before a host page when the plane
+//! has no free block left, and before a due checkpoint when the free blocks do not cover the
+//! checkpoint plus one block for GC (journal pages and GC blocks take free blocks while
+//! pacing waits to start; without this, a checkpoint could find none: the seed-329 `NoSpace`).
 //! Checkpoint blocks come from the planes that held the previous checkpoint when free counts tie,
 //! so a checkpoint creates no sudden deficit.
 //!
@@ -157,14 +158,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         if !self.pacing_on() || plane as usize >= self.paced.len() {
             return Ok(());
         }
-        let threshold = self.cfg.gc_free_threshold;
-        // Pacing may leave a plane one block under its reserve (where on-demand GC leaves it
-        // while a host block fills), never more: journal pages, GC blocks and checkpoints take
-        // free blocks of their own while pacing waits, and the reserve is what lets GC and a
-        // checkpoint always open a block. Deeper than that, collect now, on demand.
-        if self.blocks.free_count(plane).saturating_add(1) < threshold {
-            self.ensure_free(plane)?;
-        }
+        let threshold = self.free_threshold();
         let free = self.blocks.free_count(plane);
         let left = self.host_pages_left(plane);
         // A due checkpoint is this write's work, alone (it would otherwise come with the copies
@@ -182,7 +176,18 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             && ((left == 0 && due_in <= 2)
                 || (free >= threshold && due_in <= interval / CHECKPOINT_EARLY_DIV));
         if self.checkpoint_due() || early {
+            // The checkpoint needs its blocks and GC one more (the old checkpoint's come back
+            // after). Journal pages and GC blocks may have taken free blocks while pacing waited
+            // to start: if what is left falls short, this plane collects on demand first.
+            if self.blocks.total_free() < self.checkpoint_need() || free == 0 {
+                self.ensure_free(plane)?;
+            }
             return self.write_checkpoint();
+        }
+        if free == 0 {
+            // No block for GC to copy into once the GC block fills: collect on demand now.
+            self.ensure_free(plane)?;
+            return Ok(());
         }
         let current = self.paced_victim(plane);
         if current.is_none() && free >= threshold {

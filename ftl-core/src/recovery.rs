@@ -51,11 +51,13 @@
 use nand_hal::{BlockId, NandFlash, PageId};
 
 use crate::blocks::{BlockState, FLAG_LIVE_JOURNAL};
-use crate::checkpoint::{checkpoint_words, header_words, CheckpointState, BAD_BIT, HEADER_WORDS};
+use crate::checkpoint::{
+    checkpoint_words, header_words, CheckpointState, BAD_BIT, HEADER_WORDS, MAP_KIND_WORD,
+};
 use crate::crc32c::crc32c_append;
 use crate::frontier::{Frontier, Source};
 use crate::journal::{journal_capacity, journal_entries};
-use crate::map::{MappingTable, UNMAPPED};
+use crate::map::MappingTable;
 use crate::meta::{
     is_bad_block_marker, void_zeros, PageKind, PageMeta, SpareState, MAX_SEQ, META_LEN, VOID_CLEAR_MAX_ZEROS,
     VOID_MIN_ZEROS, VOID_STRONG_ZEROS,
@@ -80,6 +82,17 @@ const HISTORY: usize = crate::frontier::MAX_PROGRAM_ATTEMPTS as usize;
 
 /// Block-table flag used only during mount: the loaded checkpoint says the block is bad.
 const FLAG_CKPT_BAD: u8 = 0x80;
+
+const EMPTY_CURSOR: Cursor = Cursor {
+    block: 0,
+    page: 0,
+    seq: u64::MAX,
+    kind: PageKind::Data,
+    tag: 0,
+    aux: 0,
+    #[cfg(feature = "wom")]
+    second: false,
+};
 
 #[derive(Copy, Clone)]
 struct Cursor {
@@ -253,7 +266,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let d = self.geo.data_bytes as usize;
         let ppb = self.geo.pages_per_block;
         let spare_len = META_LEN + self.codec_len;
-        let total_words = checkpoint_words(&self.geo, self.cfg.logical_pages);
+        let total_words = checkpoint_words(&self.geo, self.map.section_words());
         let per_page = (d / 4) as u64;
         let mut crc = 0u32;
         let mut total_pages = u32::MAX;
@@ -294,7 +307,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     return Ok(None);
                 }
                 next_seq = self.word(10) as u64 | (self.word(11) as u64) << 32;
-                let want = header_words(&self.geo, self.cfg.logical_pages, seq, next_seq);
+                let want = header_words(&self.geo, self.cfg.logical_pages, &self.map, seq, next_seq);
+                if self.word(MAP_KIND_WORD) != want[MAP_KIND_WORD] {
+                    // Formatted with the other kind of map.
+                    return Err(Error::Config);
+                }
                 if (0..HEADER_WORDS as usize).any(|i| self.word(i) != want[i]) {
                     return Err(Error::Corrupt);
                 }
@@ -347,25 +364,20 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             return;
         }
         i -= self.geo.total_blocks() as u64;
-        if i < self.map.len() as u64 {
-            self.map.set(i as u32, (w != UNMAPPED).then_some(PageId(w)));
+        if i < self.map.section_words() as u64 {
+            self.map.import_section(i as u32, w);
         }
     }
 
-    /// Step 3 and 4.
-    fn replay(&mut self, ckpt_seq: u64) -> Result<Replayed, Error> {
+    /// Step 3's cursors: the blocks opened since the checkpoint, the frontier blocks it
+    /// recorded (from their recorded next page) and, with second writes, the blocks holding
+    /// second writes. Heads not loaded yet.
+    fn replay_cursors(
+        &self,
+        ckpt_seq: u64,
+        cursors: &mut [Cursor; MAX_REPLAY_BLOCKS],
+    ) -> Result<usize, Error> {
         let ppb = self.geo.pages_per_block;
-        let empty = Cursor {
-            block: 0,
-            page: 0,
-            seq: u64::MAX,
-            kind: PageKind::Data,
-            tag: 0,
-            aux: 0,
-            #[cfg(feature = "wom")]
-            second: false,
-        };
-        let mut cursors = [empty; MAX_REPLAY_BLOCKS];
         let mut n = 0usize;
         fn add(cursors: &mut [Cursor], n: &mut usize, c: Cursor) -> Result<(), Error> {
             let slot = cursors.get_mut(*n).ok_or(Error::Corrupt)?;
@@ -376,7 +388,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         for b in 0..self.geo.total_blocks() {
             let bid = BlockId(b);
             if self.blocks.state(bid) == BlockState::Used && self.blocks.raw_scratch(bid) > ckpt_seq {
-                add(&mut cursors, &mut n, Cursor { block: b, page: 0, ..empty })?;
+                add(cursors, &mut n, Cursor { block: b, page: 0, ..EMPTY_CURSOR })?;
             }
         }
         for f in self.frontiers {
@@ -388,21 +400,74 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 && self.blocks.raw_scratch(bid) < ckpt_seq
                 && !cursors[..n].iter().any(|c| c.block == f.block)
             {
-                add(&mut cursors, &mut n, Cursor { block: f.block, page: f.next_page, ..empty })?;
+                add(cursors, &mut n, Cursor { block: f.block, page: f.next_page, ..EMPTY_CURSOR })?;
             }
         }
         #[cfg(feature = "wom")]
         for b in 0..self.geo.total_blocks() {
             if self.reuse_replays(BlockId(b)) {
-                add(&mut cursors, &mut n, Cursor { block: b, page: 0, second: true, ..empty })?;
+                add(cursors, &mut n, Cursor { block: b, page: 0, second: true, ..EMPTY_CURSOR })?;
             }
         }
+        Ok(n)
+    }
+
+    /// Step 3's first pass, with a flash-resident map only: in sequence order, every map page
+    /// written since the checkpoint that reads whole becomes the directory's version of its map
+    /// page (torn ones are voided). The second pass then skips every data page and trim older
+    /// than the newest version of its map page (that version holds it), so the entries replay
+    /// keeps in RAM are those that were dirty in the cache when the power went: they fit in it.
+    /// (Replaying every update in order would need more room: a superseded map page's block may
+    /// have been erased since, and with it a write-back that cleaned lines.) Loads read the
+    /// newest version, so no older one is needed: a superseded map page's block may be erased
+    /// at once, even the version the checkpoint's directory names.
+    fn replay_map_pages(
+        &mut self,
+        cursors: &mut [Cursor],
+        ckpt_seq: u64,
+        voids_complete: &mut bool,
+    ) -> Result<(), Error> {
+        for c in cursors.iter_mut() {
+            self.load_head(c, ckpt_seq, voids_complete)?;
+        }
+        while let Some(k) =
+            (0..cursors.len()).filter(|&k| cursors[k].seq != u64::MAX).min_by_key(|&k| cursors[k].seq)
+        {
+            let c = cursors[k];
+            if c.kind == PageKind::Map {
+                if c.tag >= self.map.map_pages() {
+                    return Err(Error::Corrupt);
+                }
+                let page = self.geo.page(BlockId(c.block), c.page);
+                if self.map_page_whole(page)? {
+                    self.map.replay_newer(c.tag, page);
+                } else {
+                    *voids_complete &= self.void_page(page);
+                }
+            }
+            cursors[k].page += 1;
+            self.load_head(&mut cursors[k], ckpt_seq, voids_complete)?;
+        }
+        Ok(())
+    }
+
+    /// Step 3 and 4.
+    fn replay(&mut self, ckpt_seq: u64) -> Result<Replayed, Error> {
+        let ppb = self.geo.pages_per_block;
+        let mut cursors = [EMPTY_CURSOR; MAX_REPLAY_BLOCKS];
+        let mut map_voids = true;
+        self.map.replay_begin();
+        if self.map.on_flash() {
+            let n = self.replay_cursors(ckpt_seq, &mut cursors)?;
+            self.replay_map_pages(&mut cursors[..n], ckpt_seq, &mut map_voids)?;
+        }
+        let n = self.replay_cursors(ckpt_seq, &mut cursors)?;
         let mut out = Replayed {
             blocks: n as u32,
             pages: 0,
             max_seq: 0,
             resume: [[None; 2]; crate::config::MAX_TOTAL_PLANES],
-            voids_complete: true,
+            voids_complete: map_voids,
             refresh: None,
         };
         let done = &mut out.voids_complete;
@@ -427,7 +492,15 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     if c.tag >= self.cfg.logical_pages {
                         return Err(Error::Corrupt);
                     }
-                    let prev = self.map.set(c.tag, Some(page));
+                    if self.map.replay_skips(c.tag) {
+                        // Already in a newer map page (see `replay_map_pages`).
+                        out.pages += 1;
+                        out.max_seq = out.max_seq.max(c.seq);
+                        cursors[k].page += 1;
+                        self.load_head(&mut cursors[k], ckpt_seq, done)?;
+                        continue;
+                    }
+                    let prev = self.replay_map_set(c.tag, Some(page))?;
                     history[applied % HISTORY] = (c.tag, prev, page);
                     applied += 1;
                     #[cfg(feature = "dedup")]
@@ -454,6 +527,13 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     // Pages before a complete journal page are complete too.
                     applied = 0;
                 }
+                PageKind::Map => {
+                    // From here on, updates of this map page's entries are newer than it.
+                    if !self.map.on_flash() {
+                        return Err(Error::Corrupt);
+                    }
+                    self.map.replay_pass(c.tag, page);
+                }
                 PageKind::Checkpoint => {}
             }
             out.pages += 1;
@@ -472,7 +552,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 out.refresh = (corrected > 0).then_some(page);
                 break;
             }
-            self.map.set(lpn, prev);
+            self.replay_map_set(lpn, prev)?;
             #[cfg(feature = "dedup")]
             self.dedup_replay_ref(prev);
             out.voids_complete &= self.void_newest(page);
@@ -628,7 +708,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 return Err(Error::Corrupt);
             }
             for l in a..a + n {
-                let _prev = self.map.set(l, None);
+                if self.map.replay_skips(l) {
+                    continue;
+                }
+                let _prev = self.replay_map_set(l, None)?;
                 #[cfg(feature = "dedup")]
                 self.dedup_replay_unref(_prev);
             }
@@ -675,17 +758,23 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             self.nand.read_page(page, data, &mut spare[..spare_len])?;
             // The auxiliary word (e.g. the first-write scrambler's flags) travels with the data.
             let (lpn, aux) = match PageMeta::decode(&spare[..spare_len]) {
-                SpareState::Valid(m) if m.kind == PageKind::Data && self.map.get(m.tag) == Some(page) => {
+                SpareState::Valid(m) if m.kind == PageKind::Data && m.tag < self.cfg.logical_pages => {
                     (m.tag, m.aux)
                 }
                 _ => continue,
             };
+            // The entry is faulted in before the copy (see `map_io.rs`); the map's I/O leaves
+            // the page buffer alone.
+            if self.map_get(lpn)? != Some(page) {
+                continue;
+            }
+            let (data, spare) = self.buf.split_at_mut(d);
             if self.policies.codec().decode(data, &spare[META_LEN..spare_len]).is_err() {
                 continue;
             }
             let new =
                 self.append(plane, Stream::Gc, PageKind::Data, lpn, aux, Source::Buffer { encode: true })?;
-            self.remap(lpn, Some(new));
+            self.remap(lpn, Some(new))?;
             return Ok(());
         }
         Ok(())
@@ -704,6 +793,42 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(self.policies.codec().decode(data, &spare[META_LEN..spare_len]).is_ok())
     }
 
+    /// Step 5, one mapped page (a logical page's or a map page): valid in the bitmap, counted in
+    /// its block.
+    fn count_valid_at_mount(&mut self, p: PageId) -> Result<(), Error> {
+        if !self.geo.contains_page(p) {
+            return Err(Error::Corrupt);
+        }
+        let b = self.geo.block_of(p);
+        if self.blocks.state(b) != BlockState::Used {
+            return Err(Error::Corrupt);
+        }
+        let w = &mut self.valid[p.0 as usize / 32];
+        let bit = 1u32 << (p.0 % 32);
+        if *w & bit != 0 {
+            // Two logical pages on one physical page: not something this FTL writes.
+            return Err(Error::Corrupt);
+        }
+        *w |= bit;
+        let v = self.blocks.get(b).valid();
+        self.blocks.raw_set_valid(b, v + 1);
+        Ok(())
+    }
+
+    /// A replayed map page, read whole: its metadata and codec check out (a page that needed
+    /// corrections is read a second time and kept only if that read decodes too: a cut can leave
+    /// cells marginal).
+    fn map_page_whole(&mut self, page: PageId) -> Result<bool, Error> {
+        match self.newest_page_check(page)? {
+            Some(_) => {
+                let d = self.geo.data_bytes as usize;
+                Ok(matches!(PageMeta::decode(&self.buf[d..d + META_LEN + self.codec_len]),
+                    SpareState::Valid(m) if m.kind == PageKind::Map))
+            }
+            None => Ok(false),
+        }
+    }
+
     /// Step 5: valid bitmap, counts, states and lists from the map.
     fn rebuild(&mut self) -> Result<(), Error> {
         #[cfg(feature = "dedup")]
@@ -713,29 +838,20 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 self.blocks.raw_set_valid(BlockId(b), 0);
             }
         }
+        if self.map.on_flash() {
+            self.for_each_mapping_on_flash(Self::count_valid_at_mount)?;
+        }
         for l in 0..self.map.len() {
+            if self.map.on_flash() {
+                break;
+            }
             let Some(p) = self.map.get(l) else { continue };
             // Shared pages are counted once each, below.
             #[cfg(feature = "dedup")]
             if self.dedup_attached() && crate::dedup::is_virtual(p) {
                 continue;
             }
-            if !self.geo.contains_page(p) {
-                return Err(Error::Corrupt);
-            }
-            let b = self.geo.block_of(p);
-            if self.blocks.state(b) != BlockState::Used {
-                return Err(Error::Corrupt);
-            }
-            let w = &mut self.valid[p.0 as usize / 32];
-            let bit = 1u32 << (p.0 % 32);
-            if *w & bit != 0 {
-                // Two logical pages on one physical page: not something this FTL writes.
-                return Err(Error::Corrupt);
-            }
-            *w |= bit;
-            let v = self.blocks.get(b).valid();
-            self.blocks.raw_set_valid(b, v + 1);
+            self.count_valid_at_mount(p)?;
         }
         #[cfg(feature = "wom")]
         self.reuse_rebuild_valid()?;

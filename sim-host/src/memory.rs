@@ -1,13 +1,31 @@
-//! Owned buffers for the FTL on the host: the `Vec`s behind the slices `ftl_core::Memory` and
-//! `ftl_core::FlatMap` borrow, sized by `ftl_core::RamLayout`.
+//! Host-side owner of the buffers an FTL instance borrows: the `ftl_core::Memory` tables and the
+//! map (flat, or a flash-resident map with a cache of a chosen size), sized by
+//! `ftl_core::RamLayout` and `ftl_core::CachedMapLayout`.
 
-use ftl_core::{BlockInfo, Config, FlatMap, Memory, RamLayout};
+use ftl_core::{AnyMap, BlockInfo, CachedMap, CachedMapLayout, Config, FlatMap, MapLine, Memory, RamLayout};
 use nand_hal::Geometry;
 
-/// Every buffer an FTL needs, owned.
-#[derive(Clone, Debug)]
+/// Which map an instance uses.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum MapChoice {
+    /// One word per logical page in RAM.
+    Flat,
+    /// The map on flash behind a cache of about this many bytes of lines.
+    Cached {
+        /// Bytes of cache lines.
+        cache_bytes: usize,
+    },
+}
+
+/// Buffers for one FTL instance (reused across remounts).
+#[derive(Clone)]
 pub struct FtlMemory {
+    choice: MapChoice,
+    geometry: Geometry,
+    logical_pages: u32,
     map: Vec<u32>,
+    lines: Vec<MapLine>,
+    io: Vec<u8>,
     valid: Vec<u32>,
     blocks: Vec<BlockInfo>,
     heads: Vec<u32>,
@@ -15,11 +33,28 @@ pub struct FtlMemory {
 }
 
 impl FtlMemory {
-    /// Buffers for `geometry` and `config`.
+    /// Buffers for `geometry` and `config` with a flat map.
     pub fn new(geometry: &Geometry, config: &Config) -> Self {
+        Self::with_map(geometry, config, MapChoice::Flat)
+    }
+
+    /// Buffers for `geometry` and `config` with the map `choice` names.
+    pub fn with_map(geometry: &Geometry, config: &Config, choice: MapChoice) -> Self {
         let lay = RamLayout::new(geometry, config);
+        let (map, lines, io) = match choice {
+            MapChoice::Flat => (vec![0; lay.map_words], Vec::new(), Vec::new()),
+            MapChoice::Cached { cache_bytes } => {
+                let c = CachedMapLayout::new(geometry, config.logical_pages, cache_bytes);
+                (vec![0; c.dir_words], vec![MapLine::EMPTY; c.lines], vec![0; c.io_bytes])
+            }
+        };
         FtlMemory {
-            map: vec![0; lay.map_words],
+            choice,
+            geometry: *geometry,
+            logical_pages: config.logical_pages,
+            map,
+            lines,
+            io,
             valid: vec![0; lay.valid_words],
             blocks: vec![BlockInfo::EMPTY; lay.blocks],
             heads: vec![0; lay.list_heads],
@@ -27,10 +62,32 @@ impl FtlMemory {
         }
     }
 
-    /// The flat map and the rest, borrowed for one FTL instance.
-    pub fn parts(&mut self) -> (FlatMap<'_>, Memory<'_>) {
+    /// The map this memory holds.
+    pub fn map_choice(&self) -> MapChoice {
+        self.choice
+    }
+
+    /// The map and the rest, borrowed for one FTL instance. A cached map whose sizes the
+    /// geometry does not allow (pages not a multiple of 64 bytes) comes back as a flat map over
+    /// no entries, which the FTL refuses with `Error::Memory`.
+    pub fn parts(&mut self) -> (AnyMap<'_>, Memory<'_>) {
+        let map = match self.choice {
+            MapChoice::Flat => AnyMap::Flat(FlatMap::new(&mut self.map)),
+            MapChoice::Cached { .. } => {
+                match CachedMap::new(
+                    &mut self.lines,
+                    &mut self.map,
+                    &mut self.io,
+                    &self.geometry,
+                    self.logical_pages,
+                ) {
+                    Ok(m) => AnyMap::Cached(m),
+                    Err(_) => AnyMap::Flat(FlatMap::new(&mut [])),
+                }
+            }
+        };
         (
-            FlatMap::new(&mut self.map),
+            map,
             Memory {
                 valid: &mut self.valid,
                 blocks: &mut self.blocks,
@@ -43,6 +100,8 @@ impl FtlMemory {
     /// Bytes held.
     pub fn bytes(&self) -> usize {
         self.map.len() * 4
+            + self.lines.len() * core::mem::size_of::<MapLine>()
+            + self.io.len()
             + self.valid.len() * 4
             + self.blocks.len() * core::mem::size_of::<BlockInfo>()
             + self.heads.len() * 4

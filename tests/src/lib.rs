@@ -18,14 +18,48 @@ use std::fmt::Write as _;
 
 use ftl_core::policy::{DefaultPolicies, PolicySet};
 use ftl_core::reuse::{Reuse, ReuseConfig, SecondWriteCodec};
-use ftl_core::{Config, Counters, Error, FlatMap, Ftl};
+use ftl_core::{AnyMap, Config, Counters, Error, Ftl};
 use nand_hal::{EccRequirement, ErrorKind, Geometry, NandFlash};
 use sim_host::emulator::{Emulator, EmulatorConfig};
-use sim_host::memory::FtlMemory;
+use sim_host::memory::{FtlMemory, MapChoice};
 use sim_host::sim::wom::ReuseBuffers;
 
 /// The FTL type the tests use: the baseline policies unless given others (e.g. a BCH codec).
-pub type TestFtl<'a, N, P = DefaultPolicies> = Ftl<'a, N, P, FlatMap<'a>>;
+pub type TestFtl<'a, N, P = DefaultPolicies> = Ftl<'a, N, P, AnyMap<'a>>;
+
+/// The cached map's cache in tests: an eighth of the map's lines (at least one line, a
+/// multiple of 4 from 4 on), so that lines are evicted and map pages written back all the time.
+pub fn small_map_cache(config: &Config) -> MapChoice {
+    let lines = (config.logical_pages as usize).div_ceil(16) / 8;
+    let lines = if lines >= 4 { lines / 4 * 4 } else { lines.max(1) };
+    MapChoice::Cached { cache_bytes: lines * core::mem::size_of::<ftl_core::MapLine>() }
+}
+
+/// Marks the choice of the cached map with [`small_map_cache`] (sized when used).
+pub const CACHED: MapChoice = MapChoice::Cached { cache_bytes: 0 };
+
+/// The map a test runs with unless it picks one: flat, or the cached map with
+/// [`small_map_cache`] when `FTL_TEST_MAP=cached` (to run a whole suite on it).
+pub fn default_map() -> MapChoice {
+    match std::env::var("FTL_TEST_MAP").as_deref() {
+        Ok("cached") => CACHED,
+        _ => MapChoice::Flat,
+    }
+}
+
+/// The map `choice` names for `config` ([`CACHED`] sized by [`small_map_cache`]).
+pub fn sized_map(choice: MapChoice, config: &Config) -> MapChoice {
+    if choice == CACHED {
+        small_map_cache(config)
+    } else {
+        choice
+    }
+}
+
+/// Buffers for one instance with [`default_map`].
+pub fn test_memory(geometry: &Geometry, config: &Config) -> FtlMemory {
+    FtlMemory::with_map(geometry, config, sized_map(default_map(), config))
+}
 
 /// 512 + 32 byte pages (room for the 28 metadata bytes and the 4-byte CRC codec), NOP 4, in-order
 /// programming, with the given shape.
@@ -860,6 +894,10 @@ pub struct Totals {
     pub second_writes: u64,
     /// GC rewrites of second writes (feature `wom`).
     pub second_write_gc_rewrites: u64,
+    /// Map pages read (cached map).
+    pub map_page_reads: u64,
+    /// Map pages written (cached map).
+    pub map_page_writes: u64,
 }
 
 impl Totals {
@@ -867,6 +905,8 @@ impl Totals {
     pub fn add(&mut self, c: &Counters) {
         self.gc_blocks += c.gc_blocks;
         self.checkpoints += c.checkpoints;
+        self.map_page_reads += c.map_page_reads;
+        self.map_page_writes += c.map_page_writes;
         self.journal_pages += c.journal_pages;
         self.blocks_retired += c.blocks_retired;
         self.program_failures += c.program_failures;
@@ -969,12 +1009,28 @@ impl Env {
     }
 }
 
+impl<P> Env<P> {
+    /// Runs the FTL with `map` (before the first op: memory is reused by every mount).
+    pub fn use_map(&mut self, map: MapChoice) {
+        self.mem = FtlMemory::with_map(&self.emu.geometry(), &self.cfg, sized_map(map, &self.cfg));
+    }
+}
+
+/// The flat map, or the cached map with [`small_map_cache`].
+pub fn map_choice(cached: bool) -> MapChoice {
+    if cached {
+        CACHED
+    } else {
+        MapChoice::Flat
+    }
+}
+
 impl<P: PolicySet + Clone> Env<P> {
     /// A new environment over `emu` (nothing done to it yet) whose FTLs run with `policies`.
     pub fn with_policies(emu: Emulator, cfg: Config, policies: P) -> Self {
         let geo = emu.geometry();
         Env {
-            mem: FtlMemory::new(&geo, &cfg),
+            mem: test_memory(&geo, &cfg),
             emu,
             cfg,
             model: Model::new(cfg.logical_pages),

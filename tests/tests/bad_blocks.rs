@@ -20,7 +20,6 @@ use ftl_tests::{
 };
 use nand_hal::{BlockId, ErrorType, Geometry, NandFlash, PageId};
 use sim_host::emulator::{EmuError, Emulator, EmulatorConfig, FaultConfig};
-use sim_host::memory::FtlMemory;
 
 /// Passes every operation to the emulator and records those that touch a factory-bad block
 /// other than to read it.
@@ -79,7 +78,9 @@ fn run(seed: u64) -> Totals {
     let mut emu = Emulator::new(EmulatorConfig { faults, seed, ..EmulatorConfig::new(geo) }).unwrap();
     let factory: Vec<BlockId> = emu.factory_bad_blocks().collect();
     assert!(!factory.is_empty(), "seed {seed}: no factory-bad block drawn");
-    let mut mem = FtlMemory::new(&geo, &cfg);
+    // Even seeds run the cached map (an eighth of the map cached).
+    let map = ftl_tests::sized_map(ftl_tests::map_choice(seed.is_multiple_of(2)), &cfg);
+    let mut mem = sim_host::memory::FtlMemory::with_map(&geo, &cfg, map);
     let mut model = Model::new(cfg.logical_pages);
     let mut log = Log::default();
     let mut mount_cut = None;
@@ -166,7 +167,7 @@ struct Tight {
     geo: Geometry,
     cfg: Config,
     emu: Emulator,
-    mem: FtlMemory,
+    mem: sim_host::memory::FtlMemory,
     model: Model,
     window: Vec<ftl_tests::Op>,
     /// The free blocks of each plane as a mount of the device leaves them (all dirty: mount
@@ -186,7 +187,7 @@ fn tight_with(seed: u64, pacing: bool) -> Tight {
     let mut cfg = Config::for_utilization(&geo, 400);
     cfg.checkpoint_interval_blocks = 2;
     let mut emu = Emulator::new(EmulatorConfig { seed, ..EmulatorConfig::new(geo) }).unwrap();
-    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut mem = ftl_tests::test_memory(&geo, &cfg);
     let mut model = Model::new(cfg.logical_pages);
     let mut rng = Rng::new(seed);
     let mut ops: Vec<_> =

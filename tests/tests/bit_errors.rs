@@ -61,7 +61,6 @@ use ftl_tests::{
 use nand_hal::{BlockId, EccRequirement, Geometry, NandFlash, PageId};
 use proptest::prelude::*;
 use sim_host::emulator::{Emulator, EmulatorConfig, FaultConfig};
-use sim_host::memory::FtlMemory;
 
 /// BCH(m = 13, t = 8) over 512-byte codewords: 2 words of remainder.
 type Bch8 = BchCodec<8192, 2>;
@@ -127,6 +126,8 @@ fn model_run(ops: &[Op], torn: f64, erase: f64, seed: u64) -> Result<(), String>
     let geo = bch_geometry(PPB, BLOCKS_PER_PLANE, PLANES);
     let mut env =
         Env::with_policies(emulator(geo, RBER, torn, erase, seed), model_config(), bch_policies(&geo));
+    // Odd seeds run the cached map (an eighth of the map cached): map pages under raw bit errors too.
+    env.use_map(ftl_tests::map_choice(!seed.is_multiple_of(2)));
     env.verify = Verify::All;
     env.run(ops, Start::Format).map(drop)
 }
@@ -230,6 +231,8 @@ fn random_cuts_with_bch_and_rber() {
             }
         }
         let mut env = Env::with_policies(emulator(geo, RBER, torn, erase, seed), cfg, bch_policies(&geo));
+        // Even seeds run the cached map (an eighth of the map cached).
+        env.use_map(ftl_tests::map_choice(seed.is_multiple_of(2)));
         env.verify = Verify::Touched;
         env.random_cuts = Some(RandomCuts {
             rng: Rng::new(seed ^ 0xC0FFEE),
@@ -332,6 +335,7 @@ fn random_cuts_with_program_failures_and_rber() {
         };
         let emu = Emulator::new(EmulatorConfig { faults, seed, ..EmulatorConfig::new(geo) }).unwrap();
         let mut env = Env::with_policies(emu, cfg, bch_policies(&geo));
+        env.use_map(ftl_tests::map_choice(seed.is_multiple_of(2)));
         env.verify = Verify::Touched;
         env.random_cuts = Some(RandomCuts {
             rng: Rng::new(seed ^ 0xFA11),
@@ -389,7 +393,7 @@ fn corrected_bits_are_counted_and_reads_stay_exact() {
     let geo = bch_geometry(8, 16, 2);
     let cfg = Config::with_logical_pages(&geo, 64);
     let mut emu = emulator(geo, 5e-5, 0.5, 0.5, 3);
-    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut mem = ftl_tests::test_memory(&geo, &cfg);
     let corrected = Rc::new(Cell::new(0));
     let failed = Rc::new(Cell::new(0));
     let codec = Counting {
@@ -434,7 +438,7 @@ fn errors_beyond_t_are_uncorrectable_never_wrong_data() {
     let geo = bch_geometry(8, 16, 2);
     let cfg = Config::with_logical_pages(&geo, 64);
     let mut emu = emulator(geo, 0.0, 0.5, 0.5, 4);
-    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut mem = ftl_tests::test_memory(&geo, &cfg);
     let policies = bch_policies(&geo);
     {
         let mut f = format_with(&mut emu, &mut mem, cfg, policies.clone()).unwrap();
@@ -576,7 +580,7 @@ fn torn_page_case(torn: f64, seed: u64, void_cuts: u32, mount_cut: Option<u64>, 
     cfg.checkpoint_interval_blocks = 4;
     let policies = bch_policies(&geo);
     let mut emu = emulator(geo, RBER, torn, 0.5, seed);
-    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut mem = ftl_tests::test_memory(&geo, &cfg);
     // 26..=31 pages written first, so the torn page lands at different offsets of its block.
     let filled = 26 + (seed % 6) as u32;
     let mut want: Vec<Option<u64>> = (0..32).map(|l| (l < filled).then_some(1 + l as u64)).collect();
@@ -590,7 +594,7 @@ fn torn_page_case(torn: f64, seed: u64, void_cuts: u32, mount_cut: Option<u64>, 
     }
     // Mount, then write lpn 5's new content with the cut at its program.
     let mut torn_write = |e: &mut Emulator| {
-        let mut mem = FtlMemory::new(&geo, &cfg);
+        let mut mem = ftl_tests::test_memory(&geo, &cfg);
         if let Ok(mut f) = mount_with(e, &mut mem, cfg, policies.clone()) {
             let _ = f.write(5, &page(5, 99));
         }
@@ -601,7 +605,7 @@ fn torn_page_case(torn: f64, seed: u64, void_cuts: u32, mount_cut: Option<u64>, 
     assert!(!emu.is_powered());
     emu.restore_power();
     let mut mount = |e: &mut Emulator| {
-        let mut mem = FtlMemory::new(&geo, &cfg);
+        let mut mem = ftl_tests::test_memory(&geo, &cfg);
         let _ = mount_with(e, &mut mem, cfg, policies.clone());
     };
     for _ in 0..void_cuts {
@@ -779,7 +783,7 @@ fn torn_page_decoding_on_one_lucky_read_is_rolled_back() {
     let geo = bch_geometry(PPB, BLOCKS_PER_PLANE, PLANES);
     let cfg = model_config();
     let mut emu = emulator(geo, 0.0, 0.0, 0.0, 5);
-    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut mem = ftl_tests::test_memory(&geo, &cfg);
     let mut dev = Marginal { emu: &mut emu, last_program: None, target: None, t: 8, reads: 0 };
     let mut f = format_with(&mut dev, &mut mem, cfg, bch_policies(&geo)).unwrap();
     f.write(3, &page(3, 1)).unwrap();

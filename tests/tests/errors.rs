@@ -34,7 +34,6 @@ use ftl_tests::{
 use nand_hal::{BlockId, ErrorKind, ErrorType, Geometry, NandFlash, PageId};
 use proptest::prelude::*;
 use sim_host::emulator::{Emulator, EmulatorConfig, FaultConfig};
-use sim_host::memory::FtlMemory;
 
 fn small() -> (Geometry, Config) {
     let geo = geometry(8, 16, 2);
@@ -67,7 +66,7 @@ fn populated(seed: u64) -> (Emulator, Model) {
 fn bad_arguments_return_errors_and_change_nothing() {
     let (geo, cfg) = small();
     let (mut emu, model) = populated(1);
-    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut mem = ftl_tests::test_memory(&geo, &cfg);
     let mut f = mount(&mut emu, &mut mem, cfg).unwrap();
     let l = cfg.logical_pages;
     let before = (f.nand().ops_issued(), *f.counters());
@@ -115,7 +114,7 @@ fn bad_arguments_return_errors_and_change_nothing() {
 fn blank_device_is_not_formatted() {
     let (geo, cfg) = small();
     let mut emu = Emulator::new(EmulatorConfig::new(geo)).unwrap();
-    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut mem = ftl_tests::test_memory(&geo, &cfg);
     assert_eq!(mount(&mut emu, &mut mem, cfg).err(), Some(Error::NotFormatted));
     // With factory bad blocks too.
     let faults = FaultConfig { factory_bad: vec![3, 17], ..FaultConfig::default() };
@@ -129,12 +128,12 @@ fn other_configuration_is_corrupt() {
     let (mut emu, model) = populated(2);
     for other_pages in [cfg.logical_pages - 1, cfg.logical_pages + 1, 8] {
         let other = Config { logical_pages: other_pages, ..cfg };
-        let mut mem = FtlMemory::new(&geo, &other);
+        let mut mem = ftl_tests::test_memory(&geo, &other);
         assert_eq!(mount(&mut emu, &mut mem, other).err(), Some(Error::Corrupt), "{other_pages} pages");
     }
     // Other tunables do not change the image: it mounts.
     let other = Config { gc_free_threshold: cfg.gc_free_threshold + 1, wear_spread_limit: 5, ..cfg };
-    let mut mem = FtlMemory::new(&geo, &other);
+    let mut mem = ftl_tests::test_memory(&geo, &other);
     let mut f = mount(&mut emu, &mut mem, other).unwrap();
     verify_all(&mut f, &model).unwrap().unwrap();
 }
@@ -176,7 +175,7 @@ fn memory_of_the_wrong_size_is_a_memory_error() {
     }
     // Memory laid out for another capacity.
     let other = Config { logical_pages: cfg.logical_pages / 2, ..cfg };
-    let mut mem = FtlMemory::new(&geo, &other);
+    let mut mem = ftl_tests::test_memory(&geo, &other);
     assert_eq!(mount(&mut emu, &mut mem, cfg).err(), Some(Error::Memory));
 }
 
@@ -209,18 +208,18 @@ fn invalid_configuration_is_a_config_error() {
         let lay = RamLayout::new(&geo, &c);
         if lay.map_words > 1 << 24 {
             // Too large to allocate; checked without memory of the right size below.
-            let mut mem = FtlMemory::new(&geo, &cfg);
+            let mut mem = ftl_tests::test_memory(&geo, &cfg);
             assert!(matches!(format(&mut emu, &mut mem, c).err(), Some(Error::Config)), "{c:?}");
             continue;
         }
-        let mut mem = FtlMemory::new(&geo, &c);
+        let mut mem = ftl_tests::test_memory(&geo, &c);
         assert_eq!(format(&mut emu, &mut mem, c).err(), Some(Error::Config), "format {c:?}");
         assert_eq!(mount(&mut emu, &mut mem, c).err(), Some(Error::Config), "mount {c:?}");
     }
     for (g, why) in bad_geos {
         let Ok(mut e) = Emulator::new(EmulatorConfig::new(g)) else { continue };
         let c = Config { logical_pages: 16, ..Config::with_logical_pages(&g, 16) };
-        let mut mem = FtlMemory::new(&g, &c);
+        let mut mem = ftl_tests::test_memory(&g, &c);
         assert_eq!(format(&mut e, &mut mem, c).err(), Some(Error::Config), "{why}");
         assert_eq!(mount(&mut e, &mut mem, c).err(), Some(Error::Config), "{why}");
         assert_eq!(e.ops_issued(), 0, "{why}");
@@ -235,7 +234,9 @@ fn invalid_configuration_is_a_config_error() {
 fn power_off_is_a_device_error_and_the_ftl_recovers_when_it_returns() {
     let (geo, cfg) = small();
     let (mut emu, mut model) = populated(4);
-    let mut mem = FtlMemory::new(&geo, &cfg);
+    // The flat map: a trim needs no device until it is journaled (with the cached map it may
+    // have to read a map page first).
+    let mut mem = sim_host::memory::FtlMemory::new(&geo, &cfg);
     emu.power_cut_now();
     assert_eq!(mount(&mut emu, &mut mem, cfg).err(), Some(Error::Device(ErrorKind::PowerLoss)));
     {
@@ -281,7 +282,7 @@ fn transient_run(k: u64, performed: bool) -> Result<u64, String> {
     let mut rng = Rng::new(6);
     let mut ops = random_workload(&mut rng, cfg.logical_pages, 150);
     ops.push(Op::Flush);
-    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut mem = ftl_tests::test_memory(&geo, &cfg);
     let mut log = Log::default();
     let mut mount_cut = None;
     let mut errors = 0;
@@ -363,7 +364,7 @@ fn transient_device_error_at_every_operation_performed() {
 fn running_out_of_good_blocks_is_no_space() {
     let (geo, cfg) = small();
     let (mut emu, mut model) = populated(7);
-    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut mem = ftl_tests::test_memory(&geo, &cfg);
     let mut f = mount(&mut emu, &mut mem, cfg).unwrap();
     // From now on every erase fails: blocks retire one after another until none is left.
     let faults = FaultConfig { erase_fail_base: 1.0, ..FaultConfig::default() };
@@ -636,7 +637,7 @@ fn exercise(emu: &mut Emulator, corruptions: &[Corruption], cut: bool) -> String
     for c in corruptions {
         apply(c, &mut dev, &cfg);
     }
-    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut mem = ftl_tests::test_memory(&geo, &cfg);
     let mut f = match mount(dev, &mut mem, cfg) {
         Ok(f) => f,
         Err(e) => return format!("mount: {e:?}"),
@@ -721,7 +722,7 @@ fn corruptions_are_detected_or_harmless() {
     let mut emu = clean.clone();
     let mut dev = Overlay { emu: &mut emu, pages: HashMap::new() };
     let (geo, cfg) = small();
-    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut mem = ftl_tests::test_memory(&geo, &cfg);
     let target = {
         mount(&mut *dev.emu, &mut mem, cfg).unwrap();
         let (map, _) = mem.parts();
@@ -765,7 +766,7 @@ fn sequence_numbers_near_the_limit_are_corrupt() {
                 data_seed: 4,
             };
             apply(&forged, &mut dev, &cfg);
-            let mut mem = FtlMemory::new(&geo, &cfg);
+            let mut mem = ftl_tests::test_memory(&geo, &cfg);
             assert_eq!(mount(dev, &mut mem, cfg).err(), Some(Error::Corrupt), "seq {seq}, kind {kind}");
         }
     }
@@ -783,7 +784,7 @@ fn garbage_past_a_resumed_frontier_is_not_programmed_over() {
     let geo = Geometry { sequential_program: false, ..geometry(8, 16, 2) };
     let cfg = Config::with_logical_pages(&geo, 64);
     let mut emu = Emulator::new(EmulatorConfig::new(geo)).unwrap();
-    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut mem = ftl_tests::test_memory(&geo, &cfg);
     let mut model = Model::new(cfg.logical_pages);
     let write = |f: &mut ftl_tests::TestFtl<'_, &mut Emulator>, model: &mut Model, lpn: u32| {
         let id = model.write(lpn, 1)[0];

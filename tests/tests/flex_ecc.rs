@@ -407,7 +407,7 @@ fn format_survives_remount_and_lost_marks_keep_pages_bch() {
     let before: Vec<PageId> = (0..40).map(|l| ftl.nand_mut().latest[&l]).collect();
     let mut id = 1000;
     let mut rng = Rng::new(3);
-    let moved = |ftl: &mut Ftl<'_, &mut Noise, Pol>| {
+    let moved = |ftl: &mut Ftl<'_, &mut Noise, Pol, ftl_core::AnyMap<'_>>| {
         (0..40u32).filter(|&l| ftl.nand_mut().latest[&l] != before[l as usize]).count()
     };
     for _ in 0..200 {

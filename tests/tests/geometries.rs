@@ -17,7 +17,6 @@ use ftl_tests::{random_workload, Env, RandomCuts, Rng, Start, Verify};
 use nand_hal::{EccRequirement, Geometry};
 use proptest::prelude::*;
 use sim_host::emulator::{Emulator, EmulatorConfig, FaultConfig};
-use sim_host::memory::FtlMemory;
 
 /// Largest device a case builds, in pages (keeps a case within tens of milliseconds).
 const MAX_PAGES: u32 = 6_144;
@@ -87,7 +86,7 @@ fn run(c: &Case) -> Result<(), String> {
         }
         // Refused: format must refuse it too, and say so the same way.
         let mut emu = emu;
-        let mut mem = FtlMemory::new(&c.geo, &c.cfg);
+        let mut mem = ftl_tests::test_memory(&c.geo, &c.cfg);
         return match ftl_tests::format(&mut emu, &mut mem, c.cfg) {
             Err(Error::Config) => Ok(()),
             Err(e) => Err(format!("format of a refused configuration returned {e:?}")),

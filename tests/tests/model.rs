@@ -58,10 +58,6 @@ fn large_block_config() -> (nand_hal::Geometry, Config) {
     (geo, cfg)
 }
 
-fn run(ops: &[Op], torn: f64, erase: f64) -> Result<(), String> {
-    run_on(geometry(PPB, BLOCKS_PER_PLANE, PLANES), config(), Verify::All, ops, torn, erase)
-}
-
 fn run_on(
     geo: nand_hal::Geometry,
     cfg: Config,
@@ -69,10 +65,14 @@ fn run_on(
     ops: &[Op],
     torn: f64,
     erase: f64,
+    cached: bool,
 ) -> Result<(), String> {
     let faults = FaultConfig { torn_fraction: torn, partial_erase_fraction: erase, ..FaultConfig::default() };
     let emu = Emulator::new(EmulatorConfig { faults, ..EmulatorConfig::new(geo) }).unwrap();
     let mut env = Env::new(emu, cfg);
+    if cached {
+        env.use_map(ftl_tests::map_choice(true));
+    }
     env.verify = verify;
     env.run(ops, Start::Format).map(drop)
 }
@@ -90,8 +90,12 @@ proptest! {
         ops in proptest::collection::vec(op(config().logical_pages), 1..300),
         torn in prop_oneof![Just(0.5), Just(0.99), Just(0.999), Just(1.0), Just(0.01)],
         erase in prop_oneof![Just(0.5), Just(0.01), Just(0.999)],
+        cached in any::<bool>(),
     ) {
-        run(&ops, torn, erase).map_err(TestCaseError::fail)?;
+        // Half the cases run the cached map with an eighth of the map cached: evictions and map-page
+        // write-backs all the time.
+        let geo = geometry(PPB, BLOCKS_PER_PLANE, PLANES);
+        run_on(geo, config(), Verify::All, &ops, torn, erase, cached).map_err(TestCaseError::fail)?;
     }
 
     #[test]
@@ -99,11 +103,12 @@ proptest! {
         ops in proptest::collection::vec(op(large_block_config().1.logical_pages), 1..300),
         torn in prop_oneof![Just(0.5), Just(0.999), Just(1.0)],
         erase in prop_oneof![Just(0.5), Just(0.999)],
+        cached in any::<bool>(),
     ) {
         let (geo, cfg) = large_block_config();
         // Reads back only what each op touched, so cut and fault offsets land on programs and
         // erases rather than on the read-back.
-        run_on(geo, cfg, Verify::Touched, &ops, torn, erase).map_err(TestCaseError::fail)?;
+        run_on(geo, cfg, Verify::Touched, &ops, torn, erase, cached).map_err(TestCaseError::fail)?;
     }
 }
 
@@ -111,11 +116,23 @@ proptest! {
 /// all happen within one generated sequence's reach.
 #[test]
 fn config_reaches_gc_and_checkpoints() {
+    config_reaches(false);
+}
+
+/// With the cached map (the half of the cases that run it), map pages are written back and read
+/// again all the time, besides GC, checkpoints and journal pages.
+#[test]
+fn cached_map_cases_reach_write_backs_and_misses() {
+    config_reaches(true);
+}
+
+fn config_reaches(cached: bool) {
     let cfg = config();
     let mut env = Env::with_geometry(geometry(PPB, BLOCKS_PER_PLANE, PLANES), cfg);
+    env.use_map(ftl_tests::map_choice(cached));
     let mut ops = Vec::new();
     for i in 0..100u32 {
-        ops.push(Op::Write { lpn: (i * 7) % 64, pages: 3 });
+        ops.push(Op::Write { lpn: (i * 7) % (cfg.logical_pages - 3), pages: 3 });
         if i % 10 == 0 {
             ops.push(Op::Trim { lpn: i % 64, pages: 2 });
             ops.push(Op::Flush);
@@ -124,6 +141,9 @@ fn config_reaches_gc_and_checkpoints() {
     env.run(&ops, Start::Format).unwrap();
     let t = env.totals;
     assert!(t.gc_blocks > 0 && t.checkpoints > 2 && t.journal_pages > 0, "{t:?}");
+    // A write-back per 10 host pages at least, and misses that read map pages back.
+    let w = t.host_write_pages;
+    assert_eq!(cached, t.map_page_writes * 10 > w && t.map_page_reads * 10 > w, "{t:?}");
 }
 
 /// Regression (found by `ftl_matches_model`): a write to a page with a trim still pending in RAM
@@ -212,6 +232,10 @@ fn random_runs_where_most_cuts_do_not_remount() {
             FaultConfig { torn_fraction: torn, partial_erase_fraction: 0.5, ..FaultConfig::default() };
         let emu = Emulator::new(EmulatorConfig { faults, seed, ..EmulatorConfig::new(geo) }).unwrap();
         let mut env = Env::new(emu, cfg);
+        // Odd seeds run the cached map (an eighth of the map cached).
+        if !seed.is_multiple_of(2) {
+            env.use_map(ftl_tests::map_choice(true));
+        }
         env.verify = Verify::Touched;
         env.run(&ops, Start::Format).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
     }

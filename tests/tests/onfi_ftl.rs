@@ -9,7 +9,6 @@ use ftl_core::policy::DefaultPolicies;
 use ftl_core::{Config, Ftl};
 use nand_hal::onfi::{ModelConfig, OnfiChipModel, OnfiNand};
 use nand_hal::{BlockId, EccRequirement, Geometry, NandFlash};
-use sim_host::memory::FtlMemory;
 
 /// 512 + 32 byte pages (room for the FTL's metadata and CRC), 16 pages per block, 32 blocks in
 /// each of 2 planes, NOP 4, in-order programming.
@@ -40,7 +39,7 @@ fn content(lpn: u32, generation: u32, out: &mut [u8]) {
 }
 
 type Nand = OnfiNand<OnfiChipModel<Vec<u8>>>;
-type TestFtl<'a> = Ftl<'a, Nand, DefaultPolicies, ftl_core::FlatMap<'a>>;
+type TestFtl<'a> = Ftl<'a, Nand, DefaultPolicies, ftl_core::AnyMap<'a>>;
 
 fn verify(ftl: &mut TestFtl<'_>, generations: &[u32]) {
     let mut got = vec![0u8; GEO.data_bytes as usize];
@@ -68,7 +67,7 @@ fn ftl_runs_on_the_onfi_driver_and_chip_model() {
         assert_eq!(nand.geometry(), GEO);
 
         let fcfg = Config::for_utilization(&GEO, 600);
-        let mut mem = FtlMemory::new(&GEO, &fcfg);
+        let mut mem = ftl_tests::test_memory(&GEO, &fcfg);
         let (map, m) = mem.parts();
         let mut ftl: TestFtl<'_> = Ftl::format(nand, DefaultPolicies::default(), map, m, fcfg).unwrap();
         let n = ftl.capacity_pages();

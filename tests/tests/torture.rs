@@ -23,7 +23,7 @@ use ftl_tests::{
 };
 use nand_hal::{BlockId, ErrorType, Geometry, NandFlash, PageId};
 use sim_host::emulator::{EmuError, Emulator, EmulatorConfig, FaultConfig};
-use sim_host::memory::FtlMemory;
+use sim_host::memory::MapChoice;
 
 /// A device whose next program writes the whole spare area but only the first half of the data,
 /// then loses power: a torn page whose metadata checks out.
@@ -83,7 +83,7 @@ fn torn_newest_page_stays_rolled_back() {
     let geo = geometry(8, 16, 2);
     let cfg = Config::with_logical_pages(&geo, 64);
     let mut emu = Emulator::new(EmulatorConfig::new(geo)).unwrap();
-    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut mem = ftl_tests::test_memory(&geo, &cfg);
     {
         let mut f = format(&mut emu, &mut mem, cfg).unwrap();
         f.write(0, &page(0, 1)).unwrap();
@@ -125,7 +125,7 @@ fn flushed_trim_survives_mount_then_reuse_of_its_journal_block() {
     let geo = geometry(8, 16, 2);
     let cfg = Config::with_logical_pages(&geo, 64);
     let mut emu = Emulator::new(EmulatorConfig::new(geo)).unwrap();
-    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut mem = ftl_tests::test_memory(&geo, &cfg);
     {
         let mut f = format(&mut emu, &mut mem, cfg).unwrap();
         let data: Vec<u8> = (0..4).flat_map(|l| page(l, 1 + l as u64)).collect();
@@ -199,9 +199,14 @@ fn emulator(geo: Geometry, torn: f64, erase: f64, seed: u64) -> Emulator {
 }
 
 fn exhaustive(planes: u32, torn: f64, erase: f64) {
+    exhaustive_with(planes, torn, erase, MapChoice::Flat)
+}
+
+fn exhaustive_with(planes: u32, torn: f64, erase: f64, map: MapChoice) {
     let (geo, cfg) = small(planes);
     let ops = fixed_workload(cfg.logical_pages);
     let mut dry = Env::new(emulator(geo, torn, erase, 1), cfg);
+    dry.use_map(map);
     dry.verify = Verify::Touched;
     let stats = dry.run(&ops, Start::Format).unwrap();
     let n = stats.ops_at_end;
@@ -217,6 +222,7 @@ fn exhaustive(planes: u32, torn: f64, erase: f64) {
     let (mut format_cuts, mut mount_cuts, mut rolled_back) = (0, 0, 0);
     for k in 0..n {
         let mut env = Env::new(emulator(geo, torn, erase, k), cfg);
+        env.use_map(map);
         env.verify = Verify::Touched;
         env.ops_after_cut = Some(12);
         env.mount_cut = Some(((k * 0x9E37_79B9) % mount_ops) as u32);
@@ -244,6 +250,13 @@ fn exhaustive_cut_points() {
 #[test]
 fn exhaustive_cut_points_single_plane() {
     exhaustive(1, 0.5, 0.5);
+}
+
+/// The cached map with an eighth of the map cached (evictions and map write-backs all the time): cuts during
+/// map write-backs, map-page GC and checkpoints that store the directory.
+#[test]
+fn exhaustive_cut_points_cached_map() {
+    exhaustive_with(2, 0.5, 0.5, ftl_tests::CACHED);
 }
 
 /// Cuts leave programs almost complete (metadata whole, data torn) and erases barely started
@@ -279,6 +292,8 @@ fn random_run(seed: u64) -> Result<u32, String> {
         }
     }
     let mut env = Env::new(emulator(geo, torn, erase, seed), cfg);
+    // Even seeds run the cached map (an eighth of the map cached), odd ones the flat map.
+    env.use_map(ftl_tests::map_choice(seed.is_multiple_of(2)));
     env.verify = Verify::Touched;
     env.gc_pacing = !std::env::var("FTL_GC_PACING").is_ok_and(|v| v == "0" || v == "off");
     env.random_cuts = Some(RandomCuts {
@@ -289,8 +304,10 @@ fn random_run(seed: u64) -> Result<u32, String> {
     });
     let s = env.run(&ops, Start::Format).map_err(|e| {
         format!(
-            "{} planes of {} blocks, torn {torn}, erase {erase}: {e}",
-            geo.planes_per_lun, geo.blocks_per_plane
+            "{} planes of {} blocks, torn {torn}, erase {erase}, {} map: {e}",
+            geo.planes_per_lun,
+            geo.blocks_per_plane,
+            if seed.is_multiple_of(2) { "cached" } else { "flat" }
         )
     })?;
     Ok(s.cuts)

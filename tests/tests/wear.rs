@@ -7,7 +7,6 @@ use nand_hal::Geometry;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sim_host::emulator::{Emulator, EmulatorConfig};
-use sim_host::memory::FtlMemory;
 use sim_host::steady_state::MetadataOnlyPolicies;
 
 const GEO: Geometry = Geometry {
@@ -28,7 +27,7 @@ fn skewed_run(limit: u32) -> (u32, u64) {
     let mut cfg = Config::for_utilization(&GEO, 700);
     cfg.wear_spread_limit = limit;
     cfg.wear_check_interval = 16;
-    let mut mem = FtlMemory::new(&GEO, &cfg);
+    let mut mem = ftl_tests::test_memory(&GEO, &cfg);
     let (map, m) = mem.parts();
     let mut ftl = Ftl::format(&mut emu, MetadataOnlyPolicies::default(), map, m, cfg).unwrap();
     let page = vec![0u8; GEO.data_bytes as usize];

@@ -4,13 +4,13 @@
 
 use ftl_block::SectorDisk;
 use ftl_core::policy::DefaultPolicies;
-use ftl_core::{Config, Error as FtlError, FlatMap, Ftl};
+use ftl_core::{AnyMap, Config, Error as FtlError, Ftl};
 use nand_hal::{ErrorKind, Geometry};
 use sim_host::emulator::{Emulator, EmulatorConfig, FaultConfig};
 use sim_host::memory::FtlMemory;
 
 /// The FTL on a borrowed emulator.
-pub type TestFtl<'a> = Ftl<'a, &'a mut Emulator, DefaultPolicies, FlatMap<'a>>;
+pub type TestFtl<'a> = Ftl<'a, &'a mut Emulator, DefaultPolicies, AnyMap<'a>>;
 /// The adapter over it, with an owned page buffer.
 pub type Disk<'a> = SectorDisk<TestFtl<'a>, Vec<u8>>;
 

@@ -54,6 +54,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         mut cache: NvCache<'m>,
     ) -> Result<Self, Error> {
         let mut ftl = Self::new(nand, policies, map, mem, cfg)?;
+        ftl.only_flat_map()?;
         cache.bind(ftl.geo.data_bytes)?;
         cache.format()?;
         ftl.nv = Some(cache);
@@ -72,6 +73,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         mut cache: NvCache<'m>,
     ) -> Result<Self, Error> {
         let mut ftl = Self::new(nand, policies, map, mem, cfg)?;
+        ftl.only_flat_map()?;
         cache.bind(ftl.geo.data_bytes)?;
         if !cache.header_ok()? {
             return Err(Error::NotFormatted);
@@ -279,7 +281,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         nv.read_data(v, &mut self.buf[..d])?;
         let page =
             self.append(plane, Stream::Host, PageKind::Data, lpn, 0, Source::Buffer { encode: true })?;
-        self.remap(lpn, Some(page));
+        self.remap(lpn, Some(page))?;
         if let Some(nv) = self.nv.as_mut() {
             nv.set_dirty(v, false);
             nv.counters.write_backs += 1;

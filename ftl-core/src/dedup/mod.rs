@@ -255,6 +255,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     }
 
     fn attach_dedup(&mut self, dedup: Dedup<'m>) -> Result<(), Error> {
+        self.only_flat_map()?;
         let Dedup { memory, index, settings } = dedup;
         if self.geo.total_pages() >= VIRTUAL_FLAG - 1 || memory.pending.is_empty() {
             return Err(Error::Memory);
@@ -555,7 +556,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         self.next_plane = (self.next_plane + 1) % self.geo.total_planes();
         let plane = self.ensure_frontier(plane, stream)?;
         let written = self.append_host(plane, stream, lpn, page)?;
-        self.remap(lpn, Some(written));
+        self.remap(lpn, Some(written))?;
         self.counters.host_write_pages += 1;
         if let (Some(ContentProbe::Miss(key)), Some(ix)) = (probe, self.dedup.index.as_deref_mut()) {
             if key.hashed {

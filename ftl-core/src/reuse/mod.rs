@@ -430,6 +430,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     }
 
     fn attach_reuse(&mut self, mut reuse: Reuse<'m>) -> Result<(), Error> {
+        self.only_flat_map()?;
         reuse.check(&self.geo, META_LEN + self.codec_len)?;
         reuse.reset();
         self.reuse = Some(reuse);
@@ -476,7 +477,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let plane = self.ensure_frontier(plane, stream)?;
         let aux = self.scramble_into_buf(lpn, data);
         let page = self.append(plane, stream, PageKind::Data, lpn, aux, Source::Buffer { encode: true })?;
-        self.remap(lpn, Some(page));
+        self.remap(lpn, Some(page))?;
         self.counters.host_write_pages += 1;
         Ok(())
     }
@@ -697,7 +698,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                 return Err(e.into());
             }
         }
-        self.remap(lpn, Some(a));
+        self.remap(lpn, Some(a))?;
         if let Some(r) = self.reuse.as_mut() {
             r.set_second(a, true);
             r.set_second(b, true);
@@ -1079,7 +1080,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                     0,
                     Source::Buffer { encode: false },
                 )?;
-                self.remap(lpn, Some(new));
+                self.remap(lpn, Some(new))?;
                 self.counters.gc_page_copies += 1;
                 return Ok(());
             }
@@ -1101,7 +1102,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             aux,
             Source::Buffer { encode: true },
         )?;
-        self.remap(lpn, Some(new));
+        self.remap(lpn, Some(new))?;
         self.counters.gc_page_copies += 1;
         if let Some(r) = self.reuse.as_mut() {
             r.stats.gc_rewrites += 1;

@@ -18,7 +18,7 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 
 use ftl_block::SectorDisk;
 use ftl_core::policy::{DefaultPolicies, PolicySet};
-use ftl_core::{FlatMap, Ftl, MappingTable};
+use ftl_core::{AnyMap, Ftl, MappingTable};
 use nand_hal::NandFlash;
 
 /// Why a byte access failed.
@@ -72,7 +72,7 @@ impl From<DiskError> for io::Error {
 }
 
 /// The FTL as a byte-addressed disk (see the module documentation).
-pub struct BlockDisk<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable = FlatMap<'m>> {
+pub struct BlockDisk<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable = AnyMap<'m>> {
     disk: SectorDisk<Ftl<'m, N, P, M>, Vec<u8>>,
     pos: u64,
 }

@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use ftl_core::intent::{flex_mark_words, FlexConfig, Intent, PageRead};
 use ftl_core::policy::{Greedy, PageFormat, Policies, RequestSizeClassifier, SingleHostStream};
-use ftl_core::{Config, Ftl};
+use ftl_core::{AnyMap, Config, Ftl};
 use ftl_policies::flex_ecc::{ScrubConfig, Scrubber};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -196,7 +196,7 @@ pub struct FlexReport {
 }
 
 type SimFtl<'a> =
-    Ftl<'a, NoisyNand<'a>, Policies<ModelCodec, RequestSizeClassifier, Greedy, SingleHostStream>>;
+    Ftl<'a, NoisyNand<'a>, Policies<ModelCodec, RequestSizeClassifier, Greedy, SingleHostStream>, AnyMap<'a>>;
 
 /// Device-operation latencies by interface.
 #[derive(Default)]

@@ -1,0 +1,459 @@
+//! [`CachedMap`]: the map on flash, in map pages, with a bounded cache of it in RAM.
+//!
+//! Map page `m` holds the entries of logical pages `[m E, (m + 1) E)`, `E = data_bytes / 4`
+//! little-endian words ([`crate::map::UNMAPPED`] for none), written like data (page kind
+//! `Map`, tag `m`, a sequence number, the codec's protection) to the GC stream. RAM holds:
+//! - the directory: where each map page is on flash, one word per map page
+//!   (`4 ceil(L / E)` bytes), and two bits per map page that mount uses while it replays;
+//! - the cache: caller-lent [`MapLine`]s of [`LINE_ENTRIES`] consecutive entries, 4-way set
+//!   associative (one set of 1 to 3 ways for a cache that small) (line `t` = logical pages `[16 t, 16 t + 16)` lives in set `t mod sets`), LRU
+//!   within a set, a dirty bit per line;
+//! - one raw-page I/O buffer for map pages, so map I/O never touches the FTL's page buffer.
+//!
+//! RAM: [`CachedMapLayout::total_bytes`] = `76 x lines + 4 (M + 2 ceil(M / 32)) + data_bytes +
+//! spare_bytes` with `M = ceil(L / E)` map pages; no term grows with the chip's pages except the
+//! directory (one word per 512 logical pages on 2 KiB pages).
+//!
+//! The map is sans-I/O (see [`crate::map`]); the FTL's side is `map_io.rs`. Write-back is batched
+//! per map page (DFTL's batch update): writing map page `m` back takes every dirty line of `m`,
+//! wherever it is in the cache. Guarantee: an entry in RAM is never older than its map page on
+//! flash, and a clean line equals its map page.
+
+use nand_hal::{Geometry, PageId};
+
+use crate::map::{MapNeed, MappingTable, UNMAPPED};
+use crate::Error;
+
+/// Entries per cache line.
+pub const LINE_ENTRIES: usize = 16;
+/// Lines per set (fewer when the whole cache has fewer lines: then it is one set).
+pub const WAYS: usize = 4;
+const NO_TAG: u32 = u32::MAX;
+
+/// One cache line: 16 consecutive map entries, 76 bytes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct MapLine {
+    tag: u32,
+    stamp: u32,
+    dirty: u32,
+    entries: [u32; LINE_ENTRIES],
+}
+
+impl MapLine {
+    /// A free line.
+    pub const EMPTY: MapLine = MapLine { tag: NO_TAG, stamp: 0, dirty: 0, entries: [UNMAPPED; LINE_ENTRIES] };
+}
+
+/// The sizes of what a [`CachedMap`] borrows.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct CachedMapLayout {
+    /// Cache lines (a multiple of [`WAYS`], or 1 to 3: one set).
+    pub lines: usize,
+    /// Directory words (one per map page, then two bitmaps of the map pages for mount).
+    pub dir_words: usize,
+    /// Bytes of the I/O buffer (one raw page).
+    pub io_bytes: usize,
+}
+
+impl CachedMapLayout {
+    /// The layout for `logical_pages` on `geometry` with about `cache_bytes` of cache lines (at
+    /// least one set).
+    pub const fn new(geometry: &Geometry, logical_pages: u32, cache_bytes: usize) -> Self {
+        let per_page = geometry.data_bytes / 4;
+        let lines = cache_bytes / core::mem::size_of::<MapLine>();
+        let lines = if lines < WAYS { lines } else { lines / WAYS * WAYS };
+        let pages = if per_page == 0 { 0 } else { logical_pages.div_ceil(per_page) as usize };
+        CachedMapLayout {
+            lines: if lines == 0 { 1 } else { lines },
+            dir_words: pages + 2 * pages.div_ceil(32),
+            io_bytes: geometry.raw_page_bytes() as usize,
+        }
+    }
+
+    /// Bytes in all.
+    pub const fn total_bytes(&self) -> usize {
+        self.lines * core::mem::size_of::<MapLine>() + self.dir_words * 4 + self.io_bytes
+    }
+}
+
+/// A flash-resident map with a RAM cache (see the module doc).
+pub struct CachedMap<'m> {
+    lines: &'m mut [MapLine],
+    dir: &'m mut [u32],
+    io: &'m mut [u8],
+    logical_pages: u32,
+    per_page: u32,
+    /// Map pages (the directory is `dir[..pages]`; the two replay bitmaps follow).
+    pages: u32,
+    sets: u32,
+    ways: usize,
+    clock: u32,
+}
+
+impl<'m> CachedMap<'m> {
+    /// A map of `logical_pages` on `geometry` over caller memory sized by
+    /// [`CachedMapLayout::new`]; `Error::Memory` if the sizes do not match, `Error::Config` if a
+    /// map page does not hold whole lines (`data_bytes` a multiple of 64).
+    pub fn new(
+        lines: &'m mut [MapLine],
+        dir: &'m mut [u32],
+        io: &'m mut [u8],
+        geometry: &Geometry,
+        logical_pages: u32,
+    ) -> Result<Self, Error> {
+        let per_page = geometry.data_bytes / 4;
+        if per_page == 0 || !(per_page as usize).is_multiple_of(LINE_ENTRIES) {
+            return Err(Error::Config);
+        }
+        let lay = CachedMapLayout::new(geometry, logical_pages, 0);
+        let ways = lines.len().min(WAYS);
+        if ways == 0
+            || !lines.len().is_multiple_of(ways)
+            || lines.len() / ways > u32::MAX as usize
+            || dir.len() != lay.dir_words
+            || io.len() != lay.io_bytes
+        {
+            return Err(Error::Memory);
+        }
+        let sets = (lines.len() / ways) as u32;
+        let pages = logical_pages.div_ceil(per_page);
+        let mut m = CachedMap { lines, dir, io, logical_pages, per_page, pages, sets, ways, clock: 0 };
+        m.clear();
+        Ok(m)
+    }
+
+    /// Cache lines.
+    pub fn lines(&self) -> usize {
+        self.lines.len()
+    }
+
+    fn set_range(&self, tag: u32) -> core::ops::Range<usize> {
+        let s = (tag % self.sets) as usize * self.ways;
+        s..s + self.ways
+    }
+
+    fn find(&self, tag: u32) -> Option<usize> {
+        self.set_range(tag).find(|&i| self.lines[i].tag == tag)
+    }
+
+    fn touch(&mut self, i: usize) {
+        self.clock = self.clock.wrapping_add(1);
+        self.lines[i].stamp = self.clock;
+    }
+
+    /// The way a new line of `tag` would take: a free one, else the least recently used clean
+    /// one, else (`Err`) the least recently used dirty one.
+    fn victim(&self, tag: u32) -> Result<usize, usize> {
+        let r = self.set_range(tag);
+        if let Some(i) = r.clone().find(|&i| self.lines[i].tag == NO_TAG) {
+            return Ok(i);
+        }
+        let age = |i: &usize| self.clock.wrapping_sub(self.lines[*i].stamp);
+        match r.clone().filter(|&i| self.lines[i].dirty == 0).max_by_key(age) {
+            Some(i) => Ok(i),
+            None => Err(r.max_by_key(age).unwrap_or(0)),
+        }
+    }
+
+    fn map_page_of_tag(&self, tag: u32) -> u32 {
+        (tag as u64 * LINE_ENTRIES as u64 / self.per_page as u64) as u32
+    }
+
+    /// The line tags of map page `m`.
+    fn tags_of(&self, m: u32) -> core::ops::Range<u32> {
+        let per = self.per_page / LINE_ENTRIES as u32;
+        let first = m.saturating_mul(per);
+        let last_lpn = self.logical_pages.saturating_sub(1);
+        let end = (last_lpn / LINE_ENTRIES as u32 + 1).min(first.saturating_add(per));
+        first..end.max(first)
+    }
+
+    /// Copies cached lines of `m` (all, or only dirty ones) into the I/O buffer's data area.
+    /// Replay bitmap `which` (0: newer version found, 1: reached) of map page `m`.
+    fn replay_bit(&self, which: u32, m: u32) -> bool {
+        let w = (self.pages + which * self.pages.div_ceil(32) + m / 32) as usize;
+        self.dir.get(w).is_some_and(|&x| x & (1 << (m % 32)) != 0)
+    }
+
+    fn set_replay_bit(&mut self, which: u32, m: u32) {
+        let w = (self.pages + which * self.pages.div_ceil(32) + m / 32) as usize;
+        if let Some(x) = self.dir.get_mut(w) {
+            *x |= 1 << (m % 32);
+        }
+    }
+
+    fn copy_lines_out(&mut self, m: u32, dirty_only: bool) {
+        for tag in self.tags_of(m) {
+            let Some(i) = self.find(tag) else { continue };
+            if dirty_only && self.lines[i].dirty == 0 {
+                continue;
+            }
+            let first = (tag * LINE_ENTRIES as u32 - m * self.per_page) as usize;
+            for (k, e) in self.lines[i].entries.iter().enumerate() {
+                let o = (first + k) * 4;
+                if let Some(dst) = self.io.get_mut(o..o + 4) {
+                    dst.copy_from_slice(&e.to_le_bytes());
+                }
+            }
+        }
+    }
+}
+
+impl MappingTable for CachedMap<'_> {
+    fn len(&self) -> u32 {
+        self.logical_pages
+    }
+
+    #[inline]
+    fn get(&self, lpn: u32) -> Option<PageId> {
+        let i = self.find(lpn / LINE_ENTRIES as u32)?;
+        let e = self.lines[i].entries[lpn as usize % LINE_ENTRIES];
+        (e != UNMAPPED).then_some(PageId(e))
+    }
+
+    fn set(&mut self, lpn: u32, page: Option<PageId>) -> Option<PageId> {
+        let i = self.find(lpn / LINE_ENTRIES as u32)?;
+        let new = page.map_or(UNMAPPED, |p| p.0);
+        let e = &mut self.lines[i].entries[lpn as usize % LINE_ENTRIES];
+        let old = core::mem::replace(e, new);
+        if old != new {
+            self.lines[i].dirty = 1;
+        }
+        self.touch(i);
+        (old != UNMAPPED).then_some(PageId(old))
+    }
+
+    fn clear(&mut self) {
+        self.lines.fill(MapLine::EMPTY);
+        let p = self.pages as usize;
+        self.dir[..p].fill(UNMAPPED);
+        self.dir[p..].fill(0);
+    }
+
+    fn section_words(&self) -> u32 {
+        self.pages
+    }
+
+    fn export_section(&self, first: u32, out: &mut [u32]) {
+        let f = first as usize;
+        match self.dir[..self.pages as usize].get(f..f + out.len()) {
+            Some(src) => out.copy_from_slice(src),
+            None => out.fill(UNMAPPED),
+        }
+    }
+
+    fn import_section(&mut self, i: u32, w: u32) {
+        if i < self.pages {
+            self.dir[i as usize] = w;
+        }
+    }
+
+    fn on_flash(&self) -> bool {
+        true
+    }
+
+    fn fits(&self, geometry: &Geometry) -> bool {
+        self.per_page == geometry.data_bytes / 4 && self.io.len() == geometry.raw_page_bytes() as usize
+    }
+
+    fn ram_bytes(&self) -> usize {
+        core::mem::size_of_val(&*self.lines) + self.dir.len() * 4 + self.io.len()
+    }
+
+    fn need(&mut self, lpn: u32) -> MapNeed {
+        if lpn >= self.logical_pages {
+            return MapNeed::Ready;
+        }
+        let tag = lpn / LINE_ENTRIES as u32;
+        if let Some(i) = self.find(tag) {
+            self.touch(i);
+            return MapNeed::Ready;
+        }
+        match self.victim(tag) {
+            Ok(_) => {
+                let m = lpn / self.per_page;
+                MapNeed::Load { map_page: m, at: self.dir(m) }
+            }
+            Err(i) => MapNeed::WriteBack { map_page: self.map_page_of_tag(self.lines[i].tag) },
+        }
+    }
+
+    fn map_pages(&self) -> u32 {
+        self.pages
+    }
+
+    fn dir(&self, m: u32) -> Option<PageId> {
+        if m >= self.pages {
+            return None;
+        }
+        Some(self.dir[m as usize]).filter(|&d| d != UNMAPPED).map(PageId)
+    }
+
+    fn io_buf(&mut self) -> &mut [u8] {
+        self.io
+    }
+
+    fn load(&mut self, lpn: u32) {
+        let tag = lpn / LINE_ENTRIES as u32;
+        if lpn >= self.logical_pages || self.find(tag).is_some() {
+            return;
+        }
+        let Ok(i) = self.victim(tag) else { return };
+        let m = lpn / self.per_page;
+        let first = (tag * LINE_ENTRIES as u32 - m * self.per_page) as usize;
+        let mut line = MapLine { tag, stamp: 0, dirty: 0, entries: [UNMAPPED; LINE_ENTRIES] };
+        for (k, e) in line.entries.iter_mut().enumerate() {
+            let o = (first + k) * 4;
+            if let Some(b) = self.io.get(o..o + 4) {
+                *e = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            }
+        }
+        self.lines[i] = line;
+        self.touch(i);
+    }
+
+    fn merge_dirty(&mut self, m: u32) {
+        self.copy_lines_out(m, true);
+    }
+
+    fn written(&mut self, m: u32, at: PageId) {
+        if m < self.pages {
+            self.dir[m as usize] = at.0;
+        }
+        for tag in self.tags_of(m) {
+            if let Some(i) = self.find(tag) {
+                self.lines[i].dirty = 0;
+            }
+        }
+    }
+
+    fn replay_begin(&mut self) {
+        let p = self.pages as usize;
+        self.dir[p..].fill(0);
+    }
+
+    fn replay_newer(&mut self, m: u32, at: PageId) {
+        if m < self.pages {
+            self.dir[m as usize] = at.0;
+            self.set_replay_bit(0, m);
+        }
+    }
+
+    fn replay_pass(&mut self, m: u32, at: PageId) {
+        if self.dir(m) == Some(at) {
+            self.set_replay_bit(1, m);
+        }
+    }
+
+    fn replay_skips(&self, lpn: u32) -> bool {
+        let m = lpn / self.per_page;
+        self.replay_bit(0, m) && !self.replay_bit(1, m)
+    }
+
+    fn any_dirty(&self) -> Option<u32> {
+        self.lines.iter().find(|l| l.tag != NO_TAG && l.dirty != 0).map(|l| self.map_page_of_tag(l.tag))
+    }
+
+    fn overlay(&mut self, m: u32) {
+        self.copy_lines_out(m, false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn geo() -> Geometry {
+        // 64-byte pages: 16 entries per map page, one line each.
+        Geometry { data_bytes: 128, spare_bytes: 16, ..Geometry::MT29F4G08 }
+    }
+
+    /// Writes map page `mp` back to a model of flash (`flash[m]`, None for never written).
+    fn write_back(m: &mut CachedMap, flash: &mut [Option<[u32; 32]>], mp: u32) {
+        let words = flash[mp as usize].unwrap_or([UNMAPPED; 32]);
+        for (k, w) in words.iter().enumerate() {
+            m.io_buf()[k * 4..k * 4 + 4].copy_from_slice(&w.to_le_bytes());
+        }
+        m.merge_dirty(mp);
+        let mut out = [0u32; 32];
+        for (k, o) in out.iter_mut().enumerate() {
+            let b = &m.io_buf()[k * 4..k * 4 + 4];
+            *o = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        }
+        flash[mp as usize] = Some(out);
+        m.written(mp, PageId(1000 + mp));
+    }
+
+    /// Loads `lpn`'s map page from a model of flash (`flash[m]`, None for never written).
+    fn fault_in(m: &mut CachedMap, flash: &mut [Option<[u32; 32]>], lpn: u32) {
+        loop {
+            match m.need(lpn) {
+                MapNeed::Ready => return,
+                MapNeed::Load { map_page, at } => {
+                    assert_eq!(at.is_some(), flash[map_page as usize].is_some());
+                    let words = flash[map_page as usize].unwrap_or([UNMAPPED; 32]);
+                    for (k, w) in words.iter().enumerate() {
+                        m.io_buf()[k * 4..k * 4 + 4].copy_from_slice(&w.to_le_bytes());
+                    }
+                    m.load(lpn);
+                }
+                MapNeed::WriteBack { map_page } => write_back(m, flash, map_page),
+            }
+        }
+    }
+
+    #[test]
+    fn a_small_cache_behaves_like_an_array() {
+        let g = geo();
+        let logical = 700u32;
+        let lay = CachedMapLayout::new(&g, logical, 8 * core::mem::size_of::<MapLine>());
+        assert_eq!(lay.lines, 8);
+        let mut lines = [MapLine::EMPTY; 8];
+        let mut dir = [0u32; 24];
+        let mut io = [0u8; 144];
+        let mut m = CachedMap::new(&mut lines, &mut dir, &mut io, &g, logical).unwrap();
+        let mut flash = [None; 22];
+        let mut model = [UNMAPPED; 700];
+        let mut x = 12345u64;
+        for step in 0..20_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let lpn = (x % logical as u64) as u32;
+            fault_in(&mut m, &mut flash, lpn);
+            let want = (model[lpn as usize] != UNMAPPED).then_some(PageId(model[lpn as usize]));
+            assert_eq!(m.get(lpn), want, "step {step} lpn {lpn}");
+            if !x.is_multiple_of(3) {
+                let new = if x.is_multiple_of(7) { UNMAPPED } else { step };
+                assert_eq!(m.set(lpn, (new != UNMAPPED).then_some(PageId(new))), want);
+                model[lpn as usize] = new;
+            }
+        }
+        // Write everything back: flash alone then holds the model.
+        while let Some(mp) = m.any_dirty() {
+            write_back(&mut m, &mut flash, mp);
+        }
+        for (l, &want) in model.iter().enumerate() {
+            let got = flash[l / 32].map_or(UNMAPPED, |p| p[l % 32]);
+            assert_eq!(got, want, "lpn {l}");
+        }
+    }
+
+    #[test]
+    fn layout_and_memory_checks() {
+        let g = Geometry::MT29F4G08;
+        let lay = CachedMapLayout::new(&g, 243_712, 16 * 1024);
+        assert_eq!(core::mem::size_of::<MapLine>(), 76);
+        assert_eq!(lay.lines, 212);
+        assert_eq!(lay.dir_words, 476 + 2 * 15);
+        let mut lines = [MapLine::EMPTY; 6];
+        let mut dir = [0u32; 506];
+        let mut io = [0u8; 2112];
+        assert!(matches!(CachedMap::new(&mut lines, &mut dir, &mut io, &g, 243_712), Err(Error::Memory)));
+        let odd = Geometry { data_bytes: 96, ..g };
+        let mut io2 = [0u8; 2112];
+        let mut lines2 = [MapLine::EMPTY; 4];
+        assert!(matches!(CachedMap::new(&mut lines2, &mut dir, &mut io2, &odd, 10), Err(Error::Config)));
+    }
+}
