@@ -158,7 +158,6 @@ pub enum PinName {
 
 /// An error of [`GpioBus`] whose data port has error type `E`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum GpioError<E> {
     /// A pin refused a level or a read.
     Pin {
@@ -187,6 +186,18 @@ impl<E: core::fmt::Debug> core::fmt::Display for GpioError<E> {
 }
 
 impl<E: core::fmt::Debug> core::error::Error for GpioError<E> {}
+
+/// By hand: embedded-hal's `digital::ErrorKind` has no `defmt::Format` without its defmt 0.3
+/// feature (and only `Other` to tell).
+#[cfg(feature = "defmt")]
+impl<E: defmt::Format> defmt::Format for GpioError<E> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        match self {
+            GpioError::Pin { pin, .. } => defmt::write!(f, "NAND pin {} failed", pin),
+            GpioError::Port(e) => defmt::write!(f, "NAND data port: {}", e),
+        }
+    }
+}
 
 /// What the last cycle was, for the gaps between cycles of different kinds.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
