@@ -15,9 +15,10 @@
 //!   changes;
 //! - a read cycle (data output) holds RE# low `max(tRP, tREA)`, samples the port at the end of
 //!   that pulse, then holds RE# high `max(tREH, tRC - low)`;
-//! - between cycles of different kinds: `max(tWHR, tCCS)` from a command or address to the first
-//!   data output (READ STATUS, READ ID, after E0h), `max(tADL, tCCS)` from an address to the
-//!   first data input (after 80h / 85h / EFh), tRHW from data output to the next write cycle;
+//! - between cycles of different kinds: tWHR from a command or address to the first data output
+//!   (READ STATUS, READ ID; `max(tWHR, tCCS)` after E0h), tADL from an address to the first data
+//!   input (after 80h, EFh; `max(tADL, tCCS)` after 85h), tRHW from data output to the next
+//!   write cycle;
 //! - R/B# is never sampled sooner than tWB after the last write cycle (before tWB it still reads
 //!   ready for an operation that has just started);
 //! - the data port is an input whenever RE# may be low (no bus contention), and an output only
@@ -33,7 +34,10 @@
 //! [`digital::ErrorKind`]), a port error [`GpioError::Port`]; both are [`ErrorKind::Other`] to the
 //! FTL. With infallible pins and port, the bus cannot fail.
 //!
-//! RAM: the pins, the port, the delay, one [`BusTiming`] and two bytes of state; no buffers.
+//! The delay must wait at least what it is asked (embedded-hal's contract for [`DelayNs`]); a
+//! coarse one only makes the bus slower.
+//!
+//! RAM: the pins, the port, the delay, one [`BusTiming`] and a few bytes of state; no buffers.
 //!
 //! ```
 //! use core::convert::Infallible;
