@@ -22,12 +22,12 @@ use crate::{Error, Ftl};
 /// bytes of page data; pages too small for that hold fewer: see [`PendingTrims::new`]).
 pub const MAX_PENDING_TRIMS: usize = 32;
 
-/// Trim ranges not yet on flash. Holds at most as many ranges as one journal page of the
-/// device can carry, so serializing them always fits the page.
+/// Trim ranges not yet on flash, in a `heapless::Vec` of [`MAX_PENDING_TRIMS`] (RAM: 8 bytes a
+/// range plus the length and the page's capacity). Holds at most as many ranges as one journal
+/// page of the device can carry, so serializing them always fits the page.
 #[derive(Clone, Debug)]
 pub struct PendingTrims {
-    ranges: [(u32, u32); MAX_PENDING_TRIMS],
-    len: usize,
+    ranges: heapless::Vec<(u32, u32), MAX_PENDING_TRIMS>,
     /// `min(MAX_PENDING_TRIMS, journal_capacity(data_bytes))`.
     cap: usize,
 }
@@ -37,38 +37,39 @@ impl PendingTrims {
     pub(crate) const fn new(data_bytes: u32) -> Self {
         let fit = journal_capacity(data_bytes) as usize;
         let cap = if fit < MAX_PENDING_TRIMS { fit } else { MAX_PENDING_TRIMS };
-        PendingTrims { ranges: [(0, 0); MAX_PENDING_TRIMS], len: 0, cap }
+        PendingTrims { ranges: heapless::Vec::new(), cap }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
+        self.ranges.is_empty()
     }
 
     pub(crate) fn is_full(&self) -> bool {
-        self.len >= self.cap
+        self.ranges.len() >= self.cap
     }
 
-    /// Adds a range, merging it into the last one when they touch. The caller makes room first.
+    /// Adds a range, merging it into the last one when they touch. The caller makes room first
+    /// (a range that does not fit is dropped).
     pub(crate) fn push(&mut self, lpn: u32, count: u32) {
-        if let Some(last) = self.ranges[..self.len].last_mut() {
+        if let Some(last) = self.ranges.last_mut() {
             if last.0 as u64 + last.1 as u64 == lpn as u64 {
                 last.1 += count;
                 return;
             }
         }
-        if self.len < self.cap {
-            self.ranges[self.len] = (lpn, count);
-            self.len += 1;
+        if !self.is_full() {
+            // Cannot fail: `cap <= MAX_PENDING_TRIMS`.
+            let _ = self.ranges.push((lpn, count));
         }
     }
 
     pub(crate) fn clear(&mut self) {
-        self.len = 0;
+        self.ranges.clear();
     }
 
     pub(crate) fn overlaps(&self, lpn: u32, count: u32) -> bool {
         let end = lpn as u64 + count as u64;
-        self.ranges[..self.len].iter().any(|&(a, n)| (a as u64) < end && (lpn as u64) < a as u64 + n as u64)
+        self.ranges.iter().any(|&(a, n)| (a as u64) < end && (lpn as u64) < a as u64 + n as u64)
     }
 
     /// Writes the count and the ranges into `out` (a page's data area, at least as large as the
@@ -77,7 +78,7 @@ impl PendingTrims {
     /// made for (never, in the FTL).
     fn serialize(&self, out: &mut [u8]) -> u32 {
         out.fill(0);
-        let n = self.len.min(journal_capacity(out.len() as u32) as usize);
+        let n = self.ranges.len().min(journal_capacity(out.len() as u32) as usize);
         if n > 0 {
             out[0..4].copy_from_slice(&(n as u32).to_le_bytes());
         }
@@ -130,7 +131,7 @@ mod tests {
         t.push(10, 5);
         t.push(15, 2);
         t.push(3, 1);
-        assert_eq!(t.len, 2);
+        assert_eq!(t.ranges.len(), 2);
         let mut page = [0xAAu8; 64];
         t.serialize(&mut page);
         let got: [(u32, u32); 2] = {

@@ -10,7 +10,9 @@
 //!   maps to a portable [`ErrorKind`];
 //! - [`onfi`]: a strict ONFI driver ([`onfi::OnfiNand`]) over a small bus trait
 //!   ([`onfi::OnfiBus`]), and a cycle-level ONFI chip model ([`onfi::OnfiChipModel`]) behind the
-//!   same trait, so the driver is tested on the host and a firmware can run on a chip in RAM.
+//!   same trait, so the driver is tested on the host and a firmware can run on a chip in RAM;
+//!   [`onfi::gpio::GpioBus`] implements that bus over embedded-hal 1.0 pins for microcontrollers
+//!   without a NAND controller.
 //!
 //! `#![no_std]`, no `alloc`, no floating point.
 #![no_std]

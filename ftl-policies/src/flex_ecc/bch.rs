@@ -86,29 +86,29 @@ impl Default for EccState {
     }
 }
 
-/// The error locations found by a decode, ascending, in the Linux `errloc` convention.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+/// The error locations found by a decode, ascending, in the Linux `errloc` convention: at most
+/// [`MAX_T`] of them, in a `heapless::Vec` (RAM: `4 * MAX_T` bytes and a length).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ErrorLocations {
-    n: usize,
-    loc: [u32; MAX_T],
+    loc: heapless::Vec<u32, MAX_T>,
 }
 
 impl ErrorLocations {
-    const EMPTY: ErrorLocations = ErrorLocations { n: 0, loc: [0; MAX_T] };
+    const EMPTY: ErrorLocations = ErrorLocations { loc: heapless::Vec::new() };
 
     /// The locations (bit `p % 8`, LSB first, of byte `p / 8` of `msg || ecc`).
     pub fn as_slice(&self) -> &[u32] {
-        &self.loc[..self.n.min(MAX_T)]
+        &self.loc
     }
 
     /// Number of bit errors found (message and parity).
     pub fn len(&self) -> usize {
-        self.n
+        self.loc.len()
     }
 
     /// No error found.
     pub fn is_empty(&self) -> bool {
-        self.n == 0
+        self.loc.is_empty()
     }
 }
 
@@ -538,16 +538,16 @@ impl<const FIELD: usize, const WORDS: usize> Bch<FIELD, WORDS> {
             return Err(BchError::Uncorrectable);
         }
         let mut out = ErrorLocations::EMPTY;
-        for (o, &r) in out.loc.iter_mut().zip(&roots[..nr]) {
+        for &r in &roots[..nr] {
             let i = gf.log(r);
             if i >= nbits {
                 return Err(BchError::Uncorrectable);
             }
             let q = nbits - 1 - i;
-            *o = (q & !7) | (7 - (q & 7));
+            // nr <= MAX_T: always room.
+            out.loc.push((q & !7) | (7 - (q & 7))).map_err(|_| BchError::Uncorrectable)?;
         }
-        out.n = nr;
-        out.loc[..nr].sort_unstable();
+        out.loc.sort_unstable();
         Ok(out)
     }
 }

@@ -16,8 +16,9 @@
 //! rewrite `t_verify + t_write`, and the work stops when the gap's flash time is used. The queue
 //! holds `Q` pages; when it is full, verification pauses until prefetching drains it. The
 //! scrubber's own flash and disk time is the caller's to account (the simulator places it on the
-//! device's clock, so work that overruns a gap delays the next request). Memory: `4 * Q + 56`
-//! bytes.
+//! device's clock, so work that overruns a gap delays the next request). Memory:
+//! `size_of::<Scrubber<Q>>()`, the queue's `4 * Q` bytes (a `heapless::Deque`) plus about 120 of
+//! settings, cursor and counters (4 * Q + 128 on a 64-bit host).
 
 use ftl_core::intent::{BackingStore, Intent, PageRead};
 use ftl_core::map::MappingTable;
@@ -94,9 +95,8 @@ pub struct ScrubStats {
 pub struct Scrubber<const Q: usize> {
     cfg: ScrubConfig,
     cursor: u32,
-    queue: [u32; Q],
-    head: usize,
-    len: usize,
+    /// The corrupt pages waiting for a prefetch, oldest first.
+    queue: heapless::Deque<u32, Q>,
     stats: ScrubStats,
 }
 
@@ -106,9 +106,7 @@ impl<const Q: usize> Scrubber<Q> {
         Scrubber {
             cfg,
             cursor: 0,
-            queue: [0; Q],
-            head: 0,
-            len: 0,
+            queue: heapless::Deque::new(),
             stats: ScrubStats {
                 verify_gaps: 0,
                 prefetch_gaps: 0,
@@ -132,31 +130,16 @@ impl<const Q: usize> Scrubber<Q> {
 
     /// Corrupt pages waiting for a prefetch.
     pub fn queued(&self) -> usize {
-        self.len
-    }
-
-    fn contains(&self, lpn: u32) -> bool {
-        (0..self.len).any(|i| self.queue[(self.head + i) % Q] == lpn)
+        self.queue.len()
     }
 
     /// Queues `lpn`; false if it was queued already or the queue is full.
     fn push(&mut self, lpn: u32) -> bool {
-        if self.len == Q || self.contains(lpn) {
-            return false;
-        }
-        self.queue[(self.head + self.len) % Q] = lpn;
-        self.len += 1;
-        true
+        !self.queue.iter().any(|&l| l == lpn) && self.queue.push_back(lpn).is_ok()
     }
 
     fn pop(&mut self) -> Option<u32> {
-        if self.len == 0 {
-            return None;
-        }
-        let l = self.queue[self.head];
-        self.head = (self.head + 1) % Q;
-        self.len -= 1;
-        Some(l)
+        self.queue.pop_front()
     }
 
     /// The next logical page to verify, advancing the cursor.
@@ -185,7 +168,7 @@ impl<const Q: usize> Scrubber<Q> {
         // Flash time the gap's work takes, to keep it within the gap.
         let mut used = 0u64;
         let t_move = self.cfg.t_verify_ns.saturating_add(self.cfg.t_write_ns);
-        if gap_ns > self.cfg.t_disk_ns && self.len > 0 {
+        if gap_ns > self.cfg.t_disk_ns && !self.queue.is_empty() {
             self.stats.prefetch_gaps += 1;
             let k = gap_ns / self.cfg.t_disk_ns.max(1);
             for _ in 0..k {
@@ -209,7 +192,7 @@ impl<const Q: usize> Scrubber<Q> {
             // Unmapped pages cost no flash time; bound the walk over them too.
             let mut steps = budget.saturating_mul(4).max(budget);
             let mut first = None;
-            while w.verified < budget && steps > 0 && self.len < Q && left >= self.cfg.t_verify_ns {
+            while w.verified < budget && steps > 0 && !self.queue.is_full() && left >= self.cfg.t_verify_ns {
                 steps -= 1;
                 let Some(lpn) = self.next_page(ftl) else { break };
                 // At most one pass over the pages per gap.

@@ -11,6 +11,9 @@
 //!   signature, READ PARAMETER PAGE) and implements [`crate::NandFlash`] with PAGE READ,
 //!   CHANGE READ COLUMN, PAGE PROGRAM, BLOCK ERASE, READ STATUS (ENHANCED), multi-plane
 //!   operations when advertised, and the factory bad-block marker.
+//! - [`gpio`]: [`gpio::GpioBus`], an [`OnfiBus`] over embedded-hal 1.0 pins, a delay and an 8-bit
+//!   data port, for microcontrollers without a NAND controller; it keeps the interface timings
+//!   the driver selects.
 //! - [`model`]: [`OnfiChipModel`], a cycle-level ONFI target in caller-provided memory behind the
 //!   same bus trait, enforcing the emulator's chip rules, with fault hooks. It lets the driver be
 //!   tested on the host and gives a firmware without a chip (QEMU) something to run on.
@@ -37,6 +40,7 @@
 
 pub mod bus;
 pub mod driver;
+pub mod gpio;
 pub mod model;
 pub mod param_page;
 pub mod timing;

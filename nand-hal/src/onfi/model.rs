@@ -356,6 +356,9 @@ pub struct OnfiChipModel<S> {
     time_us: u64,
     busy_us: u32,
     state: State,
+    /// The address cycles of the sequence in progress, `ncycles` of them so far. Kept as a
+    /// plain register rather than a `heapless::Vec`: it is read by position (column bytes, row
+    /// bytes) once complete, and the fixed array keeps those reads in bounds whatever arrives.
     cycles: [u8; MAX_ADDRESS_CYCLES],
     ncycles: usize,
     output: Output,
@@ -371,14 +374,15 @@ pub struct OnfiChipModel<S> {
     prog_plane: usize,
     prog_col: usize,
     cur_row: u32,
-    /// Rows queued by 32h, 11h or D1h.
-    queue: [u32; MAX_PLANES],
-    queued: usize,
+    /// Rows queued by 32h, 11h or D1h (fewer than the planes of a LUN).
+    queue: heapless::Vec<u32, MAX_PLANES>,
     /// Feature parameters: timing mode (01h) and array operation mode (90h), P1..P4.
     feat_timing: [u8; 4],
     feat_array: [u8; 4],
     /// SET FEATURES in progress: its address and the bytes received.
     feat_addr: u8,
+    /// A plain array (P1..P4, `feat_n` received), not a `heapless::Vec`: it is copied whole
+    /// into the feature registers.
     feat_data: [u8; 4],
     feat_n: usize,
 }
@@ -458,8 +462,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
             prog_plane: 0,
             prog_col: 0,
             cur_row: 0,
-            queue: [0; MAX_PLANES],
-            queued: 0,
+            queue: heapless::Vec::new(),
             feat_timing: [0; 4],
             feat_array: [if config.on_die_ecc { FEATURE_ECC_ON } else { 0 }, 0, 0, 0],
             feat_addr: 0,
@@ -695,20 +698,18 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
     }
 
     fn enqueue(&mut self, row: u32) -> Result<(), ModelError> {
-        if self.queued + 1 >= self.geo.planes_per_lun as usize {
-            return Err(ModelError::Protocol("more multi-plane operations than planes"));
+        const TOO_MANY: ModelError = ModelError::Protocol("more multi-plane operations than planes");
+        if self.queue.len() + 1 >= self.geo.planes_per_lun as usize {
+            return Err(TOO_MANY);
         }
-        self.queue[self.queued] = row;
-        self.queued += 1;
-        Ok(())
+        self.queue.push(row).map_err(|_| TOO_MANY)
     }
 
-    /// The queued rows and `row`, as a fixed array and a count.
-    fn set_with(&self, row: u32) -> ([u32; MAX_PLANES], usize) {
-        let mut rows = self.queue;
-        let n = self.queued.min(MAX_PLANES - 1);
-        rows[n] = row;
-        (rows, n + 1)
+    /// The queued rows and `row`.
+    fn set_with(&self, row: u32) -> Result<heapless::Vec<u32, MAX_PLANES>, ModelError> {
+        let mut rows = self.queue.clone();
+        rows.push(row).map_err(|_| ModelError::Protocol("more multi-plane operations than planes"))?;
+        Ok(rows)
     }
 
     // ---- block state ----
@@ -732,7 +733,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
     fn reset(&mut self) {
         self.state = State::Idle;
         self.ncycles = 0;
-        self.queued = 0;
+        self.queue.clear();
         self.output = Output::None;
         self.saved = Output::None;
         self.resume = false;
@@ -753,7 +754,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
             if !self.config.param.multi_plane_read() {
                 return Err(ModelError::Protocol("multi-plane read not advertised"));
             }
-            let (rows, n) = self.set_with(row);
+            let rows = self.set_with(row)?;
+            let n = rows.len();
             self.check_set(&rows[..n], true)?;
             self.enqueue(row)?;
             self.state = State::ReadQueued;
@@ -761,7 +763,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
             self.go_busy(self.config.timing.t_dbsy_us);
             return Ok(());
         }
-        let (rows, n) = self.set_with(row);
+        let rows = self.set_with(row)?;
+        let n = rows.len();
         self.check_set(&rows[..n], true)?;
         let lay = self.lay;
         for &r in &rows[..n] {
@@ -776,7 +779,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
         }
         self.counters.page_reads += n as u64;
         self.counters.multi_plane_ops += u64::from(n > 1);
-        self.queued = 0;
+        self.queue.clear();
         self.state = State::Idle;
         self.fail = false;
         self.output = Output::Register { plane: self.plane_of_row(row)?, col };
@@ -811,7 +814,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
 
     fn exec_program(&mut self, multi: bool) -> Result<(), ModelError> {
         let row = self.cur_row;
-        let (rows, n) = self.set_with(row);
+        let rows = self.set_with(row)?;
+        let n = rows.len();
         self.check_set(&rows[..n], true)?;
         if multi {
             if !self.config.param.multi_plane_program_erase() {
@@ -822,7 +826,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
             self.go_busy(self.config.timing.t_dbsy_us);
             return Ok(());
         }
-        self.queued = 0;
+        self.queue.clear();
         self.state = State::Idle;
         self.output = Output::None;
         if self.faults.write_protect {
@@ -880,7 +884,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
 
     fn exec_erase(&mut self, multi: bool) -> Result<(), ModelError> {
         let row = self.row(0);
-        let (rows, n) = self.set_with(row);
+        let rows = self.set_with(row)?;
+        let n = rows.len();
         self.check_set(&rows[..n], false)?;
         if multi {
             if !self.config.param.multi_plane_program_erase() {
@@ -891,7 +896,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
             self.go_busy(self.config.timing.t_dbsy_us);
             return Ok(());
         }
-        self.queued = 0;
+        self.queue.clear();
         self.state = State::Idle;
         self.output = Output::None;
         if self.faults.write_protect {
@@ -949,7 +954,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
 
     fn start(&mut self, state: State) {
         if matches!(self.state, State::Idle) {
-            self.queued = 0;
+            self.queue.clear();
         }
         self.state = state;
         self.ncycles = 0;
@@ -1339,7 +1344,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
         if r.is_err() {
             self.state = State::Idle;
             self.ncycles = 0;
-            self.queued = 0;
+            self.queue.clear();
         }
         r
     }
