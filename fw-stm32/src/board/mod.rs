@@ -35,7 +35,7 @@ use cortex_m::peripheral::{syst::SystClkSource, DWT, MPU, SYST};
 use cortex_m_rt::{entry, exception, ExceptionFrame};
 use ftl_core::{BlockInfo, Config, RamLayout};
 use nand_hal::Geometry;
-use stm32h7xx_hal::gpio::Speed;
+use stm32h7xx_hal::gpio::{ErasedPin, Input, Speed};
 use stm32h7xx_hal::pac;
 use stm32h7xx_hal::prelude::*;
 use stm32h7xx_hal::rcc::ResetEnable;
@@ -174,7 +174,27 @@ fn start_clock(syst: &mut SYST) {
     syst.enable_counter();
 }
 
-fn report_fmc(bus: &FmcNand) {
+/// R/B# on a HAL GPIO input as an embedded-hal 1.0 [`InputPin`](embedded_hal::digital::InputPin)
+/// (stm32h7xx-hal 0.16 implements only embedded-hal 0.2's traits).
+pub struct ReadyPin(ErasedPin<Input>);
+
+impl embedded_hal::digital::ErrorType for ReadyPin {
+    type Error = core::convert::Infallible;
+}
+
+impl embedded_hal::digital::InputPin for ReadyPin {
+    fn is_high(&mut self) -> Result<bool, Self::Error> {
+        Ok(self.0.is_high())
+    }
+    fn is_low(&mut self) -> Result<bool, Self::Error> {
+        Ok(self.0.is_low())
+    }
+}
+
+/// The board's NAND bus: the FMC, R/B# on PD6.
+type Bus = FmcNand<ReadyPin>;
+
+fn report_fmc(bus: &Bus) {
     let t = bus.timing();
     info!(
         "FMC: NAND bank 3, 8-bit, ONFI timing mode {} (tWC {} ns, tRC {} ns), R/B# on PD6",
@@ -182,7 +202,7 @@ fn report_fmc(bus: &FmcNand) {
     );
 }
 
-fn run(bus: FmcNand) -> Result<(), Failed> {
+fn run(bus: Bus) -> Result<(), Failed> {
     let ftl = FtlBuffers {
         map: static_slice!(#[link_section = ".axisram"] u32; LAYOUT.map_words; LAYOUT.map_words; 0),
         valid: static_slice!(#[link_section = ".sram1"] u32; LAYOUT.valid_words; LAYOUT.valid_words; 0),
@@ -266,7 +286,7 @@ fn main() -> ! {
         gpioe.pe10, // D0-D7
         gpiod.pd4, gpiod.pd5, gpiod.pd11, gpiod.pd12, gpiog.pg9 // NOE, NWE, CLE, ALE, NCE
     );
-    let rb = gpiod.pd6.into_pull_up_input().erase();
+    let rb = ReadyPin(gpiod.pd6.into_pull_up_input().erase());
     let bus = FmcNand::new(dp.FMC, rb);
 
     match run(bus) {
