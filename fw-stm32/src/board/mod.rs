@@ -245,7 +245,13 @@ fn run(bus: Bus) -> Result<(), Failed> {
         },
         force_format: cfg!(feature = "force-format"),
         report_bus: report_fmc,
+        serve,
     })
+}
+
+/// The end of the run: nothing to serve the disk on; the application unmounts the FTL.
+fn serve(_: crate::fat::Disk<'_, '_, '_, Bus>, _: &mut [u8]) -> Result<(), Failed> {
+    Ok(())
 }
 
 #[entry]
