@@ -121,7 +121,8 @@ impl nand_hal::Error for FmcError {
 impl defmt::Format for FmcError {
     fn format(&self, f: defmt::Formatter<'_>) {
         match self {
-            FmcError::ReadyPin(k) => defmt::write!(f, "R/B# pin error: {}", defmt::Debug2Format(k)),
+            // embedded-hal's digital ErrorKind has only `Other` (non-exhaustive): no core::fmt here.
+            FmcError::ReadyPin(_) => defmt::write!(f, "R/B# pin error"),
         }
     }
 }

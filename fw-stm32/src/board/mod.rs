@@ -28,6 +28,7 @@
 //! Nothing in this module has run on hardware yet (see docs/firmware.md).
 
 pub mod fmc;
+mod usb;
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -38,7 +39,9 @@ use nand_hal::Geometry;
 use stm32h7xx_hal::gpio::{ErasedPin, Input, Speed};
 use stm32h7xx_hal::pac;
 use stm32h7xx_hal::prelude::*;
+use stm32h7xx_hal::rcc::rec::UsbClkSel;
 use stm32h7xx_hal::rcc::ResetEnable;
+use stm32h7xx_hal::usb_hs::USB2;
 use {defmt_rtt as _, panic_probe as _};
 
 use crate::app::{self, Failed, FtlBuffers, Target, TestBuffers, Workload};
@@ -249,9 +252,11 @@ fn run(bus: Bus) -> Result<(), Failed> {
     })
 }
 
-/// The end of the run: nothing to serve the disk on; the application unmounts the FTL.
-fn serve(_: crate::fat::Disk<'_, '_, '_, Bus>, _: &mut [u8]) -> Result<(), Failed> {
-    Ok(())
+/// The end of the run, every check passed: reports it, then serves the disk (the FAT volume of
+/// the round trip) over USB mass storage, for good.
+fn serve(disk: crate::fat::Disk<'_, '_, '_, Bus>, xfer: &mut [u8]) -> Result<(), Failed> {
+    info!("RESULT: PASS (self-test, benchmark, FAT round trip); the disk goes to USB now");
+    usb::serve(disk, xfer)
 }
 
 #[entry]
@@ -265,7 +270,7 @@ fn main() -> ! {
     cp.SCB.enable_dcache(&mut cp.CPUID);
 
     let pwrcfg = dp.PWR.constrain().freeze();
-    let ccdr =
+    let mut ccdr =
         dp.RCC.constrain().use_hse(25.MHz()).sys_ck(CPU_HZ.Hz()).hclk(200.MHz()).freeze(pwrcfg, &dp.SYSCFG);
     // The PLL may land a few hundred Hz below the request (fractional divider).
     let hclk = ccdr.clocks.hclk().raw();
@@ -273,6 +278,9 @@ fn main() -> ! {
         hclk <= fmc::FMC_KERNEL_HZ && hclk > fmc::FMC_KERNEL_HZ / 100 * 99,
         "FMC timings assume a 200 MHz HCLK3"
     );
+    // The USB kernel clock: HSI48 (on after freeze).
+    assert!(ccdr.clocks.hsi48_ck().is_some(), "HSI48 (the USB kernel clock) must run");
+    ccdr.peripheral.kernel_usb_clk_mux(UsbClkSel::Hsi48);
     enable_d2_sram();
     cp.DCB.enable_trace();
     start_clock(&mut cp.SYST);
@@ -294,6 +302,18 @@ fn main() -> ! {
     );
     let rb = ReadyPin(gpiod.pd6.into_pull_up_input().erase());
     let bus = FmcNand::new(dp.FMC, rb);
+
+    // USB (served at the end of the run): OTG2's full-speed PHY on PA11/PA12.
+    let gpioa = dp.GPIOA.split(ccdr.peripheral.GPIOA);
+    usb::install(USB2::new(
+        dp.OTG2_HS_GLOBAL,
+        dp.OTG2_HS_DEVICE,
+        dp.OTG2_HS_PWRCLK,
+        gpioa.pa11.into_alternate(),
+        gpioa.pa12.into_alternate(),
+        ccdr.peripheral.USB2OTG,
+        &ccdr.clocks,
+    ));
 
     match run(bus) {
         Ok(()) => info!("RESULT: PASS"),
