@@ -273,6 +273,11 @@ where
             }
         };
         log_ram(&ftl, &lay);
+        if cfg!(feature = "disk") {
+            // No test: the disk as it is (FAT-formatted on a blank chip), to the platform.
+            disk_mode(&mut ftl, formatted, app.rbuf, app.wbuf, t.serve)?;
+            return api::unmount(ftl).map_err(|e| ftl_failed("unmount", e));
+        }
         app.gens.fill(if formatted { GEN_ZERO } else { GEN_UNKNOWN });
         if !formatted {
             app.check_previous(&mut ftl, region)?;
@@ -329,6 +334,29 @@ where
     info!("stack: {} bytes used at most", crate::stack::used());
     (t.serve)(fat::disk(&mut ftl, app.rbuf)?, app.wbuf)?;
     api::unmount(ftl).map_err(|e| ftl_failed("unmount", e))
+}
+
+/// Feature `disk`: formats a FAT16 volume if the FTL was just formatted (a blank chip), lists
+/// the volume's root directory if there is one, and hands the disk to the platform. Nothing is
+/// tested and nothing the disk holds is changed.
+#[inline(never)]
+fn disk_mode<B: OnfiBus>(
+    ftl: &mut AppFtl<'_, B>,
+    formatted: bool,
+    page_buf: &mut [u8],
+    spare_buf: &mut [u8],
+    serve: fn(fat::Disk<'_, '_, '_, B>, &mut [u8]) -> Result<(), Failed>,
+) -> Result<(), Failed> {
+    info!("disk mode (feature disk): no self-test or benchmark; the disk keeps what it holds");
+    if formatted {
+        fat::format(ftl, page_buf)?;
+    }
+    if fat::list(ftl, page_buf).is_none() && formatted {
+        error!("the FAT volume just formatted does not open");
+        return Err(Failed);
+    }
+    info!("stack: {} bytes used at most", crate::stack::used());
+    serve(fat::disk(ftl, page_buf)?, spare_buf)
 }
 
 /// After the benchmark: unmount; with `cdm`, a simulated reset instead (flush, then drop the FTL
@@ -841,16 +869,21 @@ impl App<'_> {
     }
 
     /// After a mount: the self-test region holds pages of the previous boot (any generation) or
-    /// zeros; learn their generations.
-    /// A previous boot that got to the end left the FAT volume of the round trip (and perhaps
-    /// what a PC wrote to it over USB) instead: then the region's content is not checked.
+    /// zeros; learn their generations. A previous boot that got to the end left the FAT volume of
+    /// the round trip there instead, and the board may have served it to a PC over USB since: if
+    /// the first page is neither zeros nor a test page, the region is not checked.
     fn check_previous<B: OnfiBus>(&mut self, ftl: &mut AppFtl<'_, B>, region: u32) -> Result<(), Failed> {
-        if region > 0
+        let foreign = region > 0
             && api::read(ftl, 0, self.rbuf).is_ok()
-            && fat::is_mbr(self.rbuf)
-            && !matches(self.rbuf, 0, self.rbuf[8])
-        {
-            info!("previous boot: the disk holds a FAT volume (the previous boot's round trip, or the PC's): not checked");
+            && self.rbuf.iter().any(|&b| b != 0)
+            && !matches(self.rbuf, 0, self.rbuf[8]);
+        if foreign {
+            let what = if fat::is_mbr(self.rbuf) {
+                "a FAT volume (the previous boot's round trip, or the PC's)"
+            } else {
+                "data of another kind (written over USB)"
+            };
+            info!("previous boot: the disk holds {}: not checked", what);
             return Ok(());
         }
         let (mut zeros, mut pages) = (0u32, 0u32);

@@ -87,10 +87,10 @@ pub fn disk<'s, 'a, 'b, B: OnfiBus>(
     SectorDisk::new(Store(ftl), buf).map_err(|e| failed("sector disk", e))
 }
 
-/// Formats the FTL's logical space (through the page buffer `buf`) as one FAT16 volume, writes
-/// the two files, reads them back and lists them.
+/// Formats the FTL's logical space (through the page buffer `buf`) as one empty FAT16 volume
+/// (MBR, boot sector, FATs, root directory; the whole disk trimmed first).
 #[inline(never)]
-pub fn create<B: OnfiBus>(ftl: &mut AppFtl<'_, B>, buf: &mut [u8]) -> Result<(), Failed> {
+pub fn format<B: OnfiBus>(ftl: &mut AppFtl<'_, B>, buf: &mut [u8]) -> Result<(), Failed> {
     let mut disk = disk(ftl, buf)?;
     let t0 = now();
     let l = mkfs::format_fat16(&mut disk, 0x1A2B_3C4D, LABEL).map_err(|e| failed("format", e))?;
@@ -103,6 +103,51 @@ pub fn create<B: OnfiBus>(ftl: &mut AppFtl<'_, B>, buf: &mut [u8]) -> Result<(),
         l.cluster_sectors * 512,
         l.start
     );
+    Ok(())
+}
+
+/// Logs the root directory of the disk's FAT volume (names and sizes of the first entries) and
+/// returns how many files it has; `None` (logged, not an error) if no FAT volume opens.
+#[inline(never)]
+pub fn list<B: OnfiBus>(ftl: &mut AppFtl<'_, B>, buf: &mut [u8]) -> Option<u32> {
+    let sd = SdmmcDisk::new(disk(ftl, buf).ok()?);
+    let vm: Vm<'_, '_, '_, '_, B> = VolumeManager::new_with_limits(&sd, Clock, 0);
+    let Ok(volume) = vm.open_volume(VolumeIdx(0)) else {
+        info!("[fat] no FAT16/FAT32 volume in the first partition (the host may have put another filesystem there)");
+        return None;
+    };
+    let root = volume.open_root_dir().ok()?;
+    let mut files = 0u32;
+    let listed = root.iterate_dir(|e| {
+        if !e.attributes.is_volume() {
+            files += 1;
+            if files <= 16 {
+                let name = |b| core::str::from_utf8(b).unwrap_or("?");
+                info!(
+                    "[fat]   {}.{} {} bytes{}",
+                    name(e.name.base_name()),
+                    name(e.name.extension()),
+                    e.size,
+                    if e.attributes.is_directory() { " (directory)" } else { "" }
+                );
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    if listed.is_err() {
+        info!("[fat] the root directory does not list");
+        return None;
+    }
+    info!("[fat] the FAT volume's root directory holds {} entries", files);
+    Some(files)
+}
+
+/// Formats the disk as one FAT16 volume ([`format`]), writes the two files, reads them back and
+/// lists them.
+#[inline(never)]
+pub fn create<B: OnfiBus>(ftl: &mut AppFtl<'_, B>, buf: &mut [u8]) -> Result<(), Failed> {
+    format(ftl, buf)?;
+    let disk = disk(ftl, buf)?;
     let (p0, r0) = nand_ops(&disk);
     let t0 = now();
     let sd = SdmmcDisk::new(disk);
