@@ -434,7 +434,8 @@ fn same_shape(a: &Geometry, b: &Geometry) -> bool {
         && a.luns == b.luns
 }
 
-fn ticks_to_us(ticks: u64) -> u64 {
+/// Timer ticks to microseconds.
+pub fn ticks_to_us(ticks: u64) -> u64 {
     ticks * 1_000_000 / TICK_HZ as u64
 }
 

@@ -3,12 +3,14 @@
 //! used through embedded-sdmmc (ftl-block's `SdmmcDisk`, write-through: every block write ends
 //! with the FTL's flush).
 //!
-//! [`create`] formats the disk, creates `HELLO.TXT` and `DATA.BIN` (written in uneven pieces that
-//! cross sector and page boundaries), reads both back and lists the root directory; [`check`],
-//! after the caller has unmounted and mounted the FTL again, opens the volume (no format), lists
-//! and reads both files again. Every check compares with the content computed again from its
-//! definition ([`HELLO`], [`data_byte`]), never with what was read before. Both log what the
-//! step cost the FTL (NAND programs and reads) and fail with [`Failed`] on any mismatch or error.
+//! [`create`] formats the disk ([`format`]), creates `HELLO.TXT` and `DATA.BIN` (written in uneven
+//! pieces that cross sector and page boundaries), logs what that cost the FTL (NAND programs and
+//! reads), reads both back and lists the root directory; [`check`], after the caller has
+//! unmounted and mounted the FTL again, opens the volume (no format), lists and reads both files
+//! again. Every check compares with the content computed again from its definition ([`HELLO`],
+//! [`data_byte`]), never with what was read before, and fails with [`Failed`] on any mismatch or
+//! error. The `disk` mode uses [`format`] (blank chip) and [`list`]; [`disk`] is the disk both
+//! platforms serve at the end.
 //!
 //! RAM: embedded-sdmmc's `VolumeManager` (one 512-byte block cache, one volume, one directory,
 //! one file) and a 512-byte chunk buffer, both on the stack; the adapter's page buffer is lent
@@ -22,10 +24,10 @@ use ftl_block::sdmmc::SdmmcDisk;
 use ftl_block::SectorDisk;
 use nand_hal::onfi::OnfiBus;
 
-use crate::app::Failed;
+use crate::app::{ticks_to_us, Failed};
 use crate::ftl_api::{AppFtl, Store};
 use crate::log::Loggable;
-use crate::platform::{now, TICK_HZ};
+use crate::platform::now;
 
 /// The disk: the mounted FTL (borrowed through [`Store`]) with a lent page buffer.
 pub type Disk<'s, 'a, 'b, B> = SectorDisk<Store<'s, 'a, B>, &'b mut [u8]>;
@@ -34,8 +36,8 @@ pub type Disk<'s, 'a, 'b, B> = SectorDisk<Store<'s, 'a, B>, &'b mut [u8]>;
 pub const HELLO: &[u8] = b"Hello from the FTL on raw NAND (fw-stm32, FAT16 written by embedded-sdmmc)\r\n";
 /// The second file's length: ten pages and a bit, not a whole number of sectors.
 pub const DATA_LEN: u32 = 20 * 1024 + 123;
-/// The pieces `DATA.BIN` is written in, in turn (1 byte, less than, exactly and more than a
-/// sector's worth across the pieces).
+/// The sizes of the pieces `DATA.BIN` is written in, in turn: 1 to 512 bytes, so that writes
+/// start and end inside sectors and pages and some cover a whole sector.
 const PIECES: [usize; 5] = [1, 511, 512, 300, 37];
 /// The volume label.
 const LABEL: &[u8; 11] = b"NANDFTL    ";
@@ -67,10 +69,6 @@ type Vm<'d, 's, 'a, 'b, B> = VolumeManager<&'d SdmmcDisk<Store<'s, 'a, B>, &'b m
 fn failed(what: &str, e: impl Loggable) -> Failed {
     error!("[fat] {} failed: {:?}", what, e);
     Failed
-}
-
-fn ticks_to_us(ticks: u64) -> u64 {
-    ticks * 1_000_000 / TICK_HZ as u64
 }
 
 /// NAND programs and reads so far.
