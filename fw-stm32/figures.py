@@ -42,7 +42,9 @@ def sizes(elf):
     ftl = int(re.search(r"FTL core \+ HAL \+ ONFI driver: (\d+) bytes", out).group(1))
     core = int(re.search(r"without the page codec: (\d+) bytes", out).group(1))
     sec = {m.group(1): int(m.group(2)) for m in re.finditer(r"^\s+(\.\w+)\s+(\d+)\s+0x", out, re.M)}
-    return dict(text=text, data=data, bss=bss, ftl=ftl, core=core, rodata=sec.get(".rodata", 0))
+    disk = re.search(r"^\s+(\d+)\s+disk:", out, re.M)
+    return dict(text=text, data=data, bss=bss, ftl=ftl, core=core, rodata=sec.get(".rodata", 0),
+                disk=int(disk.group(1)) if disk else 0)
 
 
 #: Technique configurations run in QEMU (FW_FEATURES values); each has its log and ELF.
@@ -93,12 +95,17 @@ def measure():
                      "instr", "< 5,000"))
     m = re.search(r"stack: (\d+) bytes used at most", log)
     rows.append(("QEMU run: stack, bytes at most", int(m.group(1)), "instr", "-"))
+    m = re.search(r"\[fat\] created .* NAND (\d+) programs, (\d+) reads", log)
+    rows.append(("FAT round trip (QEMU, 512-byte clusters): NAND programs to create the two files (20,679 bytes)",
+                 int(m.group(1)), "instr", "-"))
     b = sizes(BOARD_ELF)
     rows.append(("board: text (flash: .vector_table + .text + .rodata), bytes", b["text"], "bytes", "-"))
     rows.append(("board: .rodata (BCH and CRC tables included), bytes", b["rodata"], "bytes", "-"))
     rows.append(("board: RAM (.data + .bss), bytes", b["data"] + b["bss"], "bytes", "-"))
     rows.append(("board: FTL core + HAL + ONFI driver (no codec), .text bytes", b["core"], "bytes", "< 32,768"))
     rows.append(("board: FTL core + HAL + ONFI driver + page codec, .text bytes", b["ftl"], "bytes", "-"))
+    rows.append(("board: disk (ftl-block, embedded-sdmmc, usbd-storage, usb-device, synopsys-usb-otg), .text bytes",
+                 b["disk"], "bytes", "-"))
     q = sizes(os.path.join(TARGET, "qemu.elf"))
     rows.append(("baseline: QEMU build, FTL core + HAL + ONFI driver + codec, .text bytes", q["ftl"], "bytes", "-"))
     for name in TECHNIQUES:

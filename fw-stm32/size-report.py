@@ -38,6 +38,7 @@ RULES = [
     (r"^ftl_policies::flex_ecc::", "codec"),
     (r"^(ftl_core|ftl_policies)::", "ftl"),
     (r"^(crc|crc_catalog)::", "ftl"),
+    (r"^(ftl_block|embedded_sdmmc|usbd_storage|usb_device|synopsys_usb_otg)::", "disk"),
     (r"^fw_stm32::", "app"),
     (r"^(stm32h7xx_hal|stm32h7|cortex_m|cortex_m_rt|cortex_m_semihosting|defmt|defmt_rtt|panic_probe|"
      r"critical_section|embedded_hal|fugit|nb|void|bare_metal)::", "platform"),
@@ -51,13 +52,14 @@ LABELS = {
     "ftl_api": "FTL and driver code inlined into fw_stm32::ftl_api and meter::TimedNand",
     "codec": "page codec (BCH + CRC-32C: ftl_policies::flex_ecc, and what is inlined behind meter::TimedCodec)",
     "bus": "bus: ONFI chip model (QEMU) or FMC accesses (board)",
-    "app": "application (self-test, benchmark, metering, start-up)",
+    "disk": "disk: sector adapter, SCSI, FAT (ftl-block, embedded-sdmmc), USB (usbd-storage, usb-device, synopsys-usb-otg)",
+    "app": "application (self-test, benchmark, FAT round trip, USB loop, metering, start-up)",
     "platform": "platform crates (HAL, PAC, cortex-m, defmt, RTT, semihosting)",
     "core": "core and compiler-builtins",
     "other": "other symbols (start-up, memcpy, division, ...)",
 }
 FTL_TOTAL = ["ftl", "hal", "onfi", "ftl_api", "codec"]
-ORDER = FTL_TOTAL + ["bus", "app", "platform", "core", "other"]
+ORDER = FTL_TOTAL + ["bus", "disk", "app", "platform", "core", "other"]
 
 ESCAPES = [("$LT$", "<"), ("$GT$", ">"), ("$u20$", " "), ("$RF$", "&"), ("$BP$", "*"), ("$C$", ","),
            ("$u7b$", "{"), ("$u7d$", "}"), ("$u5b$", "["), ("$u5d$", "]"), ("$SP$", "@"), ("$u27$", "'"),

@@ -51,3 +51,4 @@ fi
 # Fetch dependencies once, so later steps can say what failed.
 cargo fetch --locked 2>/dev/null || cargo fetch
 (cd fuzz && (cargo fetch --locked 2>/dev/null || cargo fetch))
+(cd fw-stm32 && (cargo fetch --locked 2>/dev/null || cargo fetch))

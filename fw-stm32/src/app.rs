@@ -12,7 +12,12 @@
 //!    reads, then a GC-heavy phase of random overwrites of the hot three quarters of the
 //!    capacity (the first quarter stays cold, so static wear leveling has something to move);
 //!    every read is verified;
-//! 5. verifies everything, unmounts, identifies, remounts and verifies everything again.
+//! 5. verifies everything, unmounts, identifies, remounts and verifies everything again;
+//! 6. the FAT round trip ([`fat`]): formats the FTL's logical space as a FAT16 volume, creates,
+//!    writes, reads back and lists two files through embedded-sdmmc, unmounts, identifies and
+//!    remounts, lists and reads them again;
+//! 7. hands the mounted disk to the platform ([`Target::serve`]): unmounted under QEMU, served as
+//!    a USB mass-storage device on the board.
 //!
 //! Every page written carries its logical page number and a generation (also kept in a table
 //! in RAM, one byte per logical page) and a pseudo-random body derived from both, so a read
@@ -29,6 +34,7 @@ use nand_hal::onfi::OnfiBus;
 use nand_hal::{BlockId, Geometry, NandFlash};
 
 use crate::bundle::{self, AppMap, Attach};
+use crate::fat;
 use crate::ftl_api::{self as api, AppFtl, Nand};
 use crate::log::Loggable;
 use crate::meter::{calibrate, Meter, Overhead, TimedBus, TimedNand};
@@ -120,7 +126,7 @@ pub struct Workload {
 }
 
 /// What the platform hands the application.
-pub struct Target<B> {
+pub struct Target<B: OnfiBus> {
     /// Platform name for the log.
     pub name: &'static str,
     /// The chip's bus.
@@ -139,6 +145,10 @@ pub struct Target<B> {
     pub force_format: bool,
     /// Logs what the bus itself counted (the chip model's counters under QEMU).
     pub report_bus: fn(&B),
+    /// At the end, after every check passed: what the platform does with the disk (the mounted
+    /// FTL holding the FAT volume) and a spare page buffer before the FTL is unmounted: nothing
+    /// under QEMU, USB mass storage on the board (which does not return).
+    pub serve: fn(fat::Disk<'_, '_, '_, B>, &mut [u8]) -> Result<(), Failed>,
 }
 
 /// Runs everything (see the module documentation).
@@ -263,6 +273,11 @@ where
             }
         };
         log_ram(&ftl, &lay);
+        if cfg!(feature = "disk") {
+            // No test: the disk as it is (FAT-formatted on a blank chip), to the platform.
+            disk_mode(&mut ftl, formatted, app.rbuf, app.wbuf, t.serve)?;
+            return api::unmount(ftl).map_err(|e| ftl_failed("unmount", e));
+        }
         app.gens.fill(if formatted { GEN_ZERO } else { GEN_UNKNOWN });
         if !formatted {
             app.check_previous(&mut ftl, region)?;
@@ -274,7 +289,7 @@ where
         api::unmount(ftl).map_err(|e| ftl_failed("unmount", e))?;
         info!("self-test: unmounted in {} us", ticks_to_us(now() - t0));
     }
-    let mut nand = identify(nand.into_inner().release())?;
+    nand = identify(nand.into_inner().release())?;
     {
         let mut ftl = mount(&mut nand, &mut t.ftl, &lay, cfg)?;
         app.verify_range(&mut ftl, 0, region, "self-test after remount")?;
@@ -296,19 +311,52 @@ where
         wom_report(&ftl)?;
         end_of_life(ftl)?;
     }
-    let mut nand = identify(nand.into_inner().release())?;
+    nand = identify(nand.into_inner().release())?;
     {
         let mut ftl = mount(&mut nand, &mut t.ftl, &lay, cfg)?;
         #[cfg(feature = "cdm")]
         nv_after_reset(&ftl)?;
         app.seq_read(&mut ftl, "remount-verify")?;
+        fat::create(&mut ftl, app.rbuf)?;
+        let t0 = now();
         api::unmount(ftl).map_err(|e| ftl_failed("unmount", e))?;
+        info!("[fat] FTL unmounted in {} us", ticks_to_us(now() - t0));
     }
-    let bus = nand.into_inner().release();
-    info!("NAND bus: {} calls, {} {} in all", bus.meter.calls, bus.meter.ticks * UNITS_PER_TICK, UNIT);
-    (t.report_bus)(bus.inner());
+    nand = identify(nand.into_inner().release())?;
+    let mut ftl = mount(&mut nand, &mut t.ftl, &lay, cfg)?;
+    fat::check(&mut ftl, app.rbuf, "after unmount and remount")?;
+    info!("FAT round trip: PASS (format, create, write, read back, list, remount, list, read back)");
+    {
+        let bus = ftl.nand().inner().bus();
+        info!("NAND bus: {} calls, {} {} in all", bus.meter.calls, bus.meter.ticks * UNITS_PER_TICK, UNIT);
+        (t.report_bus)(bus.inner());
+    }
     info!("stack: {} bytes used at most", crate::stack::used());
-    Ok(())
+    (t.serve)(fat::disk(&mut ftl, app.rbuf)?, app.wbuf)?;
+    api::unmount(ftl).map_err(|e| ftl_failed("unmount", e))
+}
+
+/// Feature `disk`: formats a FAT16 volume if the FTL was just formatted (a blank chip), lists
+/// the volume's root directory if there is one, and hands the disk to the platform. Nothing is
+/// tested and nothing the disk holds is changed.
+#[inline(never)]
+fn disk_mode<B: OnfiBus>(
+    ftl: &mut AppFtl<'_, B>,
+    formatted: bool,
+    page_buf: &mut [u8],
+    spare_buf: &mut [u8],
+    serve: fn(fat::Disk<'_, '_, '_, B>, &mut [u8]) -> Result<(), Failed>,
+) -> Result<(), Failed> {
+    info!("disk mode (feature disk): no self-test or benchmark; the disk keeps what it holds");
+    if formatted {
+        fat::format(ftl, page_buf)?;
+    }
+    if fat::list(ftl, page_buf).is_none() && formatted {
+        error!("the FAT volume just formatted does not open");
+        return Err(Failed);
+    }
+    info!("stack: {} bytes used at most", crate::stack::used());
+    serve(fat::disk(ftl, page_buf)?, spare_buf)
 }
 
 /// After the benchmark: unmount; with `cdm`, a simulated reset instead (flush, then drop the FTL
@@ -386,7 +434,8 @@ fn same_shape(a: &Geometry, b: &Geometry) -> bool {
         && a.luns == b.luns
 }
 
-fn ticks_to_us(ticks: u64) -> u64 {
+/// Timer ticks to microseconds.
+pub fn ticks_to_us(ticks: u64) -> u64 {
     ticks * 1_000_000 / TICK_HZ as u64
 }
 
@@ -821,8 +870,23 @@ impl App<'_> {
     }
 
     /// After a mount: the self-test region holds pages of the previous boot (any generation) or
-    /// zeros; learn their generations.
+    /// zeros; learn their generations. A previous boot that got to the end left the FAT volume of
+    /// the round trip there instead, and the board may have served it to a PC over USB since: if
+    /// the first page is neither zeros nor a test page, the region is not checked.
     fn check_previous<B: OnfiBus>(&mut self, ftl: &mut AppFtl<'_, B>, region: u32) -> Result<(), Failed> {
+        let foreign = region > 0
+            && api::read(ftl, 0, self.rbuf).is_ok()
+            && self.rbuf.iter().any(|&b| b != 0)
+            && !matches(self.rbuf, 0, self.rbuf[8]);
+        if foreign {
+            let what = if fat::is_mbr(self.rbuf) {
+                "a FAT volume (the previous boot's round trip, or the PC's)"
+            } else {
+                "data of another kind (written over USB)"
+            };
+            info!("previous boot: the disk holds {}: not checked", what);
+            return Ok(());
+        }
         let (mut zeros, mut pages) = (0u32, 0u32);
         for lpn in 0..region {
             if let Err(e) = api::read(ftl, lpn, self.rbuf) {

@@ -100,3 +100,29 @@ pub fn trim<B: OnfiBus>(ftl: &mut AppFtl<'_, B>, lpn: u32, count: u32) -> Result
 pub fn flush<B: OnfiBus>(ftl: &mut AppFtl<'_, B>) -> Result<(), FtlError> {
     ftl.flush()
 }
+
+/// The mounted FTL as ftl-block's page store (the FAT round trip's and the USB disk's
+/// `SectorDisk`), through this module's calls, so that the FTL's code stays in this module's
+/// symbols (see the module documentation). It borrows the FTL: the caller unmounts it.
+pub struct Store<'s, 'a, B: OnfiBus>(pub &'s mut AppFtl<'a, B>);
+
+impl<B: OnfiBus> ftl_block::PageStore for Store<'_, '_, B> {
+    fn page_bytes(&self) -> usize {
+        Ftl::page_bytes(self.0) as usize
+    }
+    fn pages(&self) -> u32 {
+        Ftl::capacity_pages(self.0)
+    }
+    fn read_pages(&mut self, page: u32, buf: &mut [u8]) -> Result<(), FtlError> {
+        read(self.0, page, buf)
+    }
+    fn write_pages(&mut self, page: u32, data: &[u8]) -> Result<(), FtlError> {
+        write(self.0, page, data)
+    }
+    fn trim_pages(&mut self, page: u32, count: u32) -> Result<(), FtlError> {
+        trim(self.0, page, count)
+    }
+    fn flush(&mut self) -> Result<(), FtlError> {
+        flush(self.0)
+    }
+}

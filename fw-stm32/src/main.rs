@@ -27,6 +27,7 @@ mod app;
 #[macro_use]
 mod bundle;
 mod codec_bench;
+mod fat;
 mod ftl_api;
 mod meter;
 mod stack;

@@ -276,7 +276,16 @@ fn run() -> Result<(), Failed> {
         },
         force_format: cfg!(feature = "force-format"),
         report_bus: report_model,
+        serve,
     })
+}
+
+/// The end of the run: nothing to serve the disk on (QEMU has no USB); the application unmounts the FTL.
+fn serve(
+    _: crate::fat::Disk<'_, '_, '_, OnfiChipModel<&'static mut [u8]>>,
+    _: &mut [u8],
+) -> Result<(), Failed> {
+    Ok(())
 }
 
 #[entry]

@@ -23,17 +23,19 @@
 //! access completes before the next instruction, so a command write cannot still be on its way
 //! when R/B# is sampled.
 //!
-//! R/B#: on a GPIO input with pull-up (PD6, the FMC_NWAIT pin, which the Apollo board wires to
-//! the NAND's R/B#), polled with a timeout measured by the DWT cycle counter. The FMC's own wait
+//! R/B#: any embedded-hal 1.0 [`InputPin`] (on the Apollo a GPIO input with pull-up on PD6, the
+//! FMC_NWAIT pin, which the board wires to the NAND's R/B#; `super::ReadyPin` adapts the HAL's
+//! pin), polled with a timeout measured by the DWT cycle counter. A pin that reports an error
+//! fails the bus call with [`FmcError::ReadyPin`]. The FMC's own wait
 //! feature (PWAITEN) is off. The driver waits for R/B# to go busy, then ready, then confirms with
 //! READ STATUS (see nand-hal's driver).
 
 use core::ptr::{read_volatile, write_volatile};
 
 use cortex_m::peripheral::DWT;
+use embedded_hal::digital::{Error as _, InputPin};
 use nand_hal::onfi::{BusTiming, OnfiBus, ReadyLine, Wait};
 use nand_hal::ErrorKind;
-use stm32h7xx_hal::gpio::{ErasedPin, Input};
 use stm32h7xx_hal::pac;
 
 use super::CPU_HZ;
@@ -100,20 +102,28 @@ const BCR1_WFDIS: u32 = 1 << 21;
 const BCR1_FMCEN: u32 = 1 << 31;
 const SR_FEMPT: u32 = 1 << 6;
 
-/// The bus never fails by itself: timeouts are reported as [`Wait::TimedOut`] and become the
-/// driver's `OnfiError::Timeout`.
+/// What the bus itself can fail with: only the R/B# pin (the FMC cycles cannot fail; timeouts
+/// are reported as [`Wait::TimedOut`] and become the driver's `OnfiError::Timeout`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum FmcError {}
+pub enum FmcError {
+    /// Reading the R/B# input failed (never, for an on-chip GPIO; an I/O expander pin may).
+    ReadyPin(embedded_hal::digital::ErrorKind),
+}
 
 impl nand_hal::Error for FmcError {
     fn kind(&self) -> ErrorKind {
-        match *self {}
+        match self {
+            FmcError::ReadyPin(_) => ErrorKind::Other,
+        }
     }
 }
 
 impl defmt::Format for FmcError {
-    fn format(&self, _: defmt::Formatter<'_>) {
-        match *self {}
+    fn format(&self, f: defmt::Formatter<'_>) {
+        match self {
+            // embedded-hal's digital ErrorKind has only `Other` (non-exhaustive): no core::fmt here.
+            FmcError::ReadyPin(_) => defmt::write!(f, "R/B# pin error"),
+        }
     }
 }
 
@@ -126,10 +136,10 @@ enum Last {
     DataOut,
 }
 
-/// The NAND on FMC bank 3 (see the module documentation).
-pub struct FmcNand {
+/// The NAND on FMC bank 3, R/B# on `RB` (see the module documentation).
+pub struct FmcNand<RB: InputPin> {
     fmc: pac::FMC,
-    rb: ErasedPin<Input>,
+    rb: RB,
     last: Last,
     /// The interface timings in force (mode 0 until the driver sets another).
     timing: BusTiming,
@@ -144,10 +154,11 @@ fn delay_ns(ns: u32) {
     delay_cycles(ns.div_ceil(1_000_000_000 / CPU_HZ).max(1));
 }
 
-impl FmcNand {
+impl<RB: InputPin> FmcNand<RB> {
     /// Configures the FMC's NAND bank (the FMC clock must be enabled, its kernel clock at
-    /// [`FMC_KERNEL_HZ`], the pins in their FMC alternate function) and takes R/B# on `rb`.
-    pub fn new(fmc: pac::FMC, rb: ErasedPin<Input>) -> Self {
+    /// [`FMC_KERNEL_HZ`], the pins in their FMC alternate function) and takes R/B# on `rb` (an
+    /// input whose high level means ready; keep the pull-up: R/B# is open drain).
+    pub fn new(fmc: pac::FMC, rb: RB) -> Self {
         let mut bus = FmcNand { fmc, rb, last: Last::Idle, timing: BusTiming::MODE_0 };
         bus.program(&BusTiming::MODE_0);
         bus
@@ -200,9 +211,14 @@ impl FmcNand {
         }
         self.last = Last::Idle;
     }
+
+    /// R/B# high: ready.
+    fn ready(&mut self) -> Result<bool, FmcError> {
+        self.rb.is_high().map_err(|e| FmcError::ReadyPin(e.kind()))
+    }
 }
 
-impl OnfiBus for FmcNand {
+impl<RB: InputPin> OnfiBus for FmcNand<RB> {
     type Error = FmcError;
 
     fn command(&mut self, cmd: u8) -> Result<(), FmcError> {
@@ -257,7 +273,7 @@ impl OnfiBus for FmcNand {
 
     fn ready_line(&mut self) -> Result<ReadyLine, FmcError> {
         self.before_sampling_rb();
-        Ok(if self.rb.is_high() { ReadyLine::Ready } else { ReadyLine::Busy })
+        Ok(if self.ready()? { ReadyLine::Ready } else { ReadyLine::Busy })
     }
 
     fn timing_modes(&self) -> u16 {
@@ -285,7 +301,7 @@ impl OnfiBus for FmcNand {
         let limit = timeout_us as u64 * (CPU_HZ / 1_000_000) as u64;
         let start = super::now();
         loop {
-            if self.rb.is_high() {
+            if self.ready()? {
                 return Ok(Wait::Ready);
             }
             if super::now() - start > limit {

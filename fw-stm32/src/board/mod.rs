@@ -28,6 +28,7 @@
 //! Nothing in this module has run on hardware yet (see docs/firmware.md).
 
 pub mod fmc;
+mod usb;
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -35,10 +36,12 @@ use cortex_m::peripheral::{syst::SystClkSource, DWT, MPU, SYST};
 use cortex_m_rt::{entry, exception, ExceptionFrame};
 use ftl_core::{BlockInfo, Config, RamLayout};
 use nand_hal::Geometry;
-use stm32h7xx_hal::gpio::Speed;
+use stm32h7xx_hal::gpio::{ErasedPin, Input, Speed};
 use stm32h7xx_hal::pac;
 use stm32h7xx_hal::prelude::*;
+use stm32h7xx_hal::rcc::rec::UsbClkSel;
 use stm32h7xx_hal::rcc::ResetEnable;
+use stm32h7xx_hal::usb_hs::USB2;
 use {defmt_rtt as _, panic_probe as _};
 
 use crate::app::{self, Failed, FtlBuffers, Target, TestBuffers, Workload};
@@ -174,7 +177,27 @@ fn start_clock(syst: &mut SYST) {
     syst.enable_counter();
 }
 
-fn report_fmc(bus: &FmcNand) {
+/// R/B# on a HAL GPIO input as an embedded-hal 1.0 [`InputPin`](embedded_hal::digital::InputPin)
+/// (stm32h7xx-hal 0.16 implements only embedded-hal 0.2's traits).
+pub struct ReadyPin(ErasedPin<Input>);
+
+impl embedded_hal::digital::ErrorType for ReadyPin {
+    type Error = core::convert::Infallible;
+}
+
+impl embedded_hal::digital::InputPin for ReadyPin {
+    fn is_high(&mut self) -> Result<bool, Self::Error> {
+        Ok(self.0.is_high())
+    }
+    fn is_low(&mut self) -> Result<bool, Self::Error> {
+        Ok(self.0.is_low())
+    }
+}
+
+/// The board's NAND bus: the FMC, R/B# on PD6.
+type Bus = FmcNand<ReadyPin>;
+
+fn report_fmc(bus: &Bus) {
     let t = bus.timing();
     info!(
         "FMC: NAND bank 3, 8-bit, ONFI timing mode {} (tWC {} ns, tRC {} ns), R/B# on PD6",
@@ -182,7 +205,7 @@ fn report_fmc(bus: &FmcNand) {
     );
 }
 
-fn run(bus: FmcNand) -> Result<(), Failed> {
+fn run(bus: Bus) -> Result<(), Failed> {
     let ftl = FtlBuffers {
         map: static_slice!(#[link_section = ".axisram"] u32; LAYOUT.map_words; LAYOUT.map_words; 0),
         valid: static_slice!(#[link_section = ".sram1"] u32; LAYOUT.valid_words; LAYOUT.valid_words; 0),
@@ -225,7 +248,15 @@ fn run(bus: FmcNand) -> Result<(), Failed> {
         },
         force_format: cfg!(feature = "force-format"),
         report_bus: report_fmc,
+        serve,
     })
+}
+
+/// The end of the run, every check passed: reports it, then serves the disk (the FAT volume of
+/// the round trip) over USB mass storage, for good.
+fn serve(disk: crate::fat::Disk<'_, '_, '_, Bus>, xfer: &mut [u8]) -> Result<(), Failed> {
+    info!("RESULT: PASS (self-test, benchmark, FAT round trip); the disk goes to USB now");
+    usb::serve(disk, xfer)
 }
 
 #[entry]
@@ -239,7 +270,7 @@ fn main() -> ! {
     cp.SCB.enable_dcache(&mut cp.CPUID);
 
     let pwrcfg = dp.PWR.constrain().freeze();
-    let ccdr =
+    let mut ccdr =
         dp.RCC.constrain().use_hse(25.MHz()).sys_ck(CPU_HZ.Hz()).hclk(200.MHz()).freeze(pwrcfg, &dp.SYSCFG);
     // The PLL may land a few hundred Hz below the request (fractional divider).
     let hclk = ccdr.clocks.hclk().raw();
@@ -247,6 +278,9 @@ fn main() -> ! {
         hclk <= fmc::FMC_KERNEL_HZ && hclk > fmc::FMC_KERNEL_HZ / 100 * 99,
         "FMC timings assume a 200 MHz HCLK3"
     );
+    // The USB kernel clock: HSI48 (on after freeze).
+    assert!(ccdr.clocks.hsi48_ck().is_some(), "HSI48 (the USB kernel clock) must run");
+    ccdr.peripheral.kernel_usb_clk_mux(UsbClkSel::Hsi48);
     enable_d2_sram();
     cp.DCB.enable_trace();
     start_clock(&mut cp.SYST);
@@ -266,8 +300,20 @@ fn main() -> ! {
         gpioe.pe10, // D0-D7
         gpiod.pd4, gpiod.pd5, gpiod.pd11, gpiod.pd12, gpiog.pg9 // NOE, NWE, CLE, ALE, NCE
     );
-    let rb = gpiod.pd6.into_pull_up_input().erase();
+    let rb = ReadyPin(gpiod.pd6.into_pull_up_input().erase());
     let bus = FmcNand::new(dp.FMC, rb);
+
+    // USB (served at the end of the run): OTG2's full-speed PHY on PA11/PA12.
+    let gpioa = dp.GPIOA.split(ccdr.peripheral.GPIOA);
+    usb::install(USB2::new(
+        dp.OTG2_HS_GLOBAL,
+        dp.OTG2_HS_DEVICE,
+        dp.OTG2_HS_PWRCLK,
+        gpioa.pa11.into_alternate(),
+        gpioa.pa12.into_alternate(),
+        ccdr.peripheral.USB2OTG,
+        &ccdr.clocks,
+    ));
 
     match run(bus) {
         Ok(()) => info!("RESULT: PASS"),
