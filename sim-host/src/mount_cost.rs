@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::emulator::{Emulator, EmulatorConfig};
-use crate::memory::FtlMemory;
+use crate::memory::{FtlMemory, MapChoice};
 
 /// Mount costs measured.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -32,17 +32,18 @@ pub struct MountCost {
     pub cut_replayed_max: u64,
 }
 
-/// Measures mount costs on `geometry` at `utilization_permille` fill, cutting power at `cuts`
-/// random points of a random-overwrite workload.
+/// Measures mount costs on `geometry` at `utilization_permille` fill with `map`, cutting power
+/// at `cuts` random points of a random-overwrite workload.
 pub fn measure(
     geometry: Geometry,
     utilization_permille: u32,
     cuts: u32,
     seed: u64,
+    map: MapChoice,
 ) -> Result<MountCost, String> {
     let cfg = Config::for_utilization(&geometry, utilization_permille);
     let mut emu = Emulator::new(EmulatorConfig::new(geometry)).map_err(|e| e.to_string())?;
-    let mut mem = FtlMemory::new(&geometry, &cfg);
+    let mut mem = FtlMemory::with_map(&geometry, &cfg, map);
     let n = cfg.logical_pages;
     let page = vec![0x3Cu8; geometry.data_bytes as usize];
     let mut rng = ChaCha8Rng::seed_from_u64(seed);

@@ -24,6 +24,7 @@ fn config(dedup: &str) -> SimConfig {
         flex: Default::default(),
         wom_recycle_max_valid_permille: 0,
         gc_pacing: true,
+        map: sim_host::memory::MapChoice::Flat,
     }
 }
 

@@ -18,6 +18,7 @@ use sim_host::sim::report::compare_table;
 use sim_host::sim::{
     parse_features, plot, simulate, AddressMode, ClassifierKind, Feature, Precondition, SimConfig, SimOutput,
 };
+use sim_host::memory::MapChoice;
 use sim_host::steady_state::SteadyState;
 use sim_host::trace::{footprint_pages, read_trace, Format, ParseOptions, Trace};
 use sim_host::workload::{generate, Pattern, RequestPages, WorkloadSpec};
@@ -103,9 +104,12 @@ enum Command {
         /// Power cuts to try.
         #[arg(long, default_value_t = 20)]
         cuts: u32,
-        /// Mapping table: flat (the cached map is not built yet; see docs/design.md).
+        /// Mapping table: flat or cached.
         #[arg(long, default_value = "flat")]
         map: String,
+        /// Map cache size in KiB (with --map cached; default 16).
+        #[arg(long)]
+        map_cache_kib: Option<u32>,
         /// Write the figures as JSON here (mount_reads_clean, mount_reads_after_cut_mean,
         /// mount_reads_after_cut_max, ...).
         #[arg(long)]
@@ -237,11 +241,11 @@ struct RunOpts {
     /// host block opens in a plane below its free reserve).
     #[arg(long, default_value = "on")]
     gc_pacing: String,
-    /// Mapping table: flat (one word per logical page in RAM). `cached` (a flash-resident map
-    /// behind a RAM cache of --map-cache-kib) is issue 22's plan and refused until it is built.
+    /// Mapping table: flat (one word per logical page in RAM) or cached (map pages on flash
+    /// behind a RAM cache of --map-cache-kib; no technique runs with it yet).
     #[arg(long, default_value = "flat")]
     map: String,
-    /// Map cache size in KiB (with --map cached).
+    /// Map cache size in KiB (with --map cached; default 16).
     #[arg(long)]
     map_cache_kib: Option<u32>,
     /// Write the JSON report here.
@@ -545,16 +549,11 @@ fn base_config(
             "off" => false,
             other => return Err(format!("--gc-pacing {other}: expected on or off")),
         },
+        map: MapChoice::Flat,
     };
-    match (opts.map.as_str(), opts.map_cache_kib) {
-        ("flat", None) => {}
-        ("flat", Some(_)) => return Err("--map-cache-kib applies to --map cached".into()),
-        ("cached", _) => {
-            return Err(
-                "--map cached: the cached map is not built yet (issue 22's plan, docs/design.md)".into()
-            )
-        }
-        (other, _) => return Err(format!("--map {other}: expected flat or cached")),
+    cfg.map = map_choice(&opts.map, opts.map_cache_kib)?;
+    if cfg.map != MapChoice::Flat && !cfg.features.is_empty() {
+        return Err("--map cached runs without techniques (each refuses it until ported; docs/design.md)".into());
     }
     if opts.wom_recycle_max_valid > 1000 {
         return Err(format!(
@@ -830,15 +829,23 @@ fn waf_table(fills: &[f64], warmup: f64, measure: f64, seed: u64) -> Result<(), 
 }
 
 fn mount_table(cuts: u32) -> Result<(), String> {
-    print_mount(&sim_host::mount_cost::measure(SteadyState::ANCHOR_GEOMETRY, 900, cuts, 5)?, 900, cuts);
+    print_mount(
+        &sim_host::mount_cost::measure(SteadyState::ANCHOR_GEOMETRY, 900, cuts, 5, MapChoice::Flat)?,
+        900,
+        cuts,
+    );
     Ok(())
 }
 
 /// `ftl-sim mount`: the device options (geometry and --op, which sets the fill), the map kind.
-fn mount_command(device: &DeviceArgs, cuts: u32, map: &str, json: Option<&Path>) -> Result<(), String> {
-    if map != "flat" {
-        return Err(format!("--map {map}: only the flat map is built (the cached map is issue 22's plan)"));
-    }
+fn mount_command(
+    device: &DeviceArgs,
+    cuts: u32,
+    map: &str,
+    cache_kib: Option<u32>,
+    json: Option<&Path>,
+) -> Result<(), String> {
+    let choice = map_choice(map, cache_kib)?;
     let preset: Preset = device.device.parse()?;
     let flags = device.geometry_flags();
     let geometry = flags.apply(preset.device().geometry)?;
@@ -847,7 +854,7 @@ fn mount_command(device: &DeviceArgs, cuts: u32, map: &str, json: Option<&Path>)
         Some(op) => return Err(format!("--op {op} is not a percentage between 0 (exclusive) and 400")),
         None => 900,
     };
-    let r = sim_host::mount_cost::measure(geometry, permille, cuts, 5)?;
+    let r = sim_host::mount_cost::measure(geometry, permille, cuts, 5, choice)?;
     print_mount(&r, permille, cuts);
     if let Some(path) = json {
         write_json(
@@ -960,7 +967,9 @@ fn main() -> ExitCode {
         }
         Command::Demo { quick, out } => demo(*quick, out),
         Command::Waf { fill, warmup, measure, seed } => waf_table(fill, *warmup, *measure, *seed),
-        Command::Mount { device, cuts, map, json } => mount_command(device, *cuts, map, json.as_deref()),
+        Command::Mount { device, cuts, map, map_cache_kib, json } => {
+            mount_command(device, *cuts, map, *map_cache_kib, json.as_deref())
+        }
         Command::Serve { device, serve } => sim_host::nbd::serve_command(
             serve,
             &sim_host::nbd::DeviceSpec {
@@ -976,5 +985,21 @@ fn main() -> ExitCode {
             eprintln!("ftl-sim: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `--map` and `--map-cache-kib` as a map choice (16 KiB of cache by default).
+fn map_choice(map: &str, cache_kib: Option<u32>) -> Result<MapChoice, String> {
+    match (map, cache_kib) {
+        ("flat", None) => Ok(MapChoice::Flat),
+        ("flat", Some(_)) => Err("--map-cache-kib applies to --map cached".into()),
+        ("cached", kib) => {
+            let kib = kib.unwrap_or(16);
+            if kib == 0 {
+                return Err("--map-cache-kib must be at least 1".into());
+            }
+            Ok(MapChoice::Cached { cache_bytes: kib as usize * 1024 })
+        }
+        (other, _) => Err(format!("--map {other}: expected flat or cached")),
     }
 }

@@ -274,6 +274,7 @@ mod tests {
             flex: crate::sim::flexecc::FlexSimConfig::default(),
             wom_recycle_max_valid_permille: 0,
             gc_pacing: true,
+            map: crate::memory::MapChoice::Flat,
         };
         let spec = WorkloadSpec {
             pattern: Pattern::Uniform,

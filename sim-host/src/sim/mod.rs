@@ -39,7 +39,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::emulator::{Emulator, EmulatorConfig};
-use crate::memory::FtlMemory;
+use crate::memory::{FtlMemory, MapChoice};
 use crate::trace::{page_span, Compactor, Op, Request};
 use device::Device;
 use metrics::Latencies;
@@ -269,6 +269,8 @@ pub struct SimConfig {
     pub wom_recycle_max_valid_permille: u32,
     /// Paced GC (a copy budget per host write, `ftl_core::pacing`) or whole victims on demand.
     pub gc_pacing: bool,
+    /// The map: flat, or on flash behind a cache of a given size.
+    pub map: MapChoice,
 }
 
 /// What one simulation produced.
@@ -381,13 +383,15 @@ where
     let page_bytes = geo.data_bytes as u64;
     let dedup_on = cfg.features.contains(&Feature::Dedup);
     let mut ec = EmulatorConfig::new(geo);
-    // Deduplication hashes, compares and coalesces real page data.
-    ec.store_data = dedup_on;
+    // Deduplication hashes, compares and coalesces real page data; a cached map reads its map
+    // pages back.
+    let cached = matches!(cfg.map, MapChoice::Cached { .. });
+    ec.store_data = dedup_on || cached;
     ec.timing = cfg.device.timing;
     ec.channels = cfg.device.channels;
     let mut emu = Emulator::new(ec).map_err(|e| e.to_string())?;
     let fcfg = Config::with_logical_pages(&geo, cfg.logical_pages());
-    let mut mem = FtlMemory::new(&geo, &fcfg);
+    let mut mem = FtlMemory::with_map(&geo, &fcfg, cfg.map);
     let (map, m) = mem.parts();
     let mut reuse_buffers = wom::ReuseBuffers::new(&geo);
     let mut wom_codec = wom::SimulatedWom::new(&geo, 0, 950, 2, cfg.seed);
