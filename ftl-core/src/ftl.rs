@@ -221,6 +221,12 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         self.blocks.iter().map(|(b, i)| (b, i.erase_count(), i.state() == BlockState::Bad))
     }
 
+    /// Pages one checkpoint of this FTL takes (its map's section: a flat map's every entry, a
+    /// cached map's directory).
+    pub fn checkpoint_pages(&self) -> u32 {
+        crate::checkpoint::checkpoint_pages(&self.geo, self.map.section_words())
+    }
+
     /// Bytes of RAM this FTL uses in caller memory plus its own struct.
     pub fn ram_bytes(&self) -> usize {
         let lay = RamLayout::new(&self.geo, &self.cfg);

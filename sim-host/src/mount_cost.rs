@@ -59,10 +59,10 @@ pub fn measure(
         }
         ftl.unmount().map_err(|e| e.to_string())?;
     }
-    let clean_reads = {
+    let (clean_reads, checkpoint_pages) = {
         let (map, m) = mem.parts();
         let ftl = Ftl::mount(&mut emu, DefaultPolicies::default(), map, m, cfg).map_err(|e| e.to_string())?;
-        ftl.counters().mount_reads
+        (ftl.counters().mount_reads, ftl.checkpoint_pages())
     };
     let (mut max, mut sum, mut replayed_max) = (0u64, 0u64, 0u64);
     for _ in 0..cuts {
@@ -89,7 +89,7 @@ pub fn measure(
     Ok(MountCost {
         blocks: geometry.total_blocks(),
         pages: geometry.total_pages(),
-        checkpoint_pages: ftl_core::checkpoint::checkpoint_pages(&geometry, n),
+        checkpoint_pages,
         clean_reads,
         cut_reads_max: max,
         cut_reads_mean: sum / cuts.max(1) as u64,

@@ -90,12 +90,12 @@ proptest! {
         ops in proptest::collection::vec(op(config().logical_pages), 1..300),
         torn in prop_oneof![Just(0.5), Just(0.99), Just(0.999), Just(1.0), Just(0.01)],
         erase in prop_oneof![Just(0.5), Just(0.01), Just(0.999)],
-        cached in any::<bool>(),
     ) {
-        // Half the cases run the cached map with an eighth of the map cached: evictions and map-page
-        // write-backs all the time.
+        // The flat map only: with 4-page blocks a victim frees too little for the cached map's
+        // write-backs during GC (docs/design.md, "GC and the cached map"); the cached map runs
+        // in the large-block property below.
         let geo = geometry(PPB, BLOCKS_PER_PLANE, PLANES);
-        run_on(geo, config(), Verify::All, &ops, torn, erase, cached).map_err(TestCaseError::fail)?;
+        run_on(geo, config(), Verify::All, &ops, torn, erase, false).map_err(TestCaseError::fail)?;
     }
 
     #[test]
@@ -119,22 +119,24 @@ fn config_reaches_gc_and_checkpoints() {
     config_reaches(false);
 }
 
-/// With the cached map (the half of the cases that run it), map pages are written back and read
-/// again all the time, besides GC, checkpoints and journal pages.
+/// With the cached map (half the large-block cases and blip seeds run it), map pages are written
+/// back and read again all the time, besides GC, checkpoints and journal pages.
 #[test]
 fn cached_map_cases_reach_write_backs_and_misses() {
     config_reaches(true);
 }
 
 fn config_reaches(cached: bool) {
-    let cfg = config();
-    let mut env = Env::with_geometry(geometry(PPB, BLOCKS_PER_PLANE, PLANES), cfg);
+    // The configurations the properties run each map with.
+    let (geo, cfg) =
+        if cached { large_block_config() } else { (geometry(PPB, BLOCKS_PER_PLANE, PLANES), config()) };
+    let mut env = Env::with_geometry(geo, cfg);
     env.use_map(ftl_tests::map_choice(cached));
     let mut ops = Vec::new();
     for i in 0..100u32 {
         ops.push(Op::Write { lpn: (i * 7) % (cfg.logical_pages - 3), pages: 3 });
         if i % 10 == 0 {
-            ops.push(Op::Trim { lpn: i % 64, pages: 2 });
+            ops.push(Op::Trim { lpn: i % (cfg.logical_pages - 2), pages: 2 });
             ops.push(Op::Flush);
         }
     }

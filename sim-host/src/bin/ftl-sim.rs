@@ -9,6 +9,7 @@ use ftl_core::cdm::NvPolicy;
 use ftl_core::Config;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nand_hal::Geometry;
+use sim_host::memory::MapChoice;
 use sim_host::sim::cdm::{parse_read_fill, take_nv_cache, NvCacheSpec};
 use sim_host::sim::dedup::DedupOptions;
 use sim_host::sim::device::{GeometryFlags, Preset};
@@ -18,7 +19,6 @@ use sim_host::sim::report::compare_table;
 use sim_host::sim::{
     parse_features, plot, simulate, AddressMode, ClassifierKind, Feature, Precondition, SimConfig, SimOutput,
 };
-use sim_host::memory::MapChoice;
 use sim_host::steady_state::SteadyState;
 use sim_host::trace::{footprint_pages, read_trace, Format, ParseOptions, Trace};
 use sim_host::workload::{generate, Pattern, RequestPages, WorkloadSpec};
@@ -553,7 +553,9 @@ fn base_config(
     };
     cfg.map = map_choice(&opts.map, opts.map_cache_kib)?;
     if cfg.map != MapChoice::Flat && !cfg.features.is_empty() {
-        return Err("--map cached runs without techniques (each refuses it until ported; docs/design.md)".into());
+        return Err(
+            "--map cached runs without techniques (each refuses it until ported; docs/design.md)".into()
+        );
     }
     if opts.wom_recycle_max_valid > 1000 {
         return Err(format!(
