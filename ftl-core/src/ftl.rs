@@ -324,7 +324,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             self.gc_pace(plane)?;
             let plane = self.ensure_frontier(plane, stream)?;
             // Before the program: a write-back this causes comes before the page (map_io.rs).
-            self.map_fault_in(l)?;
+            self.map_fault_in_for_write(l)?;
             let page = self.append_host(plane, stream, l, chunk)?;
             self.remap(l, Some(page))?;
             self.counters.host_write_pages += 1;
@@ -402,7 +402,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
 
     /// Points `lpn` at `page` (or unmaps it), keeping the valid bitmap and counts right.
     pub(crate) fn remap(&mut self, lpn: u32, page: Option<PageId>) -> Result<(), Error> {
-        self.map_fault_in(lpn)?;
+        self.map_fault_in_for_write(lpn)?;
         let old = self.map.set(lpn, page);
         // A shared page loses one reference; it is invalid only when none is left.
         #[cfg(feature = "dedup")]

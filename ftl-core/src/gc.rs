@@ -155,7 +155,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             SpareState::Valid(m)
                 if m.kind == PageKind::Data
                     && m.tag < self.cfg.logical_pages
-                    && self.map_get(m.tag)? == Some(page) =>
+                    && self.map_get_for_write(m.tag)? == Some(page) =>
             {
                 (Some(m.tag), m.aux)
             }

@@ -55,4 +55,4 @@ pub use counters::Counters;
 pub use error::Error;
 pub use ftl::{Ftl, Memory};
 pub use map::{AnyMap, FlatMap, MapNeed, MappingTable};
-pub use map_cache::{CachedMap, CachedMapLayout, MapLine};
+pub use map_cache::{CachedMap, CachedMapLayout, DirtyEntry, MapLine, NO_ENTRY};

@@ -102,6 +102,12 @@ pub trait MappingTable {
     fn need(&mut self, _lpn: u32) -> MapNeed {
         MapNeed::Ready
     }
+    /// What must happen before the entry of `lpn` is in RAM *and* [`MappingTable::set`] of it
+    /// has room to remember a change (a flash-resident map may first have to write a map page
+    /// back). The FTL asks this before it programs the page the change is about.
+    fn need_write(&mut self, lpn: u32) -> MapNeed {
+        self.need(lpn)
+    }
     /// Map pages (0 for a flat map).
     fn map_pages(&self) -> u32 {
         0
@@ -246,6 +252,9 @@ impl MappingTable for AnyMap<'_> {
     }
     fn need(&mut self, lpn: u32) -> MapNeed {
         any_map!(self, m => m.need(lpn))
+    }
+    fn need_write(&mut self, lpn: u32) -> MapNeed {
+        any_map!(self, m => m.need_write(lpn))
     }
     fn map_pages(&self) -> u32 {
         any_map!(self, m => m.map_pages())

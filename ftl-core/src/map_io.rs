@@ -2,11 +2,13 @@
 //! for, in the map's own buffer (never the FTL's page buffer, so map I/O can happen between a
 //! page read and its copy).
 //!
-//! - [`Ftl::map_fault_in`] brings a logical page's entry into RAM: a dirty line written back
-//!   first if its set has no other room, then the map page read. Every host write and every GC
-//!   copy faults its entry in *before* programming its page, so that a write-back it causes has a
-//!   smaller sequence number than the page: mount replays both in sequence order and the cache
-//!   then never needs more room than it had when the pages were written (see `replay_map_set`).
+//! - [`Ftl::map_fault_in`] brings a logical page's entry into RAM (the map page read);
+//!   [`Ftl::map_fault_in_for_write`] also makes room to change it (the map page with the most
+//!   buffered changes written back first if the buffer is full). Every host write and every GC
+//!   copy faults its entry in for write *before* programming its page, so that a write-back it
+//!   causes has a smaller sequence number than the page: mount replays both in sequence order
+//!   and the cache then never needs more room than it had when the pages were written (see
+//!   `replay_map_set`).
 //! - [`Ftl::map_write_back`] writes one map page: its current version read, every dirty entry of
 //!   it merged, programmed to the GC stream (page kind `Map`, tag = map page), then the
 //!   directory moves and the old version is invalid. A failed program leaves the lines dirty and
@@ -24,16 +26,29 @@ use crate::meta::{PageKind, PageMeta, SpareState, META_LEN};
 use crate::policy::{PageCodec, PolicySet, Stream};
 use crate::{Error, Ftl};
 
-/// `need` answers at most: write back, load, ready.
-const FAULT_STEPS: u32 = 4;
+/// `need_write` answers at most: write back a dirty line, load, write back buffered entries,
+/// ready (and a retry of each).
+const FAULT_STEPS: u32 = 8;
 
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Brings the map entry of `lpn` into RAM, writing back and reading map pages as the map
-    /// asks.
+    /// asks (reads).
     #[inline]
     pub(crate) fn map_fault_in(&mut self, lpn: u32) -> Result<(), Error> {
+        self.map_fault(lpn, false)
+    }
+
+    /// Brings the map entry of `lpn` into RAM with room to change it: called before the page
+    /// the change is about is programmed (see the module doc).
+    #[inline]
+    pub(crate) fn map_fault_in_for_write(&mut self, lpn: u32) -> Result<(), Error> {
+        self.map_fault(lpn, true)
+    }
+
+    fn map_fault(&mut self, lpn: u32, write: bool) -> Result<(), Error> {
         for _ in 0..FAULT_STEPS {
-            match self.map.need(lpn) {
+            let need = if write { self.map.need_write(lpn) } else { self.map.need(lpn) };
+            match need {
                 MapNeed::Ready => return Ok(()),
                 MapNeed::Load { map_page, at } => {
                     // A map page that does not decode makes `lpn` unreadable.
@@ -53,6 +68,13 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     #[inline]
     pub(crate) fn map_get(&mut self, lpn: u32) -> Result<Option<PageId>, Error> {
         self.map_fault_in(lpn)?;
+        Ok(self.map.get(lpn))
+    }
+
+    /// The physical page of `lpn`, faulting its entry in with room to change it.
+    #[inline]
+    pub(crate) fn map_get_for_write(&mut self, lpn: u32) -> Result<Option<PageId>, Error> {
+        self.map_fault_in_for_write(lpn)?;
         Ok(self.map.get(lpn))
     }
 
@@ -143,7 +165,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// holds it, which is checked. Anything else is a damaged image: `Error::Corrupt`.
     pub(crate) fn replay_map_set(&mut self, lpn: u32, page: Option<PageId>) -> Result<Option<PageId>, Error> {
         for _ in 0..FAULT_STEPS {
-            match self.map.need(lpn) {
+            match self.map.need_write(lpn) {
                 MapNeed::Ready => return Ok(self.map.set(lpn, page)),
                 MapNeed::Load { map_page, at } => {
                     self.map_read(map_page, at)?;

@@ -178,15 +178,15 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         if self.checkpoint_due() || early {
             // The checkpoint needs its blocks and GC one more (the old checkpoint's come back
             // after). Journal pages and GC blocks may have taken free blocks while pacing waited
-            // to start: if what is left falls short, this plane collects on demand first.
-            if self.blocks.total_free() < self.checkpoint_need() || free == 0 {
-                self.ensure_free(plane)?;
-            }
+            // to start: if what is left falls short, this plane collects on demand first, just
+            // enough victims to cover it.
+            let need = self.checkpoint_need();
+            self.collect_until(plane, |f| f.blocks.total_free() >= need && f.blocks.free_count(plane) > 0)?;
             return self.write_checkpoint();
         }
         if free == 0 {
             // No block for GC to copy into once the GC block fills: collect on demand now.
-            self.ensure_free(plane)?;
+            self.collect_until(plane, |f| f.blocks.free_count(plane) > 0)?;
             return Ok(());
         }
         let current = self.paced_victim(plane);
@@ -217,6 +217,20 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let cap = step_cap(base, self.geo.pages_per_block);
         let budget = work.div_ceil(left.max(1) as u64).clamp(base as u64, cap as u64) as u32;
         self.pace_advance(plane, budget).map(|_| ())
+    }
+
+    /// On-demand GC in `plane` (the paced victim finished first) until `enough` holds or no
+    /// victim is left.
+    fn collect_until(&mut self, plane: u32, enough: impl Fn(&Self) -> bool) -> Result<(), Error> {
+        let mut rounds = 0u32;
+        while !enough(self) && rounds <= self.geo.total_blocks() {
+            if !self.gc_one(plane)? {
+                break;
+            }
+            self.counters.gc_blocks_on_demand += 1;
+            rounds += 1;
+        }
+        Ok(())
     }
 
     /// GC copies still needed in a plane `deficit` blocks below its free reserve, with victims of

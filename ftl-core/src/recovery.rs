@@ -765,7 +765,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             };
             // The entry is faulted in before the copy (see `map_io.rs`); the map's I/O leaves
             // the page buffer alone.
-            if self.map_get(lpn)? != Some(page) {
+            if self.map_get_for_write(lpn)? != Some(page) {
                 continue;
             }
             let (data, spare) = self.buf.split_at_mut(d);

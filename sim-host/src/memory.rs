@@ -2,7 +2,10 @@
 //! map (flat, or a flash-resident map with a cache of a chosen size), sized by
 //! `ftl_core::RamLayout` and `ftl_core::CachedMapLayout`.
 
-use ftl_core::{AnyMap, BlockInfo, CachedMap, CachedMapLayout, Config, FlatMap, MapLine, Memory, RamLayout};
+use ftl_core::{
+    AnyMap, BlockInfo, CachedMap, CachedMapLayout, Config, DirtyEntry, FlatMap, MapLine, Memory, RamLayout,
+    NO_ENTRY,
+};
 use nand_hal::Geometry;
 
 /// Which map an instance uses.
@@ -25,6 +28,7 @@ pub struct FtlMemory {
     logical_pages: u32,
     map: Vec<u32>,
     lines: Vec<MapLine>,
+    dirty: Vec<DirtyEntry>,
     io: Vec<u8>,
     valid: Vec<u32>,
     blocks: Vec<BlockInfo>,
@@ -41,11 +45,16 @@ impl FtlMemory {
     /// Buffers for `geometry` and `config` with the map `choice` names.
     pub fn with_map(geometry: &Geometry, config: &Config, choice: MapChoice) -> Self {
         let lay = RamLayout::new(geometry, config);
-        let (map, lines, io) = match choice {
-            MapChoice::Flat => (vec![0; lay.map_words], Vec::new(), Vec::new()),
+        let (map, lines, dirty, io) = match choice {
+            MapChoice::Flat => (vec![0; lay.map_words], Vec::new(), Vec::new(), Vec::new()),
             MapChoice::Cached { cache_bytes } => {
                 let c = CachedMapLayout::new(geometry, config.logical_pages, cache_bytes);
-                (vec![0; c.dir_words], vec![MapLine::EMPTY; c.lines], vec![0; c.io_bytes])
+                (
+                    vec![0; c.dir_words],
+                    vec![MapLine::EMPTY; c.lines],
+                    vec![NO_ENTRY; c.dirty_slots],
+                    vec![0; c.io_bytes],
+                )
             }
         };
         FtlMemory {
@@ -54,6 +63,7 @@ impl FtlMemory {
             logical_pages: config.logical_pages,
             map,
             lines,
+            dirty,
             io,
             valid: vec![0; lay.valid_words],
             blocks: vec![BlockInfo::EMPTY; lay.blocks],
@@ -76,6 +86,7 @@ impl FtlMemory {
             MapChoice::Cached { .. } => {
                 match CachedMap::new(
                     &mut self.lines,
+                    &mut self.dirty,
                     &mut self.map,
                     &mut self.io,
                     &self.geometry,
@@ -101,6 +112,7 @@ impl FtlMemory {
     pub fn bytes(&self) -> usize {
         self.map.len() * 4
             + self.lines.len() * core::mem::size_of::<MapLine>()
+            + self.dirty.len() * core::mem::size_of::<DirtyEntry>()
             + self.io.len()
             + self.valid.len() * 4
             + self.blocks.len() * core::mem::size_of::<BlockInfo>()
