@@ -12,7 +12,7 @@ use nand_hal::{NandFlash, PageId};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sim_host::emulator::{Emulator, EmulatorConfig};
-use sim_host::memory::FtlMemory;
+use sim_host::memory::{FtlMemory, MapChoice};
 use sim_host::steady_state::{MetadataOnlyPolicies, SteadyState};
 
 fn map(c: &mut Criterion) {
@@ -41,14 +41,19 @@ fn map(c: &mut Criterion) {
     g.finish();
 }
 
-fn write_at_90<P: ftl_core::policy::PolicySet + Default, N: NandFlash>(
+fn write_at_90<P: ftl_core::policy::PolicySet + Default, N: NandFlash>(c: &mut Criterion, name: &str, emu: N) {
+    write_at_90_with::<P, N>(c, name, emu, MapChoice::Flat)
+}
+
+fn write_at_90_with<P: ftl_core::policy::PolicySet + Default, N: NandFlash>(
     c: &mut Criterion,
     name: &str,
     mut emu: N,
+    map: MapChoice,
 ) {
     let geo = SteadyState::ANCHOR_GEOMETRY;
     let cfg = Config::for_utilization(&geo, 900);
-    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut mem = FtlMemory::with_map(&geo, &cfg, map);
     let (m, memory) = mem.parts();
     let mut ftl = Ftl::format(&mut emu, P::default(), m, memory, cfg).expect("format");
     let page = vec![0u8; geo.data_bytes as usize];
@@ -92,6 +97,18 @@ fn ftl_write(c: &mut Criterion) {
     );
     write_at_90::<MetadataOnlyPolicies, _>(c, "null_codec_emulator", emulator());
     write_at_90::<CrcPolicies, _>(c, "crc32c_codec_emulator", emulator());
+    // The cached map reads its map pages back, so the emulator stores data for both of these.
+    write_at_90::<MetadataOnlyPolicies, _>(c, "flat_map_emulator_with_data", emulator_with_data());
+    write_at_90_with::<MetadataOnlyPolicies, _>(
+        c,
+        "cached_map_16k_emulator_with_data",
+        emulator_with_data(),
+        MapChoice::Cached { cache_bytes: 16 * 1024 },
+    );
+}
+
+fn emulator_with_data() -> Emulator {
+    Emulator::new(EmulatorConfig::new(SteadyState::ANCHOR_GEOMETRY)).expect("emulator")
 }
 
 criterion_group!(benches, map, ftl_write);
