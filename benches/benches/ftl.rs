@@ -43,7 +43,11 @@ fn map(c: &mut Criterion) {
     g.finish();
 }
 
-fn write_at_90<P: ftl_core::policy::PolicySet + Default, N: NandFlash>(c: &mut Criterion, name: &str, emu: N) {
+fn write_at_90<P: ftl_core::policy::PolicySet + Default, N: NandFlash>(
+    c: &mut Criterion,
+    name: &str,
+    emu: N,
+) {
     write_at_90_with::<P, N>(c, name, emu, MapChoice::Flat)
 }
 

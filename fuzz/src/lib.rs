@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use ftl_core::policy::DefaultPolicies;
-use ftl_core::{Config, Ftl};
+use ftl_core::{AnyMap, Config, Ftl};
 use nand_hal::{Geometry, NandFlash};
 use sim_host::emulator::{Emulator, EmulatorConfig};
 use sim_host::memory::FtlMemory;
@@ -103,7 +103,7 @@ impl Image {
 }
 
 /// Writes `lpn` (version `v`), returning the content written.
-fn write(ftl: &mut Ftl<'_, Emulator, DefaultPolicies>, lpn: u32, v: u8) -> Vec<u8> {
+fn write(ftl: &mut Ftl<'_, Emulator, DefaultPolicies, AnyMap<'_>>, lpn: u32, v: u8) -> Vec<u8> {
     let data = page_content(lpn, v);
     ftl.write(lpn, &data).expect("writing the base image");
     data
