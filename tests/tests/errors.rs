@@ -34,6 +34,7 @@ use ftl_tests::{
 use nand_hal::{BlockId, ErrorKind, ErrorType, Geometry, NandFlash, PageId};
 use proptest::prelude::*;
 use sim_host::emulator::{Emulator, EmulatorConfig, FaultConfig};
+use sim_host::memory::MapChoice;
 
 fn small() -> (Geometry, Config) {
     let geo = geometry(8, 16, 2);
@@ -50,8 +51,13 @@ fn page(lpn: u32, id: u64) -> Vec<u8> {
 
 /// A formatted device holding a workload's data (flushed and cleanly unmounted), and its model.
 fn populated(seed: u64) -> (Emulator, Model) {
+    populated_with(seed, ftl_tests::default_map())
+}
+
+fn populated_with(seed: u64, map: MapChoice) -> (Emulator, Model) {
     let (geo, cfg) = small();
     let mut env = ftl_tests::Env::with_geometry(geo, cfg);
+    env.use_map(map);
     let mut rng = Rng::new(seed);
     let mut ops = random_workload(&mut rng, cfg.logical_pages, 300);
     ops.push(Op::Trim { lpn: 10, pages: 3 });
@@ -628,6 +634,10 @@ fn apply(c: &Corruption, dev: &mut Overlay<'_>, cfg: &Config) {
 /// Mounts a corrupted image and, if that works, uses it; returns what happened. Panics are the
 /// failure the property looks for.
 fn exercise(emu: &mut Emulator, corruptions: &[Corruption], cut: bool) -> String {
+    exercise_with(emu, corruptions, cut, ftl_tests::default_map())
+}
+
+fn exercise_with(emu: &mut Emulator, corruptions: &[Corruption], cut: bool, map: MapChoice) -> String {
     let (geo, cfg) = small();
     if cut {
         emu.power_cut_now();
@@ -637,7 +647,7 @@ fn exercise(emu: &mut Emulator, corruptions: &[Corruption], cut: bool) -> String
     for c in corruptions {
         apply(c, &mut dev, &cfg);
     }
-    let mut mem = ftl_tests::test_memory(&geo, &cfg);
+    let mut mem = sim_host::memory::FtlMemory::with_map(&geo, &cfg, ftl_tests::sized_map(map, &cfg));
     let mut f = match mount(dev, &mut mem, cfg) {
         Ok(f) => f,
         Err(e) => return format!("mount: {e:?}"),
@@ -669,11 +679,22 @@ fn exercise(emu: &mut Emulator, corruptions: &[Corruption], cut: bool) -> String
 
 fn base_image() -> &'static (Emulator, Emulator) {
     static BASE: std::sync::OnceLock<(Emulator, Emulator)> = std::sync::OnceLock::new();
-    BASE.get_or_init(|| {
+    BASE.get_or_init(|| base_image_with(ftl_tests::default_map()))
+}
+
+/// The same images written with the cached map (map pages on flash to corrupt).
+fn base_image_cached() -> &'static (Emulator, Emulator) {
+    static BASE: std::sync::OnceLock<(Emulator, Emulator)> = std::sync::OnceLock::new();
+    BASE.get_or_init(|| base_image_with(ftl_tests::CACHED))
+}
+
+fn base_image_with(map: MapChoice) -> (Emulator, Emulator) {
+    {
         // A cleanly unmounted image, and one cut in the middle of a workload (so mount replays).
-        let (clean, _) = populated(8);
+        let (clean, _) = populated_with(8, map);
         let (geo, cfg) = small();
         let mut env = ftl_tests::Env::with_geometry(geo, cfg);
+        env.use_map(map);
         let mut rng = Rng::new(9);
         let mut ops = random_workload(&mut rng, cfg.logical_pages, 200);
         ops.push(Op::Cut { after: 0, mount_after: None });
@@ -681,7 +702,7 @@ fn base_image() -> &'static (Emulator, Emulator) {
         env.ops_after_cut = Some(0);
         env.run(&ops, ftl_tests::Start::Format).unwrap();
         (clean, env.emu)
-    })
+    }
 }
 
 proptest! {
@@ -701,6 +722,50 @@ proptest! {
         let outcome = exercise(&mut emu, &corruptions, false);
         prop_assert!(!outcome.is_empty());
     }
+
+    /// The same on images written with the cached map: corrupted, forged or erased map pages
+    /// give typed errors (or harmless outcomes), never a panic.
+    #[test]
+    fn corrupt_cached_map_images_never_panic(
+        corruptions in proptest::collection::vec(corruption(small().0.total_pages(), small().0.total_blocks()), 1..6),
+        replaying in any::<bool>(),
+    ) {
+        let (clean, cut) = base_image_cached();
+        let mut emu = if replaying { cut.clone() } else { clean.clone() };
+        let outcome = exercise_with(&mut emu, &corruptions, false, ftl_tests::CACHED);
+        prop_assert!(!outcome.is_empty());
+    }
+}
+
+/// A map page whose data no longer decodes: the reads through it are uncorrectable (typed), the
+/// others read back; nothing panics.
+#[test]
+fn a_damaged_map_page_makes_its_pages_uncorrectable() {
+    let (clean, _) = base_image_cached();
+    let (geo, cfg) = small();
+    // Find a current map page: the newest page of kind Map for map page 0.
+    let mut newest: Option<(u64, u32)> = None;
+    for p in 0..geo.total_pages() {
+        let mut spare = vec![0u8; geo.spare_bytes as usize];
+        let mut data = vec![0u8; geo.data_bytes as usize];
+        let mut e = clean.clone();
+        if e.read_page(PageId(p), &mut data, &mut spare).is_err() {
+            continue;
+        }
+        if let SpareState::Valid(m) = PageMeta::decode(&spare[..META_LEN]) {
+            if m.kind == PageKind::Map && m.tag == 0 && newest.is_none_or(|(s, _)| m.seq > s) {
+                newest = Some((m.seq, p));
+            }
+        }
+    }
+    let (_, page) = newest.expect("the cached image has a map page 0");
+    let mut emu = clean.clone();
+    // Flip bits in 8 places of its data: more than the CRC codec can correct (it corrects none).
+    let flips: Vec<Corruption> =
+        (0..8u16).map(|k| Corruption::Flip { page, spare: false, offset: k * 37, mask: 0x5A }).collect();
+    let o = exercise_with(&mut emu, &flips, false, ftl_tests::CACHED);
+    assert!(o.contains("Uncorrectable") || o.starts_with("mount: "), "{o}");
+    let _ = cfg;
 }
 
 /// The corruption fuzzing reaches past mount: sanity checks on what a few fixed corruptions do.
