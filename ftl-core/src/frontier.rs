@@ -53,6 +53,8 @@ impl Frontier {
 
 /// Pages a failed program left that may read as valid and could not be voided yet, and whether
 /// a checkpoint must come before the next program anyway (see [`Ftl::settle_torn`]).
+/// Hand-written (an array and a length) rather than a `heapless::Vec`: it is `Copy` (taken
+/// whole by `settle_torn` and restored on error) and a full list turns into `must_checkpoint`.
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct TornPages {
     pages: [u32; MAX_PROGRAM_ATTEMPTS as usize],

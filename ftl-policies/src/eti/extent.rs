@@ -183,7 +183,9 @@ pub struct EtiStats {
 /// Extent-based temperature identification with at most `N` extents (default 2048).
 ///
 /// Build it with [`Eti::new`] or take the paper's defaults with `Default`. `N` must be at least
-/// 1 (checked at compile time).
+/// 1 (checked at compile time). The extents are two parallel arrays and a length, not a
+/// `heapless::Vec` of pairs: splits and merges shift both arrays with `copy_within`, and the
+/// starts are binary-searched on their own.
 #[derive(Clone, Debug)]
 pub struct Eti<const N: usize = DEFAULT_EXTENTS> {
     starts: [u32; N],
