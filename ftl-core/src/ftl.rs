@@ -368,7 +368,15 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         #[cfg(feature = "dedup")]
         self.dedup_order_before(lpn, count)?;
         for l in lpn..lpn + count {
-            self.remap(l, None)?;
+            // With a flash-resident map a remap can fail (a map page read or write-back): the
+            // pages already unmapped are journaled like a whole trim, so that a flush keeps them.
+            if let Err(e) = self.remap(l, None) {
+                if l > lpn {
+                    self.trims.push(lpn, l - lpn);
+                    self.dirty = true;
+                }
+                return Err(e);
+            }
         }
         self.trims.push(lpn, count);
         self.counters.host_trim_pages += count as u64;
