@@ -41,6 +41,8 @@ pub struct Counters {
     pub erase_failures: u64,
     /// Blocks retired as bad at run time.
     pub blocks_retired: u64,
+    /// NAND reads host reads caused (their pages, and the map pages their misses read).
+    pub host_read_nand_reads: u64,
     /// Map pages read (flash-resident map: cache misses and write-backs).
     pub map_page_reads: u64,
     /// Map pages written (flash-resident map: write-backs, GC moves, checkpoints' flushes).

@@ -250,9 +250,16 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     pub fn read(&mut self, lpn: u32, buf: &mut [u8]) -> Result<(), Error> {
         let n = self.check_range(lpn, buf.len())?;
         let pb = self.geo.data_bytes as usize;
+        let reads_before = self.counters.nand_reads;
+        let mut r = Ok(());
         for (i, chunk) in buf.chunks_exact_mut(pb).enumerate().take(n as usize) {
-            self.read_one(lpn + i as u32, chunk)?;
+            r = self.read_one(lpn + i as u32, chunk);
+            if r.is_err() {
+                break;
+            }
         }
+        self.counters.host_read_nand_reads += self.counters.nand_reads - reads_before;
+        r?;
         self.counters.host_read_pages += n as u64;
         Ok(())
     }

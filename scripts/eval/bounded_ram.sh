@@ -2,7 +2,8 @@
 # Issue #22's flat vs cached map table (16 KiB map cache): WAF counting every program, NAND reads
 # per host read, the most programs one host write caused, map pages read and written, FTL RAM,
 # and mount reads. Workloads: uniform random single-page writes on the anchor geometry
-# (1024 x 64 x 2 KiB) at 73 / 80 / 90% of raw in use after a sequential fill and two random passes
+# (1024 x 64 x 2 KiB, half the requests reads) at 73 / 80 / 90% of raw in use after a sequential
+# fill and two random passes
 # (N = 2 x 65,536 x fill writes, seed 2); zipf:1; the shared traces on the MT29F4G08's chip
 # fitted to each trace's footprint with 7% over-provisioning after a sequential fill, replayed
 # until twice the logical capacity is written. A run that stops with an error is listed with it.
@@ -29,9 +30,9 @@ both() { # name args...
 }
 for cfg in "73 36.986 95683" "80 25 104858" "90 11.111 117965"; do
   set -- $cfg
-  both "uniform-$1" --device anchor --op "$2" --workload uniform --writes "$3" --precondition seq+random:2 --seed 2
+  both "uniform-$1" --device anchor --op "$2" --workload uniform --writes "$3" --read-ratio 0.5 --precondition seq+random:2 --seed 2
 done
-both zipf1-90 --device anchor --op 11.111 --workload zipf:1 --writes 117965 --precondition seq --seed 2
+both zipf1-90 --device anchor --op 11.111 --workload zipf:1 --writes 117965 --read-ratio 0.5 --precondition seq --seed 2
 fit=(--compact --fit --device mt29f4g08 --op 7 --precondition seq --until-written 2)
 both msr-cambridge --trace "$traces/msr_raw_samples/msr-cambridge1-sample.csv" --format msr "${fit[@]}"
 both heimdall-1006 --trace "$traces/msr_cuts_heimdall/msr.cut.per_10k.most_thpt_rand_iops.1006.trace" --format heimdall "${fit[@]}"

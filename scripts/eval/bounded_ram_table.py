@@ -30,9 +30,8 @@ for n in names:
         rel = ""
         if m == "cached" and flat:
             rel = f"{(r['waf'] / flat['waf'] - 1) * 100:+.1f}%"
-        reads = r["host_read_pages"]
-        # NAND reads minus GC's page reads, per host page read (map misses of writes included).
-        rph = f"{(r['nand_reads'] - r['gc_page_copies']) / reads:.2f}" if reads else "(no reads)"
+        # NAND reads a host read causes (its page, the map pages its misses read), per page read.
+        rph = f"{r['nand_reads_per_host_read']:.2f}" if r["host_read_pages"] else "(no reads)"
         print(f"| {n} | {m} | {r['waf']:.3f} | {rel} | {rph} | {r['worst_host_write_programs']:,} "
               f"| {r['map_page_reads']:,} / {r['map_page_writes']:,} | {r['ftl_ram_bytes']:,} |")
 print()

@@ -49,6 +49,8 @@ pub struct Report {
     pub requests: u64,
     /// Logical pages read by the host.
     pub host_read_pages: u64,
+    /// NAND reads the host's reads caused per host page read (their pages and map misses).
+    pub nand_reads_per_host_read: f64,
     /// Logical pages written by the host.
     pub host_write_pages: u64,
     /// Partial pages read for read-modify-write.
@@ -165,6 +167,7 @@ impl Report {
             device: DeviceReport::new(s.cfg, s.logical_pages),
             requests: s.requests,
             host_read_pages: s.host_read_pages,
+            nand_reads_per_host_read: c.host_read_nand_reads as f64 / s.host_read_pages.max(1) as f64,
             host_write_pages: s.host_write_pages,
             rmw_pages: s.rmw_pages,
             nand_reads: c.nand_reads,
