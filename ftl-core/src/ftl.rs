@@ -94,7 +94,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let codec_len = policies.codec_ref().spare_len();
         cfg.validate(&geo, codec_len)?;
         let lay = RamLayout::new(&geo, &cfg);
-        if mem.valid.len() != lay.valid_words
+        // A flash-resident map may run without the bitmap (validity decided at GC).
+        if (mem.valid.len() != lay.valid_words && !(mem.valid.is_empty() && map.on_flash()))
             || mem.blocks.len() != lay.blocks
             || mem.list_heads.len() != lay.list_heads
             || mem.page_buf.len() != lay.page_buf
@@ -230,7 +231,10 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Bytes of RAM this FTL uses in caller memory plus its own struct.
     pub fn ram_bytes(&self) -> usize {
         let lay = RamLayout::new(&self.geo, &self.cfg);
-        lay.total_bytes() - lay.map_words * 4 + self.map.ram_bytes() + core::mem::size_of::<Self>()
+        lay.total_bytes() - lay.map_words * 4 - lay.valid_words * 4
+            + self.valid.len() * 4
+            + self.map.ram_bytes()
+            + core::mem::size_of::<Self>()
     }
 
     fn check_range(&self, lpn: u32, bytes: usize) -> Result<u32, Error> {
@@ -438,7 +442,40 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         self.valid.get(p.0 as usize / 32).is_some_and(|w| w & (1 << (p.0 % 32)) != 0)
     }
 
+    /// Whether GC must move `p`: its bit in the valid-page bitmap, or, with a flash-resident map
+    /// whose caller lent no bitmap, what its spare says checked against the map (a data page is
+    /// valid if its logical page maps to it, a map page if the directory points at it).
+    pub(crate) fn page_is_valid(&mut self, p: PageId) -> Result<bool, Error> {
+        if !self.valid.is_empty() {
+            return Ok(self.is_valid_page(p));
+        }
+        let mut meta = [0u8; META_LEN];
+        self.counters.nand_reads += 1;
+        self.nand.read_spare(p, &mut meta)?;
+        Ok(match PageMeta::decode(&meta) {
+            SpareState::Valid(m) if m.kind == PageKind::Data && m.tag < self.cfg.logical_pages => {
+                self.map_get(m.tag)? == Some(p)
+            }
+            SpareState::Valid(m) if m.kind == PageKind::Map => self.map.dir(m.tag) == Some(p),
+            _ => false,
+        })
+    }
+
+    /// Counts `p` valid (`on`) or invalid in its block. With the bitmap, only a change of its
+    /// bit counts; without one (a flash-resident map), every call is a transition.
     pub(crate) fn set_valid_bit(&mut self, p: PageId, on: bool) {
+        if self.valid.is_empty() {
+            if !self.geo.contains_page(p) {
+                return;
+            }
+            let b = self.geo.block_of(p);
+            if on {
+                self.blocks.inc_valid(b);
+            } else {
+                self.blocks.dec_valid(b);
+            }
+            return;
+        }
         let Some(w) = self.valid.get_mut(p.0 as usize / 32) else {
             return;
         };

@@ -121,8 +121,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.victim_taken(b);
         let plane = self.geo.plane_index(b);
         for i in 0..self.geo.pages_per_block {
+            if self.blocks.get(b).valid() == 0 {
+                break;
+            }
             let page = self.geo.page(b, i);
-            if self.is_valid_page(page) {
+            if self.page_is_valid(page)? {
                 self.relocate(page, plane)?;
             }
         }
@@ -162,8 +165,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             _ => (self.find_lpn(page)?, 0),
         };
         let Some(lpn) = lpn else {
-            // Not mapped after all: nothing to move.
-            self.set_valid_bit(page, false);
+            // Not mapped after all: nothing to move (without a bitmap it was never counted).
+            if !self.valid.is_empty() {
+                self.set_valid_bit(page, false);
+            }
             return Ok(());
         };
         // Correct what the codec can before copying; data it cannot correct is copied raw, so

@@ -150,7 +150,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         if m < self.map.map_pages() && self.map.dir(m) == Some(page) {
             return self.map_write_back(m);
         }
-        self.set_valid_bit(page, false);
+        // Stale: with the bitmap, clear its bit (without one it was counted invalid already).
+        if !self.valid.is_empty() {
+            self.set_valid_bit(page, false);
+        }
         Ok(())
     }
 

@@ -302,7 +302,15 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             && (limit == u32::MAX || !self.checkpoint_due())
         {
             let page = self.geo.page(b, next);
-            if self.is_valid_page(page) {
+            let valid = match self.page_is_valid(page) {
+                Ok(v) => v,
+                Err(e) => {
+                    self.paced[plane as usize] = PacedVictim::NONE;
+                    self.blocks.set_state(b, BlockState::Used);
+                    return Err(e);
+                }
+            };
+            if valid {
                 if let Err(e) = self.relocate(page, plane) {
                     self.paced[plane as usize] = PacedVictim::NONE;
                     self.blocks.set_state(b, BlockState::Used);

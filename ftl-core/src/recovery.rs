@@ -803,13 +803,16 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         if self.blocks.state(b) != BlockState::Used {
             return Err(Error::Corrupt);
         }
-        let w = &mut self.valid[p.0 as usize / 32];
-        let bit = 1u32 << (p.0 % 32);
-        if *w & bit != 0 {
-            // Two logical pages on one physical page: not something this FTL writes.
-            return Err(Error::Corrupt);
+        // (Without a bitmap, a flash-resident map's caller lent none, two entries naming one
+        // page go uncounted here; GC decides such a page's validity from its spare.)
+        if let Some(w) = self.valid.get_mut(p.0 as usize / 32) {
+            let bit = 1u32 << (p.0 % 32);
+            if *w & bit != 0 {
+                // Two logical pages on one physical page: not something this FTL writes.
+                return Err(Error::Corrupt);
+            }
+            *w |= bit;
         }
-        *w |= bit;
         let v = self.blocks.get(b).valid();
         self.blocks.raw_set_valid(b, v + 1);
         Ok(())

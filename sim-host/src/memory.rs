@@ -65,7 +65,8 @@ impl FtlMemory {
             lines,
             dirty,
             io,
-            valid: vec![0; lay.valid_words],
+            // The cached map runs without the valid-page bitmap (validity decided at GC).
+            valid: if choice == MapChoice::Flat { vec![0; lay.valid_words] } else { Vec::new() },
             blocks: vec![BlockInfo::EMPTY; lay.blocks],
             heads: vec![0; lay.list_heads],
             page: vec![0; lay.page_buf],
