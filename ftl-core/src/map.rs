@@ -32,8 +32,8 @@ pub enum MapNeed {
         /// Where it is on flash.
         at: Option<PageId>,
     },
-    /// A dirty cache line must go first: write map page `map_page` back (read the current
-    /// version into the I/O buffer, [`MappingTable::merge_dirty`], program it,
+    /// Buffered changes must go first to make room: write map page `map_page` back (read the
+    /// current version into the I/O buffer, [`MappingTable::merge_dirty`], program it,
     /// [`MappingTable::written`]).
     WriteBack {
         /// The map page to write.

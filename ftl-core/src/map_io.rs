@@ -160,12 +160,13 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Mount: sets the entry of `lpn` as a replayed page or trim says and returns the previous
     /// one, loading map pages but never writing one (mount programs nothing before its voids).
     ///
-    /// Replay applies data pages, trims and map pages in sequence order, and each host write and
-    /// GC copy faulted its entry in before its page was programmed, so a replayed entry's line
-    /// always finds room: the lines replay holds dirty are lines that were dirty when the page
-    /// was written. A trim replayed from a journal page may find its set full of dirty lines
-    /// (the trim's own line written back and evicted since); then the map page on flash already
-    /// holds it, which is checked. Anything else is a damaged image: `Error::Corrupt`.
+    /// Replay keeps only the changes newer than their map page's newest version (see
+    /// `recovery.rs`, `replay_map_pages`), and each host write and GC copy made room for its
+    /// change before its page was programmed, so a replayed change always finds room: the
+    /// changes replay holds were all buffered at once when the power went. If the buffer is full
+    /// anyway, the map page on flash must already hold the change, which is checked (a trim's
+    /// journal page can come after the trim's own write-back). Anything else is a damaged image:
+    /// `Error::Corrupt`.
     pub(crate) fn replay_map_set(&mut self, lpn: u32, page: Option<PageId>) -> Result<Option<PageId>, Error> {
         for _ in 0..FAULT_STEPS {
             match self.map.need_write(lpn) {
