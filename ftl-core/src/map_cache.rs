@@ -331,6 +331,19 @@ impl<'m> CachedMap<'m> {
         best.map(|(m, _)| m)
     }
 
+    /// The entries of line `tag` (of map page `m`) as the I/O buffer's data area holds them.
+    fn line_from_io(&self, tag: u32, m: u32) -> [u32; LINE_ENTRIES] {
+        let first = (tag * LINE_ENTRIES as u32 - m * self.per_page) as usize;
+        let mut entries = [UNMAPPED; LINE_ENTRIES];
+        for (k, e) in entries.iter_mut().enumerate() {
+            let o = (first + k) * 4;
+            if let Some(b) = self.io.get(o..o + 4) {
+                *e = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            }
+        }
+        entries
+    }
+
     /// Copies cached lines of `m` (all, or only dirty ones) into the I/O buffer's data area.
     fn copy_lines_out(&mut self, m: u32, dirty_only: bool) {
         for tag in self.tags_of(m) {
@@ -496,16 +509,8 @@ impl MappingTable for CachedMap<'_> {
             return;
         }
         let Ok(i) = self.victim(tag) else { return };
-        let m = lpn / self.per_page;
-        let first = (tag * LINE_ENTRIES as u32 - m * self.per_page) as usize;
-        let mut line = MapLine { tag, stamp: 0, dirty: 0, entries: [UNMAPPED; LINE_ENTRIES] };
-        for (k, e) in line.entries.iter_mut().enumerate() {
-            let o = (first + k) * 4;
-            if let Some(b) = self.io.get(o..o + 4) {
-                *e = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-            }
-        }
-        self.lines[i] = line;
+        let entries = self.line_from_io(tag, lpn / self.per_page);
+        self.lines[i] = MapLine { tag, stamp: 0, dirty: 0, entries };
         self.touch(i);
     }
 
@@ -533,15 +538,7 @@ impl MappingTable for CachedMap<'_> {
         // Lines of `m` take the page as written (the I/O buffer still holds it).
         for tag in self.tags_of(m) {
             if let Some(i) = self.find(tag) {
-                let first = (tag * LINE_ENTRIES as u32 - m * self.per_page) as usize;
-                let mut entries = [UNMAPPED; LINE_ENTRIES];
-                for (k, e) in entries.iter_mut().enumerate() {
-                    let o = (first + k) * 4;
-                    if let Some(b) = self.io.get(o..o + 4) {
-                        *e = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                    }
-                }
-                self.lines[i].entries = entries;
+                self.lines[i].entries = self.line_from_io(tag, m);
                 self.lines[i].dirty = 0;
             }
         }

@@ -179,9 +179,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     let per = self.geo.data_bytes / 4;
                     let m = lpn / per;
                     self.map_read(m, self.map.dir(m))?;
-                    let k = (lpn % per) as usize * 4;
-                    let b = &self.map.io_buf()[k..k + 4];
-                    let cur = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                    let cur = io_word(self.map.io_buf(), (lpn % per) as usize);
                     if cur == page.map_or(UNMAPPED, |p| p.0) {
                         return Ok(page);
                     }
@@ -211,9 +209,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 if m as u64 * per as u64 + k as u64 >= logical as u64 {
                     break;
                 }
-                let o = k as usize * 4;
-                let b = &self.map.io_buf()[o..o + 4];
-                let w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                let w = io_word(self.map.io_buf(), k as usize);
                 if w != UNMAPPED {
                     count(self, PageId(w))?;
                 }
@@ -242,5 +238,13 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             return Err(Error::Config);
         }
         Ok(())
+    }
+}
+
+/// Word `k` (little-endian) of a map page's data in `buf`; unmapped past its end.
+fn io_word(buf: &[u8], k: usize) -> u32 {
+    match buf.get(k * 4..k * 4 + 4) {
+        Some(b) => u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+        None => UNMAPPED,
     }
 }
