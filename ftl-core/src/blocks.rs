@@ -44,6 +44,8 @@ pub enum BlockState {
     Bad = 7,
     /// Being collected by GC.
     Victim = 8,
+    /// Holds the anchor (see [`crate::anchor`]): never allocated, never collected.
+    Anchor = 9,
 }
 
 /// Flag: the block holds a journal page newer than the current checkpoint, so it must not be
@@ -137,7 +139,8 @@ impl BlockInfo {
             5 => BlockState::CheckpointNew,
             6 => BlockState::Retiring,
             7 => BlockState::Bad,
-            _ => BlockState::Victim,
+            8 => BlockState::Victim,
+            _ => BlockState::Anchor,
         }
     }
 }
@@ -269,7 +272,11 @@ impl<'m> BlockTable<'m> {
         let i = &self.info[b.0 as usize];
         match i.state() {
             BlockState::Free | BlockState::Dirty => Some(self.free_head(self.plane(b))),
-            BlockState::Used => Some(self.bucket_head(self.plane(b), i.valid() as u32)),
+            // (A count above a block's pages can only come from a damaged checkpoint: clamped so
+            // that it names this plane's fullest bucket, never another list.)
+            BlockState::Used => {
+                Some(self.bucket_head(self.plane(b), (i.valid() as u32).min(self.geo.pages_per_block)))
+            }
             BlockState::Retiring => Some(self.retire_head()),
             _ => None,
         }

@@ -4,7 +4,9 @@
 //! A checkpoint is a stream of little-endian `u32` words over whole pages:
 //! header (16 words: magic, version, geometry, logical pages, page count, checkpoint sequence,
 //! next sequence, frontier words, map kind), frontiers (`2 * MAX_TOTAL_PLANES * STREAMS` words:
-//! block, next page), one word per block (erase count, bit 31 = bad), the map's section (a flat
+//! block, next page), one word per block (bits 0..20 erase count, 20..29 valid pages, 29..31
+//! state: 0 erased, 1 to be erased, 2 holding data, 3 this checkpoint; bit 31 bad: what the
+//! anchor's fast mount takes as the block table), the map's section (a flat
 //! map: one word per logical page; a flash-resident map: its directory, one word per map page,
 //! every dirty map page written back first), and a CRC-32C of all words before it. Each page carries `PageKind::Checkpoint` metadata with the checkpoint's
 //! sequence number, its page index and the page count, and the codec's protection.
@@ -33,13 +35,40 @@ pub const HEADER_LEN: usize = HEADER_WORDS as usize * 4;
 /// "FLCK".
 pub const MAGIC: u32 = 0x4B43_4C46;
 /// Checkpoint format version.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Frontier words.
 pub const FRONTIER_WORDS: u32 = (2 * MAX_TOTAL_PLANES * STREAMS) as u32;
 /// Header word saying which map wrote the checkpoint (0: flat, 1: flash-resident).
 pub const MAP_KIND_WORD: usize = 13;
 /// Bit 31 of a block word: the block is bad.
 pub const BAD_BIT: u32 = 1 << 31;
+/// Erase-count bits of a block word.
+pub const EC_MASK: u32 = crate::blocks::MAX_TABLE_ERASE_COUNT;
+/// Largest valid count a block word holds (9 bits): the fast mount needs
+/// `pages_per_block <= MAX_PACKED_VALID`.
+pub const MAX_PACKED_VALID: u32 = 511;
+/// Block-word states (bits 29..31).
+pub const WORD_ERASED: u32 = 0;
+/// To be erased before use.
+pub const WORD_DIRTY: u32 = 1;
+/// Holding data (closed, open, a victim or retiring).
+pub const WORD_DATA: u32 = 2;
+/// A block of this checkpoint.
+pub const WORD_THIS: u32 = 3;
+
+/// A block-table entry as its checkpoint word.
+pub fn block_word(info: &crate::blocks::BlockInfo) -> u32 {
+    let (state, valid) = match info.state() {
+        BlockState::Free => (WORD_ERASED, 0),
+        BlockState::Open | BlockState::Used | BlockState::Victim | BlockState::Retiring => {
+            (WORD_DATA, (info.valid() as u32).min(MAX_PACKED_VALID))
+        }
+        BlockState::CheckpointNew => (WORD_THIS, 0),
+        BlockState::Dirty | BlockState::Checkpoint | BlockState::Anchor | BlockState::Bad => (WORD_DIRTY, 0),
+    };
+    let bad = if info.state() == BlockState::Bad { BAD_BIT } else { 0 };
+    (info.erase_count() & EC_MASK) | valid << 20 | state << 29 | bad
+}
 const ATTEMPTS: u32 = 4;
 
 /// Words in a checkpoint stream, CRC included, for a map section of `section_words` (a flat
@@ -108,9 +137,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         i -= FRONTIER_WORDS as u64;
         if i < self.geo.total_blocks() as u64 {
-            let info = self.blocks.get(BlockId(i as u32));
-            let bad = if info.state() == BlockState::Bad { BAD_BIT } else { 0 };
-            return (info.erase_count() & !BAD_BIT) | bad;
+            return block_word(self.blocks.get(BlockId(i as u32)));
         }
         i -= self.geo.total_blocks() as u64;
         let mut w = [UNMAPPED];

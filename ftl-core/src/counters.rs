@@ -33,6 +33,8 @@ pub struct Counters {
     pub checkpoints: u64,
     /// Pages programmed for checkpoints.
     pub checkpoint_pages: u64,
+    /// Anchor records programmed (one per copy; see `anchor.rs`).
+    pub anchor_pages: u64,
     /// Journal pages programmed (trims).
     pub journal_pages: u64,
     /// Program failures seen.

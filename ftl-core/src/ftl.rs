@@ -72,6 +72,8 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     pub(crate) reserve_spent: bool,
     /// Paced GC on (see [`crate::pacing`]).
     pub(crate) gc_pacing: bool,
+    /// Where the anchor's copies are and what its newest record says.
+    pub(crate) anchor: crate::anchor::AnchorState,
     /// The victim paced GC is collecting in each plane.
     pub(crate) paced: [PacedVictim; MAX_TOTAL_PLANES],
     /// Second writes, when on (see [`crate::reuse`]).
@@ -127,6 +129,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             dirty: false,
             reserve_spent: false,
             gc_pacing: true,
+            anchor: crate::anchor::AnchorState::NONE,
             paced: [PacedVictim::NONE; MAX_TOTAL_PLANES],
             #[cfg(feature = "wom")]
             reuse: None,
@@ -157,12 +160,14 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         Ok(ftl)
     }
 
-    /// Flushes, writes a checkpoint (so the next mount reads little) and returns the device.
+    /// Flushes, writes a checkpoint and a clean anchor record (so the next mount reads the anchor
+    /// and the checkpoint only) and returns the device.
     pub fn unmount(mut self) -> Result<N, Error> {
         self.flush()?;
         if self.dirty {
             self.write_checkpoint()?;
         }
+        self.write_anchor(true)?;
         Ok(self.nand)
     }
 
@@ -519,6 +524,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             self.erase_free_block(b)?;
         }
         self.seq = 1;
+        self.anchor_format();
         self.write_checkpoint()
     }
 

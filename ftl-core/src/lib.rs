@@ -5,8 +5,8 @@
 //!
 //! Mechanism lives here: the map ([`map`]), block states and pools ([`blocks`]), write frontiers
 //! ([`frontier`]), garbage collection ([`gc`]), wear leveling ([`wear`]), bad-block retirement,
-//! page metadata ([`meta`]), trims ([`journal`]), checkpoints ([`checkpoint`]) and power-loss
-//! recovery ([`recovery`]). Policy is a seam ([`policy`]): page codec, hot/cold classifier, GC
+//! page metadata ([`meta`]), trims ([`journal`]), checkpoints ([`checkpoint`]), the anchor that
+//! finds the newest one ([`anchor`]) and power-loss recovery ([`recovery`]). Policy is a seam ([`policy`]): page codec, hot/cold classifier, GC
 //! victim choice and write placement, with the baseline's defaults.
 //!
 //! ```text
@@ -22,6 +22,7 @@
 
 mod fmt;
 
+pub mod anchor;
 pub mod blocks;
 #[cfg(feature = "cdm")]
 pub mod cdm;

@@ -106,6 +106,8 @@ pub enum PageKind {
     Checkpoint = 3,
     /// A map page of a flash-resident map (tag: the map page's number).
     Map = 4,
+    /// An anchor record (see [`crate::anchor`]; tag: its page in the anchor block).
+    Anchor = 5,
 }
 
 /// Decoded page metadata.
@@ -187,6 +189,7 @@ impl PageMeta {
             2 => PageKind::Journal,
             3 => PageKind::Checkpoint,
             4 => PageKind::Map,
+            5 => PageKind::Anchor,
             _ => return SpareState::Invalid,
         };
         let w = |i: usize| u32::from_le_bytes([m[i], m[i + 1], m[i + 2], m[i + 3]]);
@@ -253,7 +256,8 @@ mod tests {
 
     fn random_meta(rng: &mut Rng) -> PageMeta {
         PageMeta {
-            kind: [PageKind::Data, PageKind::Journal, PageKind::Checkpoint, PageKind::Map][rng.below(4)],
+            kind: [PageKind::Data, PageKind::Journal, PageKind::Checkpoint, PageKind::Map, PageKind::Anchor]
+                [rng.below(5)],
             tag: rng.next() as u32,
             seq: rng.next() & MAX_SEQ,
             erase_count: rng.next() as u32 & MAX_ERASE_COUNT,

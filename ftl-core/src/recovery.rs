@@ -1,5 +1,11 @@
 //! Mount: rebuilding the RAM state from flash after a clean shutdown or a power cut.
 //!
+//! 0. Anchor (see `anchor.rs`): find the newest anchor record. If it says clean (the last thing
+//!    written was `unmount`'s checkpoint and record) and no technique is attached, the fast mount
+//!    loads that checkpoint with its block table and stops there: anchor reads + one spare read
+//!    per checkpoint block + the checkpoint's pages (+ one read per frontier at its first
+//!    program). A not-clean record is written before anything else changes. Otherwise (or if
+//!    anything does not check out) steps 1-7 run.
 //! 1. Survey: read the spare of the first page of every block (one read per block): bad-block
 //!    marker, erased, garbage, or the kind, sequence number and erase count of its first page.
 //!    A first page that reads invalid with its void mark clear (torn) is read up to 4 times and
@@ -42,17 +48,18 @@
 //! is still the newest program (mount writes nothing before its voids) and the next mount finds
 //! it torn again. Repeated cuts can exhaust the page's NOP, which step 6 covers.
 //!
-//! Cost: `total_blocks` spare reads + the checkpoint's pages + the replayed pages (at most
+//! Cost of steps 1-7: the anchor's reads + `total_blocks` spare reads + the checkpoint's pages + the replayed pages (at most
 //! `checkpoint_interval_blocks` + open frontiers blocks, invalid pages included) + 1 or 2 (+ up
 //! to 8 when step 4 walks back) + one read per resumed frontier + 3 more reads per torn page
-//! (steps 1 and 3); a void adds a program and a read, a refresh up to 4 reads and a program. A
-//! mount after a clean `unmount` replays nothing.
+//! (steps 1 and 3); a void adds a program and a read, a refresh up to 4 reads and a program.
 
 use nand_hal::{BlockId, NandFlash, PageId};
 
+use crate::anchor::{Found, ANCHOR_BLOCKS};
 use crate::blocks::{BlockState, FLAG_LIVE_JOURNAL};
 use crate::checkpoint::{
-    checkpoint_words, header_words, CheckpointState, BAD_BIT, HEADER_WORDS, MAP_KIND_WORD,
+    checkpoint_words, header_words, CheckpointState, BAD_BIT, EC_MASK, HEADER_WORDS, MAP_KIND_WORD,
+    WORD_DATA, WORD_ERASED,
 };
 use crate::crc32c::crc32c_append;
 use crate::frontier::{Frontier, Source};
@@ -123,6 +130,27 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         #[cfg(feature = "wom")]
         self.reuse_reset();
 
+        // Step 0: the anchor. A clean record newest: nothing changed after its checkpoint.
+        if let Some(found) = self.anchor_find()? {
+            if found.clean && self.anchor_fast_allowed() {
+                if self.mount_fast(found)? {
+                    self.counters.mount_replayed_pages = 0;
+                    self.counters.mount_reads = self.counters.nand_reads - reads_before;
+                    // Before anything else changes on flash, the record stops saying clean.
+                    self.write_anchor(false)?;
+                    crate::fmt::info!("mounted from the anchor: {} reads", self.counters.mount_reads);
+                    return Ok(());
+                }
+                // Something did not check out: forget what it loaded and survey.
+                self.blocks.reset();
+                self.map.clear();
+                self.frontiers = [Frontier::NONE; crate::config::MAX_TOTAL_PLANES * crate::frontier::STREAMS];
+                self.anchor_find()?;
+            }
+        }
+        // A clean record that is not taken stops being clean before the survey's voids.
+        self.write_anchor(false)?;
+
         let mut survey_voids = true;
         let max_seen = self.survey(&mut survey_voids)?;
         let (ckpt_seq, next_seq) = self.load_newest_checkpoint()?;
@@ -151,7 +179,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let replayed = self.replay(ckpt_seq)?;
         #[cfg(feature = "cdm")]
         self.nv_reconcile()?;
-        self.rebuild()?;
+        self.rebuild(false)?;
 
         let newest = max_seen.max(next_seq).max(replayed.max_seq);
         if newest >= MAX_SEQ / 2 {
@@ -189,6 +217,99 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(())
     }
 
+    /// The anchor's fast mount from a clean record: its checkpoint's blocks (listed in the
+    /// record, each checked by its first page's metadata), then the checkpoint with its block
+    /// table, the frontiers it recorded, and the lists. Nothing is replayed: the record is clean
+    /// only if nothing was written after the checkpoint (see `anchor.rs`). `Ok(false)` when
+    /// anything does not check out (the caller surveys).
+    ///
+    /// Cost: the anchor's reads + one spare read per checkpoint block + the checkpoint's pages +
+    /// one read per open frontier (checked erased before its first program).
+    fn mount_fast(&mut self, found: Found) -> Result<bool, Error> {
+        let d = self.geo.data_bytes as usize;
+        let ppb = self.geo.pages_per_block;
+        let ckpt_seq = found.ckpt_seq;
+        let n = match self.anchor_read(found.page)? {
+            Some((_, true, c)) if c == ckpt_seq => crate::anchor::parse(&self.buf[..d]).map_or(0, |r| r.3),
+            _ => return Ok(false),
+        };
+        if n == 0 {
+            return Ok(false);
+        }
+        for i in 0..n {
+            // The record stays in the page buffer: `anchor_meta` reads into the stack.
+            let b = crate::anchor::listed_block(&self.buf[..d], i);
+            if b < ANCHOR_BLOCKS || !self.geo.contains_block(BlockId(b)) {
+                return Ok(false);
+            }
+            let b = BlockId(b);
+            match self.anchor_meta(self.geo.page(b, 0))?.1 {
+                SpareState::Valid(m)
+                    if m.kind == PageKind::Checkpoint && m.seq == ckpt_seq && m.tag % ppb == 0 =>
+                {
+                    let index = (m.tag / ppb).min(u16::MAX as u32) as u16;
+                    self.blocks.raw_set(b, BlockState::CheckpointNew, m.erase_count, index);
+                    self.blocks.raw_set_scratch(b, ckpt_seq);
+                }
+                _ => return Ok(false),
+            }
+        }
+        let Some(next_seq) = self.load_checkpoint(ckpt_seq, true)? else {
+            return Ok(false);
+        };
+        for b in 0..self.geo.total_blocks() {
+            if self.blocks.state(BlockId(b)) == BlockState::CheckpointNew {
+                self.blocks.raw_set_state(BlockId(b), BlockState::Checkpoint);
+            }
+        }
+        self.rebuild(true)?;
+        // The frontiers resume where the checkpoint left them.
+        for i in 0..self.frontiers.len() {
+            let f = self.frontiers[i];
+            let plane = (i / crate::frontier::STREAMS) as u32;
+            let ok = f.block != u32::MAX
+                && self.geo.contains_block(BlockId(f.block))
+                && plane < self.geo.total_planes()
+                && self.geo.plane_index(BlockId(f.block)) == plane
+                && f.next_page < ppb
+                && self.blocks.state(BlockId(f.block)) == BlockState::Used;
+            if ok {
+                self.blocks.set_state(BlockId(f.block), BlockState::Open);
+                self.resumed |= 1 << i;
+            } else {
+                self.frontiers[i] = Frontier::NONE;
+            }
+        }
+        if next_seq >= MAX_SEQ / 2 {
+            return Err(Error::Corrupt);
+        }
+        self.seq = next_seq;
+        self.ckpt = CheckpointState { seq: ckpt_seq, blocks_since: 0 };
+        self.dirty = false;
+        Ok(true)
+    }
+
+    /// A block word of the checkpoint the fast mount loads: the block's state and valid count
+    /// (the checkpoint's own blocks, set from the anchor's list, and the anchor region stay).
+    fn apply_block_word(&mut self, b: BlockId, w: u32, ec: u32) {
+        let state = self.blocks.state(b);
+        if b.0 < ANCHOR_BLOCKS || state == BlockState::CheckpointNew {
+            return;
+        }
+        if w & BAD_BIT != 0 {
+            self.blocks.raw_set(b, BlockState::Bad, ec, 0);
+            return;
+        }
+        let valid = ((w >> 20) & crate::checkpoint::MAX_PACKED_VALID).min(self.geo.pages_per_block) as u16;
+        match w >> 29 & 3 {
+            WORD_ERASED => self.blocks.raw_set(b, BlockState::Free, ec, 0),
+            WORD_DATA => self.blocks.raw_set(b, BlockState::Used, ec, valid),
+            // A block of this checkpoint the record does not list (`WORD_THIS`), or one to be
+            // erased.
+            _ => self.blocks.raw_set(b, BlockState::Dirty, ec, 0),
+        }
+    }
+
     /// Step 1. Returns the largest sequence number seen; `voids_complete` turns false if a void
     /// of a torn first page did not complete.
     fn survey(&mut self, voids_complete: &mut bool) -> Result<u64, Error> {
@@ -200,7 +321,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let survey_len = if self.reuse.is_some() { self.geo.spare_bytes as usize } else { META_LEN };
         #[cfg(not(feature = "wom"))]
         let survey_len = META_LEN;
-        for b in 0..self.geo.total_blocks() {
+        // The anchor region was read by `anchor_find`.
+        for b in ANCHOR_BLOCKS.min(self.geo.total_blocks())..self.geo.total_blocks() {
             let b = BlockId(b);
             self.counters.nand_reads += 1;
             self.nand.read_spare(self.geo.page(b, 0), &mut self.buf[d..d + survey_len])?;
@@ -248,7 +370,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let Some(seq) = best else {
                 return Err(if any_valid { Error::Corrupt } else { Error::NotFormatted });
             };
-            if let Some(next) = self.load_checkpoint(seq)? {
+            if let Some(next) = self.load_checkpoint(seq, false)? {
                 return Ok((seq, next));
             }
             // Torn or damaged: undo what it loaded and try the one before.
@@ -261,8 +383,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
     }
 
-    /// Loads checkpoint `seq`; `Ok(None)` if it is incomplete or damaged.
-    fn load_checkpoint(&mut self, seq: u64) -> Result<Option<u64>, Error> {
+    /// Loads checkpoint `seq`; `Ok(None)` if it is incomplete or damaged. `fast`: the block
+    /// words set the block table (states and valid counts), as the anchor's fast mount needs.
+    fn load_checkpoint(&mut self, seq: u64, fast: bool) -> Result<Option<u64>, Error> {
         let d = self.geo.data_bytes as usize;
         let ppb = self.geo.pages_per_block;
         let spare_len = META_LEN + self.codec_len;
@@ -321,7 +444,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             crc = crc32c_append(crc, &self.buf[..body * 4]);
             for j in 0..body {
                 let w = self.word(j);
-                self.apply_checkpoint_word(first + j as u64, w);
+                self.apply_checkpoint_word(first + j as u64, w, fast);
             }
             if body < per_page as usize {
                 let stored = self.word(body);
@@ -337,7 +460,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         u32::from_le_bytes([self.buf[o], self.buf[o + 1], self.buf[o + 2], self.buf[o + 3]])
     }
 
-    fn apply_checkpoint_word(&mut self, i: u64, w: u32) {
+    fn apply_checkpoint_word(&mut self, i: u64, w: u32, fast: bool) {
         let mut i = i;
         if i < HEADER_WORDS as u64 {
             return;
@@ -356,9 +479,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         i -= fw;
         if i < self.geo.total_blocks() as u64 {
             let b = BlockId(i as u32);
-            let ec = (w & !BAD_BIT).max(self.blocks.get(b).erase_count());
+            let ec = (w & EC_MASK).max(self.blocks.get(b).erase_count());
             self.blocks.set_erase_count(b, ec);
-            if w & BAD_BIT != 0 {
+            if fast {
+                self.apply_block_word(b, w, ec);
+            } else if w & BAD_BIT != 0 {
                 self.blocks.set_flags(b, FLAG_CKPT_BAD, true);
             }
             return;
@@ -534,7 +659,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     }
                     self.map.replay_pass(c.tag, page);
                 }
-                PageKind::Checkpoint => {}
+                PageKind::Checkpoint | PageKind::Anchor => {}
             }
             out.pages += 1;
             out.max_seq = out.max_seq.max(c.seq);
@@ -832,16 +957,19 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
     }
 
-    /// Step 5: valid bitmap, counts, states and lists from the map.
-    fn rebuild(&mut self) -> Result<(), Error> {
+    /// Step 5: valid bitmap, counts, states and lists from the map. `fast` (the anchor's fast
+    /// mount): a flash-resident map keeps the checkpoint's counts (no map page is read), and
+    /// blocks the checkpoint says are erased stay free.
+    fn rebuild(&mut self, fast: bool) -> Result<(), Error> {
         #[cfg(feature = "dedup")]
         self.dedup_finish_replay();
+        let keep_counts = fast && self.map.on_flash();
         for b in 0..self.geo.total_blocks() {
-            if self.blocks.state(BlockId(b)) == BlockState::Used {
+            if self.blocks.state(BlockId(b)) == BlockState::Used && !keep_counts {
                 self.blocks.raw_set_valid(BlockId(b), 0);
             }
         }
-        if self.map.on_flash() {
+        if self.map.on_flash() && !keep_counts {
             self.for_each_mapping_on_flash(Self::count_valid_at_mount)?;
         }
         for l in 0..self.map.len() {
@@ -865,6 +993,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let info = *self.blocks.get(b);
             match info.state() {
                 BlockState::Used if info.valid() > 0 || info.flags() & FLAG_LIVE_JOURNAL != 0 => {}
+                BlockState::Free if fast => {}
                 BlockState::Used | BlockState::Free => {
                     self.blocks.raw_set(b, BlockState::Dirty, info.erase_count(), 0)
                 }

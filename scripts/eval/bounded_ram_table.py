@@ -39,10 +39,12 @@ for m in ("flat", "cached"):
     r, err = load("ram-mt29f4g08-" + m)
     if r:
         print(f"- FTL RAM, MT29F4G08 whole chip at 7% OP, {m} map: {r['ftl_ram_bytes']:,} bytes")
-for m in ("flat", "cached"):
-    p = os.path.join(j, f"mount-{m}.json")
-    if os.path.exists(p):
+for dev, label in (("", "anchor geometry"), ("mt29f4g08-", "MT29F4G08 (7% OP)")):
+    for m in ("flat", "cached"):
+        p = os.path.join(j, f"mount-{dev}{m}.json")
+        if not os.path.exists(p):
+            continue
         r = json.load(open(p))
-        print(f"- Mount reads, anchor geometry at {r['fill_permille'] / 10:.0f}% fill, {m} map: clean {r['mount_reads_clean']:,}, "
+        print(f"- Mount reads, {label} at {r['fill_permille'] / 10:.0f}% fill, {m} map: clean {r['mount_reads_clean']:,}, "
               f"after a cut mean {r['mount_reads_after_cut_mean']:,} / max {r['mount_reads_after_cut_max']:,} "
               f"({r['cuts']} cuts; checkpoint {r['checkpoint_pages']} pages)")

@@ -592,6 +592,10 @@ fn torn_page_case(torn: f64, seed: u64, void_cuts: u32, mount_cut: Option<u64>, 
         }
         f.unmount().unwrap();
     }
+    // A mount without unmount: the anchor's newest record says not clean, so the mounts below
+    // survey and program nothing before lpn 5's write and the void this test cuts (cuts in
+    // anchor records are the torture tests').
+    let _ = mount_with(&mut emu, &mut mem, cfg, policies.clone()).unwrap().into_nand();
     // Mount, then write lpn 5's new content with the cut at its program.
     let mut torn_write = |e: &mut Emulator| {
         let mut mem = ftl_tests::test_memory(&geo, &cfg);

@@ -1,0 +1,431 @@
+//! The anchor: a small, power-safe record at a fixed place that says where the newest checkpoint
+//! is and whether nothing was written after it, so that a mount after a clean unmount reads the
+//! anchor and the checkpoint instead of every block (in the spirit of UBI fastmap's anchor).
+//!
+//! Where: the first [`ANCHOR_BLOCKS`] blocks of the device (the region). Good region blocks are
+//! never allocated nor collected ([`BlockState::Anchor`]); each holds one copy of the anchor log.
+//! A record is one page (`PageKind::Anchor`, protected by the codec and a CRC-32C): words `magic,
+//! version, seq (2 words), flags (bit 0: clean), checkpoint sequence (2 words), n, n checkpoint
+//! block numbers (in block order), CRC`. Each record is appended to copy 0, then to copy 1, and
+//! read back (a page that does not read back is passed over); a full copy, or one whose next page
+//! the chip refuses, is erased before its next record (the other copy holds the newest
+//! meanwhile). A copy
+//! whose program or erase fails is marked bad and dropped; with no good copy left every mount
+//! surveys the device as before.
+//!
+//! Finding the newest record: per region block one spare read of page 0 (and a read of the whole
+//! page if its metadata reads erased), a binary search for the last page that is not fully
+//! erased (`log2(pages_per_block)` reads; a record is never written to a page that is not fully
+//! erased, so those pages form a prefix even where a cut tore a program before its metadata),
+//! then the newest whole record at or just before it (a torn record is skipped; at most
+//! [`WALK_BACK`] pages back). About 16 reads for two copies of 64 pages.
+//!
+//! Contract (power loss): a *clean* record is written last by `unmount`, after its checkpoint;
+//! every mount that finds a clean record newest writes a *not clean* record before anything else
+//! is programmed or erased. So a clean record is newest only if nothing changed on flash after its
+//! checkpoint, and mount may then take that checkpoint's block table as the truth (see
+//! `recovery.rs`, the fast path). A cut while writing a record leaves it torn (skipped: the record
+//! before it is newest, which was true when it was written, since nothing else happened in
+//! between) or whole. A cut while erasing a copy leaves the other copy's newest record. Anything
+//! else (no copy, a damaged record, a damaged checkpoint) makes mount fall back to the survey.
+
+use nand_hal::{BlockId, ErrorKind, NandFlash, PageId};
+
+use crate::blocks::BlockState;
+use crate::crc32c::crc32c_append;
+use crate::map::MappingTable;
+use crate::meta::{is_bad_block_marker, PageKind, PageMeta, SpareState, META_LEN};
+use crate::policy::{PageCodec, PolicySet};
+use crate::{Error, Ftl};
+
+/// Blocks at the start of the device reserved for the anchor (two copies).
+pub const ANCHOR_BLOCKS: u32 = 2;
+/// "ANCR".
+const MAGIC: u32 = 0x5243_4E41;
+const VERSION: u32 = 1;
+/// Words before the block list.
+const FIXED_WORDS: usize = 8;
+/// Pages before the last programmed one searched for a whole record.
+pub const WALK_BACK: u32 = 4;
+const NIL: u32 = u32::MAX;
+/// Pages one record is tried on per copy before the copy is given up for this record (a page
+/// that reads back wrong, then a refused one and the fresh erase's page 0).
+const ANCHOR_ATTEMPTS: u32 = 4;
+
+/// One copy of the anchor log: its block and the next page to program.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct AnchorCopy {
+    /// The block, or `u32::MAX` for none.
+    pub block: u32,
+    /// The next page to program (`pages_per_block`: erase first).
+    pub next_page: u32,
+}
+
+impl AnchorCopy {
+    const NONE: AnchorCopy = AnchorCopy { block: NIL, next_page: 0 };
+}
+
+/// The anchor's RAM state: 32 bytes.
+#[derive(Copy, Clone, Debug)]
+pub struct AnchorState {
+    /// Sequence number of the newest record.
+    pub seq: u64,
+    /// The two copies.
+    pub copies: [AnchorCopy; 2],
+    /// Whether the newest record on flash says clean (the next change must be preceded by a
+    /// not-clean record).
+    pub clean_on_flash: bool,
+}
+
+impl AnchorState {
+    /// No copy known.
+    pub const NONE: AnchorState =
+        AnchorState { seq: 0, copies: [AnchorCopy::NONE; 2], clean_on_flash: false };
+}
+
+/// The newest record mount found.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Found {
+    /// Where it is.
+    pub page: PageId,
+    /// Nothing was written after its checkpoint.
+    pub clean: bool,
+    /// The checkpoint it names.
+    pub ckpt_seq: u64,
+}
+
+fn word(buf: &[u8], i: usize) -> u32 {
+    let o = i * 4;
+    u32::from_le_bytes([buf[o], buf[o + 1], buf[o + 2], buf[o + 3]])
+}
+
+fn put(buf: &mut [u8], i: usize, w: u32) {
+    buf[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
+}
+
+/// Most checkpoint blocks one record lists for pages of `data_bytes`.
+pub const fn max_listed_blocks(data_bytes: u32) -> usize {
+    (data_bytes as usize / 4).saturating_sub(FIXED_WORDS + 1)
+}
+
+/// Parses a record in `data`: (seq, clean, checkpoint sequence, listed blocks), if whole.
+pub(crate) fn parse(data: &[u8]) -> Option<(u64, bool, u64, usize)> {
+    if data.len() < (FIXED_WORDS + 1) * 4 || word(data, 0) != MAGIC || word(data, 1) != VERSION {
+        return None;
+    }
+    let n = word(data, 7) as usize;
+    if n > max_listed_blocks(data.len() as u32) {
+        return None;
+    }
+    let body = FIXED_WORDS + n;
+    if crc32c_append(0, &data[..body * 4]) != word(data, body) {
+        return None;
+    }
+    let seq = word(data, 2) as u64 | (word(data, 3) as u64) << 32;
+    let ckpt = word(data, 5) as u64 | (word(data, 6) as u64) << 32;
+    Some((seq, word(data, 4) & 1 != 0, ckpt, n))
+}
+
+/// Block `i` of the list of a record parsed from `data`.
+pub(crate) fn listed_block(data: &[u8], i: usize) -> u32 {
+    word(data, FIXED_WORDS + i)
+}
+
+impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
+    /// Region blocks: `(block, bad)`.
+    fn anchor_region(&self) -> impl Iterator<Item = BlockId> {
+        (0..ANCHOR_BLOCKS.min(self.geo.total_blocks())).map(BlockId)
+    }
+
+    /// Reads the metadata of `page` into a stack buffer (one read).
+    pub(crate) fn anchor_meta(&mut self, page: PageId) -> Result<(u8, SpareState), Error> {
+        let mut sp = [0u8; META_LEN];
+        self.counters.nand_reads += 1;
+        self.nand.read_spare(page, &mut sp)?;
+        Ok((sp[0], PageMeta::decode(&sp)))
+    }
+
+    /// Finds the copies and the newest whole record; sets `self.anchor` and marks region blocks
+    /// `Anchor` or `Bad` in the block table.
+    pub(crate) fn anchor_find(&mut self) -> Result<Option<Found>, Error> {
+        let ppb = self.geo.pages_per_block;
+        self.anchor = AnchorState::NONE;
+        let mut best: Option<(u64, Found)> = None;
+        let mut slot = 0;
+        for b in self.anchor_region() {
+            let (marker, first) = self.anchor_meta(self.geo.page(b, 0))?;
+            if is_bad_block_marker(marker) {
+                self.blocks.raw_set(b, BlockState::Bad, 0, 0);
+                continue;
+            }
+            self.blocks.raw_set(b, BlockState::Anchor, 0, 0);
+            let mut copy = AnchorCopy { block: b.0, next_page: 0 };
+            if first != SpareState::Erased {
+                // Records are appended in order and each is read back: a page whose program was
+                // cut before its metadata (metadata erased, data not) gets the next record
+                // programmed over it, which reads back wrong and moves on, leaving metadata that
+                // no longer reads erased. So the pages whose metadata does not read erased form a
+                // prefix: binary search for its end.
+                let (mut lo, mut hi) = (0u32, ppb);
+                while hi - lo > 1 {
+                    let mid = lo + (hi - lo) / 2;
+                    if self.anchor_page_erased(self.geo.page(b, mid))? {
+                        hi = mid;
+                    } else {
+                        lo = mid;
+                    }
+                }
+                copy.next_page = lo + 1;
+                let mut whole = false;
+                for p in (lo.saturating_sub(WALK_BACK)..=lo).rev() {
+                    let page = self.geo.page(b, p);
+                    if let Some((seq, clean, ckpt_seq)) = self.anchor_read(page)? {
+                        if let SpareState::Valid(m) = first {
+                            self.blocks.set_erase_count(b, m.erase_count);
+                        }
+                        whole = true;
+                        if best.is_none_or(|(s, _)| seq > s) {
+                            best = Some((seq, Found { page, clean, ckpt_seq }));
+                        }
+                        break;
+                    }
+                }
+                if !whole {
+                    // Nothing readable: erase before the next record.
+                    copy.next_page = ppb;
+                }
+            }
+            if let Some(c) = self.anchor.copies.get_mut(slot) {
+                *c = copy;
+                slot += 1;
+            }
+        }
+        if let Some((seq, f)) = best {
+            self.anchor.seq = seq;
+            self.anchor.clean_on_flash = f.clean;
+            return Ok(Some(f));
+        }
+        Ok(None)
+    }
+
+    /// Whether `page`'s metadata reads erased (one spare read; its ECC absorbs raw bit errors).
+    fn anchor_page_erased(&mut self, page: PageId) -> Result<bool, Error> {
+        Ok(self.anchor_meta(page)?.1 == SpareState::Erased)
+    }
+
+    /// Reads the record at `page` into the page buffer: `(seq, clean, checkpoint sequence)` if
+    /// its metadata, codec and CRC check out.
+    pub(crate) fn anchor_read(&mut self, page: PageId) -> Result<Option<(u64, bool, u64)>, Error> {
+        let d = self.geo.data_bytes as usize;
+        let spare_len = META_LEN + self.codec_len;
+        self.counters.nand_reads += 1;
+        let (data, spare) = self.buf.split_at_mut(d);
+        self.nand.read_page(page, data, &mut spare[..spare_len])?;
+        if !matches!(PageMeta::decode(&spare[..spare_len]), SpareState::Valid(m) if m.kind == PageKind::Anchor)
+            || self.policies.codec().decode(data, &spare[META_LEN..spare_len]).is_err()
+        {
+            return Ok(None);
+        }
+        Ok(parse(data).map(|(seq, clean, ckpt, _)| (seq, clean, ckpt)))
+    }
+
+    /// Format: every good region block becomes an (erased) anchor copy.
+    pub(crate) fn anchor_format(&mut self) {
+        self.anchor = AnchorState::NONE;
+        let mut slot = 0;
+        for b in self.anchor_region() {
+            if self.blocks.state(b) == BlockState::Free {
+                self.blocks.set_state(b, BlockState::Anchor);
+                if let Some(c) = self.anchor.copies.get_mut(slot) {
+                    *c = AnchorCopy { block: b.0, next_page: 0 };
+                    slot += 1;
+                }
+            }
+        }
+    }
+
+    /// Appends a record naming the current checkpoint to every copy. A clean record is written
+    /// only when the checkpoint's blocks fit in one record and no technique keeps state the fast
+    /// mount does not rebuild; otherwise nothing is written (the next mount surveys).
+    pub(crate) fn write_anchor(&mut self, clean: bool) -> Result<(), Error> {
+        let clean = clean && self.anchor_fast_allowed() && self.anchor_fill(0, true);
+        if !clean && !self.anchor.clean_on_flash {
+            return Ok(());
+        }
+        let seq = self.anchor.seq + 1;
+        let mut written = 0;
+        for i in 0..self.anchor.copies.len() {
+            written += self.anchor_program_copy(i, seq, clean)? as u32;
+        }
+        self.anchor.seq = seq;
+        if written > 0 {
+            self.anchor.clean_on_flash = clean;
+        } else if self.anchor.clean_on_flash {
+            // No copy took the not-clean record: a clean one may still be on flash. Every region
+            // block goes, so no mount can take it.
+            for b in self.anchor_region() {
+                if self.blocks.state(b) == BlockState::Anchor {
+                    self.counters.nand_erases += 1;
+                    if self.nand.erase_block(b).is_err() {
+                        self.retire_now(b);
+                    }
+                }
+            }
+            self.anchor.copies = [AnchorCopy::NONE; 2];
+            self.anchor.clean_on_flash = false;
+        }
+        Ok(())
+    }
+
+    /// Builds record `seq` in the page buffer; false if the checkpoint's blocks do not fit in
+    /// one record (then no clean record can be written).
+    fn anchor_fill(&mut self, seq: u64, clean: bool) -> bool {
+        let d = self.geo.data_bytes as usize;
+        let max = max_listed_blocks(self.geo.data_bytes);
+        let mut n = 0usize;
+        let ckpt = self.ckpt.seq;
+        self.buf[..d].fill(0);
+        if clean {
+            for b in 0..self.geo.total_blocks() {
+                if self.blocks.state(BlockId(b)) == BlockState::Checkpoint {
+                    if n == max {
+                        return false;
+                    }
+                    put(self.buf, FIXED_WORDS + n, b);
+                    n += 1;
+                }
+            }
+        }
+        let fixed = [
+            MAGIC,
+            VERSION,
+            seq as u32,
+            (seq >> 32) as u32,
+            clean as u32,
+            ckpt as u32,
+            (ckpt >> 32) as u32,
+            n as u32,
+        ];
+        for (i, w) in fixed.into_iter().enumerate() {
+            put(self.buf, i, w);
+        }
+        let crc = crc32c_append(0, &self.buf[..(FIXED_WORDS + n) * 4]);
+        put(self.buf, FIXED_WORDS + n, crc);
+        true
+    }
+
+    /// Programs record `seq` to copy `i` and reads it back; a page that does not read back (a
+    /// program cut before its metadata left it not quite erased) is passed over. `Ok(false)` if
+    /// the copy is gone (or went bad now).
+    fn anchor_program_copy(&mut self, i: usize, seq: u64, clean: bool) -> Result<bool, Error> {
+        let d = self.geo.data_bytes as usize;
+        let ppb = self.geo.pages_per_block;
+        let spare_len = META_LEN + self.codec_len;
+        for _ in 0..ANCHOR_ATTEMPTS {
+            let c = self.anchor.copies[i];
+            if c.block == NIL {
+                return Ok(false);
+            }
+            let b = BlockId(c.block);
+            let mut next = c.next_page;
+            if next >= ppb {
+                self.counters.nand_erases += 1;
+                match self.nand.erase_block(b) {
+                    Ok(()) => self.blocks.count_erase(b),
+                    Err(e) if nand_hal::Error::kind(&e) == ErrorKind::EraseFailed => {
+                        self.counters.erase_failures += 1;
+                        self.anchor_drop(i);
+                        return Ok(false);
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+                next = 0;
+            }
+            self.anchor.copies[i].next_page = next + 1;
+            self.anchor_fill(seq, clean);
+            let meta = PageMeta {
+                kind: PageKind::Anchor,
+                tag: next,
+                seq: seq & crate::meta::MAX_SEQ,
+                erase_count: self.blocks.get(b).erase_count(),
+                aux: 0,
+            };
+            {
+                let (data, spare) = self.buf.split_at_mut(d);
+                meta.encode(&mut spare[..META_LEN]);
+                self.policies.codec().encode(data, &mut spare[META_LEN..spare_len]);
+            }
+            self.counters.nand_programs += 1;
+            self.counters.anchor_pages += 1;
+            let page = self.geo.page(b, next);
+            match self.nand.program_page(page, &self.buf[..d], &self.buf[d..d + spare_len]) {
+                Ok(()) => {
+                    if matches!(self.anchor_read(page)?, Some((s, _, _)) if s == seq) {
+                        return Ok(true);
+                    }
+                }
+                Err(e) if nand_hal::Error::kind(&e) == ErrorKind::ProgramFailed => {
+                    self.counters.program_failures += 1;
+                    self.anchor_drop(i);
+                    return Ok(false);
+                }
+                // The chip refuses the page (cuts spent its NOP, or an earlier program it does not
+                // show): the copy starts over in a fresh erase rather than leave a page whose
+                // metadata may read erased before later records (the binary search needs none).
+                Err(e)
+                    if matches!(
+                        nand_hal::Error::kind(&e),
+                        ErrorKind::NopExceeded | ErrorKind::ProgramOrder
+                    ) =>
+                {
+                    self.anchor.copies[i].next_page = ppb;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(false)
+    }
+
+    /// Copy `i` went bad: marked bad, dropped.
+    fn anchor_drop(&mut self, i: usize) {
+        let b = BlockId(self.anchor.copies[i].block);
+        self.retire_now(b);
+        self.anchor.copies[i] = AnchorCopy::NONE;
+    }
+
+    /// Whether a technique that keeps its own state across mounts is attached (the fast mount
+    /// does not rebuild it: such a mount surveys).
+    fn anchor_techniques_attached(&self) -> bool {
+        self.anchor_wom() || self.anchor_dedup() || self.anchor_nv()
+    }
+
+    #[cfg(feature = "wom")]
+    fn anchor_wom(&self) -> bool {
+        self.reuse.is_some()
+    }
+    #[cfg(not(feature = "wom"))]
+    fn anchor_wom(&self) -> bool {
+        false
+    }
+    #[cfg(feature = "dedup")]
+    fn anchor_dedup(&self) -> bool {
+        self.dedup_attached()
+    }
+    #[cfg(not(feature = "dedup"))]
+    fn anchor_dedup(&self) -> bool {
+        false
+    }
+    #[cfg(feature = "cdm")]
+    fn anchor_nv(&self) -> bool {
+        self.nv.is_some()
+    }
+    #[cfg(not(feature = "cdm"))]
+    fn anchor_nv(&self) -> bool {
+        false
+    }
+
+    /// Whether the fast mount may use a clean record (and `unmount` write one).
+    pub(crate) fn anchor_fast_allowed(&self) -> bool {
+        !self.anchor_techniques_attached() && self.geo.pages_per_block <= crate::checkpoint::MAX_PACKED_VALID
+    }
+}

@@ -1,0 +1,221 @@
+//! The anchor and the fast mount (ftl-core/src/anchor.rs, recovery.rs `mount_fast`): a mount
+//! after a clean unmount reads the anchor and the checkpoint only, and rebuilds the same block
+//! table as the survey; whatever damages the anchor makes mount fall back (other copy, survey),
+//! never lose data nor panic.
+
+use ftl_core::anchor::{ANCHOR_BLOCKS, WALK_BACK};
+use ftl_core::blocks::BlockState;
+use ftl_core::meta::{PageKind, PageMeta, SpareState, META_LEN};
+use ftl_core::Config;
+use ftl_tests::{fill_page, format, geometry, mount, sized_map, verify_all, Model, CACHED};
+use nand_hal::{BlockId, Geometry, NandFlash, PageId};
+use sim_host::emulator::{Emulator, EmulatorConfig};
+use sim_host::memory::{FtlMemory, MapChoice};
+
+fn setup() -> (Geometry, Config) {
+    let geo = geometry(32, 64, 2);
+    let cfg = Config::for_utilization(&geo, 800);
+    (geo, cfg)
+}
+
+/// Random overwrites (about twice the capacity, so GC runs) through `ftl`, recorded in `model`.
+fn churn<N: NandFlash>(ftl: &mut ftl_tests::TestFtl<'_, N>, model: &mut Model, seed: u64, writes: u32) {
+    let pb = ftl.page_bytes() as usize;
+    let mut buf = vec![0u8; pb];
+    let mut x = seed | 1;
+    for _ in 0..writes {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let lpn = (x % model.len() as u64) as u32;
+        let id = model.write(lpn, 1)[0];
+        fill_page(lpn, id, &mut buf);
+        ftl.write(lpn, &buf).unwrap();
+    }
+    ftl.flush().unwrap();
+    model.flush();
+}
+
+/// (state holds data, valid count) of every block, from the block table `mem` holds.
+fn table(mem: &mut FtlMemory) -> Vec<(BlockState, u16)> {
+    let (_, m) = mem.parts();
+    m.blocks.iter().map(|i| (i.state(), i.valid())).collect()
+}
+
+fn holds_data(s: BlockState) -> bool {
+    matches!(s, BlockState::Used | BlockState::Open)
+}
+
+/// Reads the fast mount may take: the anchor (per copy: page 0, the binary search, the walk back,
+/// the erased check), the record again, one spare read per checkpoint block, the checkpoint,
+/// one read per frontier.
+fn fast_mount_bound(geo: &Geometry, ckpt_pages: u32) -> u64 {
+    let search = 32 - geo.pages_per_block.leading_zeros();
+    let per_copy = 1 + search + WALK_BACK + 1 + 1;
+    (ANCHOR_BLOCKS * per_copy + 1 + ckpt_pages.div_ceil(geo.pages_per_block) + ckpt_pages) as u64
+        + 3 * geo.total_planes() as u64
+}
+
+fn clean_mount_case(choice: MapChoice) {
+    let (geo, cfg) = setup();
+    let map = sized_map(choice, &cfg);
+    let mut emu = Emulator::new(EmulatorConfig::new(geo)).unwrap();
+    let mut mem = FtlMemory::with_map(&geo, &cfg, map);
+    let mut model = Model::new(cfg.logical_pages);
+    let ckpt_pages;
+    {
+        let mut f = format(&mut emu, &mut mem, cfg).unwrap();
+        churn(&mut f, &mut model, 11, 2 * cfg.logical_pages);
+        ckpt_pages = f.checkpoint_pages();
+        f.unmount().unwrap();
+    }
+    // Fast mount: the data is there, and it reads far less than a survey.
+    let fast = {
+        let mut f = mount(&mut emu, &mut mem, cfg).unwrap();
+        let reads = f.counters().mount_reads;
+        verify_all(&mut f, &model).unwrap().unwrap();
+        assert!(
+            reads <= fast_mount_bound(&geo, ckpt_pages) && reads < geo.total_blocks() as u64 / 2,
+            "fast mount read {reads} pages (bound {}, {} blocks)",
+            fast_mount_bound(&geo, ckpt_pages),
+            geo.total_blocks()
+        );
+        let _ = f.into_nand();
+        table(&mut mem)
+    };
+    // The power went after the fast mount: the record says not clean, so this mount surveys and
+    // rebuilds the counts from the map (its map pages, for the cached map): an independent check
+    // of the checkpoint's block table.
+    let survey = {
+        let mut f = mount(&mut emu, &mut mem, cfg).unwrap();
+        assert!(f.counters().mount_reads >= geo.total_blocks() as u64 - ANCHOR_BLOCKS as u64);
+        verify_all(&mut f, &model).unwrap().unwrap();
+        let _ = f.into_nand();
+        table(&mut mem)
+    };
+    for (b, (x, y)) in fast.iter().zip(&survey).enumerate() {
+        assert_eq!(holds_data(x.0), holds_data(y.0), "block {b}: fast {x:?}, survey {y:?}");
+        if holds_data(x.0) {
+            assert_eq!(x.1, y.1, "block {b}: valid count fast {x:?}, survey {y:?}");
+        }
+    }
+    // Writes after a fast mount survive a cut (the record stopped saying clean first).
+    {
+        let f = mount(&mut emu, &mut mem, cfg).unwrap();
+        f.unmount().unwrap();
+        let mut f = mount(&mut emu, &mut mem, cfg).unwrap();
+        assert!(f.counters().mount_reads <= fast_mount_bound(&geo, ckpt_pages));
+        churn(&mut f, &mut model, 12, cfg.logical_pages / 2);
+        let _ = f.into_nand();
+        let mut f = mount(&mut emu, &mut mem, cfg).unwrap();
+        verify_all(&mut f, &model).unwrap().unwrap();
+        f.unmount().unwrap();
+    }
+}
+
+#[test]
+fn clean_mount_reads_the_anchor_and_the_checkpoint_flat_map() {
+    clean_mount_case(MapChoice::Flat);
+}
+
+#[test]
+fn clean_mount_reads_the_anchor_and_the_checkpoint_cached_map() {
+    clean_mount_case(CACHED);
+}
+
+/// The anchor pages of block `b`, newest last.
+fn anchor_pages(emu: &Emulator, geo: &Geometry, b: u32) -> Vec<PageId> {
+    (0..geo.pages_per_block)
+        .map(|p| geo.page(BlockId(b), p))
+        .filter(|&p| {
+            emu.peek_page(p).is_some_and(
+                |(_, s)| matches!(PageMeta::decode(&s[..META_LEN]), SpareState::Valid(m) if m.kind == PageKind::Anchor),
+            )
+        })
+        .collect()
+}
+
+/// Damaged anchors: the newest record of one copy unreadable, then of both, then both copies
+/// erased: every mount still finds the data (from the other copy, an older record, or the survey).
+#[test]
+fn a_damaged_anchor_falls_back() {
+    let (geo, cfg) = setup();
+    for choice in [MapChoice::Flat, CACHED] {
+        let map = sized_map(choice, &cfg);
+        let mut emu = Emulator::new(EmulatorConfig::new(geo)).unwrap();
+        let mut mem = FtlMemory::with_map(&geo, &cfg, map);
+        let mut model = Model::new(cfg.logical_pages);
+        {
+            let mut f = format(&mut emu, &mut mem, cfg).unwrap();
+            churn(&mut f, &mut model, 5, cfg.logical_pages);
+            f.unmount().unwrap();
+        }
+        let clean_reads = {
+            let f = mount(&mut emu, &mut mem, cfg).unwrap();
+            let r = f.counters().mount_reads;
+            f.unmount().unwrap();
+            r
+        };
+        for (case, blocks) in [("copy 0's newest record", vec![0u32]), ("both newest records", vec![0, 1])] {
+            let mut e = emu.clone();
+            for &b in &blocks {
+                let newest = *anchor_pages(&e, &geo, b).last().expect("an anchor record");
+                // Zero bits in the record's data (a NAND program only clears bits): the codec
+                // (a CRC) rejects it.
+                e.program_page(newest, &vec![0u8; geo.data_bytes as usize], &[]).ok();
+            }
+            let mut f = mount(&mut e, &mut mem, cfg).unwrap_or_else(|err| panic!("{case}: {err:?}"));
+            verify_all(&mut f, &model).unwrap().unwrap();
+            let reads = f.counters().mount_reads;
+            if blocks.len() == 1 {
+                // The other copy still says clean.
+                assert!(reads <= clean_reads + 2, "{case}: {reads} reads, clean mount {clean_reads}");
+            }
+            f.unmount().unwrap();
+        }
+        // Both copies gone: the survey.
+        let mut e = emu.clone();
+        for b in 0..ANCHOR_BLOCKS {
+            e.erase_block(BlockId(b)).unwrap();
+        }
+        let mut f = mount(&mut e, &mut mem, cfg).unwrap();
+        assert!(f.counters().mount_reads >= geo.total_blocks() as u64 - ANCHOR_BLOCKS as u64);
+        verify_all(&mut f, &model).unwrap().unwrap();
+        // The next clean unmount writes a clean record again, and the mount after it is fast.
+        f.unmount().unwrap();
+        let f = mount(&mut e, &mut mem, cfg).unwrap();
+        assert!(f.counters().mount_reads <= clean_reads + 2, "{} reads", f.counters().mount_reads);
+    }
+}
+
+/// Many remounts fill and rotate the anchor blocks (each copy erased when full): every mount
+/// after a clean unmount stays fast, and the data stays.
+#[test]
+fn anchor_blocks_rotate() {
+    let (geo, cfg) = setup();
+    let mut emu = Emulator::new(EmulatorConfig::new(geo)).unwrap();
+    let mut mem = FtlMemory::with_map(&geo, &cfg, MapChoice::Flat);
+    let mut model = Model::new(cfg.logical_pages);
+    {
+        let mut f = format(&mut emu, &mut mem, cfg).unwrap();
+        churn(&mut f, &mut model, 3, cfg.logical_pages / 4);
+        f.unmount().unwrap();
+    }
+    let before = emu.erase_count(BlockId(0)).unwrap();
+    // Two records per cycle per copy (not clean at mount, clean at unmount).
+    for i in 0..geo.pages_per_block + 3 {
+        let mut f = mount(&mut emu, &mut mem, cfg).unwrap();
+        assert!(
+            f.counters().mount_reads < geo.total_blocks() as u64 / 2,
+            "cycle {i}: {}",
+            f.counters().mount_reads
+        );
+        if i % 5 == 0 {
+            churn(&mut f, &mut model, 100 + i as u64, 8);
+        }
+        f.unmount().unwrap();
+    }
+    assert!(emu.erase_count(BlockId(0)).unwrap() > before, "copy 0 was never erased");
+    let mut f = mount(&mut emu, &mut mem, cfg).unwrap();
+    verify_all(&mut f, &model).unwrap().unwrap();
+}
