@@ -124,6 +124,10 @@ def measure():
         m = re.search(r"\[%s\] per page excluding codec and NAND bus: (\d+) instr" % phase, flat)
         rows.append((f"flat-map (no map misses): {phase}: FTL + ONFI driver, instr per host page (bit errors on)",
                      int(m.group(1)), "instr", "< 5,000"))
+    for label, text in (("cached map", log), ("flat-map", flat)):
+        m = re.search(r"at most (\d+) NAND programs for one host page write", text)
+        rows.append((f"{label}: most NAND programs caused by one host page write (QEMU run, 50% fill)",
+                     int(m.group(1)), "instr", "-"))
     # With the codec: a map-page read is decoded like a data page (BCH with the injected errors).
     for phase in ("rand-write", "gc-heavy"):
         for label, text in (("cached map", log), ("flat-map", flat)):

@@ -22,11 +22,11 @@
 //! Memory (memory/stm32h743.x; the board's 32 MiB SDRAM is not set up):
 //! - default (cached map): the whole chip at 7 % over-provisioning (244,994 logical pages,
 //!   478 MiB) with the map on flash behind a 16 KiB cache. Everything the FTL borrows (cache,
-//!   map directory and I/O buffer, block table, list heads, page buffer: 73 KiB) is in D2 SRAM1;
+//!   map directory and I/O buffer, block table, list heads, page buffer: 71 KiB) is in D2 SRAM1;
 //!   the 512 KiB AXI SRAM is left free (for a codec's tables, a technique's memory).
 //! - with a technique feature (flat map): 131,072 logical pages (256 MiB, half the chip), what a
 //!   flat map filling the AXI SRAM holds; block table, valid bitmap, list heads and page buffer
-//!   (99 KiB) in D2 SRAM1.
+//!   (83 KiB) in D2 SRAM1.
 //!
 //! The test's generation table (4 bits per logical page: 120 KiB or 64 KiB) is in D2 SRAM2,
 //! stack and the rest in DTCM.
