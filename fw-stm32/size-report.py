@@ -8,6 +8,8 @@ Prints, for each ELF:
   arm-none-eabi-size counts them; data = .data; bss = .bss + .uninit + the NOLOAD sections of
   the memory layouts, i.e. the FTL's tables and the NAND model's array);
 - every allocated section;
+- the FTL's RAM by part as the firmware publishes it (the `#[no_mangle]` static
+  FW_RAM_FIGURES, app::RamFigures: u32 words in the order of RAM_FIGURES below), when present;
 - .text split by component, from the sizes of the function symbols and their (demangled) Rust
   paths. The firmware calls the FTL and the ONFI driver only through the non-inlined functions
   of fw_stm32::ftl_api, the FTL calls the driver through fw_stm32::meter::TimedNand, and the bus
@@ -59,6 +61,10 @@ LABELS = {
     "other": "other symbols (start-up, memcpy, division, ...)",
 }
 FTL_TOTAL = ["ftl", "hal", "onfi", "ftl_api", "codec"]
+
+#: The fields of app::RamFigures, in order.
+RAM_FIGURES = ["logical_pages", "raw_pages", "ftl_bytes", "map_cache", "map_directory", "map_io", "flat_map",
+               "valid_bitmap", "block_table", "list_heads", "page_buffer", "ftl_struct"]
 ORDER = FTL_TOTAL + ["bus", "disk", "app", "platform", "core", "other"]
 
 ESCAPES = [("$LT$", "<"), ("$GT$", ">"), ("$u20$", " "), ("$RF$", "&"), ("$BP$", "*"), ("$C$", ","),
@@ -148,11 +154,22 @@ def read_elf(path):
             st_name, value, size, info, other, shndx = struct.unpack_from("<IIIBBH", data, s["offset"] + j * 16)
             syms.append(dict(name=cstr(strtab, st_name), value=value & ~1, size=size, type=info & 0xF,
                              shndx=shndx))
-    return secs, syms
+    return secs, syms, data
+
+
+def ram_figures(path):
+    """The FW_RAM_FIGURES static of the ELF as {field: value}, or None if it has none."""
+    secs, syms, data = read_elf(path)
+    sym = next((s for s in syms if s["name"] == "FW_RAM_FIGURES"), None)
+    if sym is None or sym["size"] != 4 * len(RAM_FIGURES):
+        return None
+    sec = secs[sym["shndx"]]
+    off = sec["offset"] + sym["value"] - sec["addr"]
+    return dict(zip(RAM_FIGURES, struct.unpack_from(f"<{len(RAM_FIGURES)}I", data, off)))
 
 
 def report(path):
-    secs, syms = read_elf(path)
+    secs, syms, _ = read_elf(path)
     alloc = [s for s in secs if s["flags"] & SHF_ALLOC and s["size"] > 0]
     by_name = {s["name"]: s for s in alloc}
     text = sum(by_name[n]["size"] for n in (".vector_table", ".text", ".rodata") if n in by_name)
@@ -164,6 +181,11 @@ def report(path):
     print("sections:")
     for s in alloc:
         print(f"  {s['name']:<14} {s['size']:9d}  0x{s['addr']:08x}")
+    ram = ram_figures(path)
+    if ram:
+        print("FTL RAM (FW_RAM_FIGURES):")
+        for k, v in ram.items():
+            print(f"  {k:<14} {v:9d}")
     text_idx = next(i for i, s in enumerate(secs) if s["name"] == ".text")
     seen = set()
     totals = {c: 0 for c in ORDER}

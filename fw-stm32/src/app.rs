@@ -20,20 +20,25 @@
 //!    a USB mass-storage device on the board.
 //!
 //! Every page written carries its logical page number and a generation (also kept in a table
-//! in RAM, one byte per logical page) and a pseudo-random body derived from both, so a read
-//! checks content, placement and freshness.
+//! in RAM, four bits per logical page: [`Generations`]) and a pseudo-random body derived from
+//! both, so a read checks content, placement and freshness.
 //!
 //! For each phase it logs the throughput (timer ticks spent in FTL calls only), the cost per page
 //! in instructions (QEMU, `-icount`) or CPU cycles (board) split into NAND bus, page codec and
-//! the rest (FTL core and ONFI driver), the NAND operations, WAF and GC work. At the end: RAM
-//! used, erase-count spread, the bus's own report, stack depth. Any failure is logged and
-//! returned as [`Failed`].
+//! the rest (FTL core and ONFI driver), the NAND operations, WAF and GC work, and with the cached
+//! map its map-page reads and writes. At the end: RAM used, erase-count spread, the bus's own
+//! report, stack depth. Any failure is logged and returned as [`Failed`].
+//!
+//! RAM: the platform publishes its FTL's RAM as [`RamFigures`] in a `#[no_mangle]` static
+//! (`FW_RAM_FIGURES`, computed at build time from `RamLayout`, the map's layout and the size of
+//! the `Ftl` struct), which `size-report.py` reads from the ELF; the run checks it against
+//! `Ftl::ram_bytes` and fails if they differ.
 
 use ftl_core::{BlockInfo, Config, Counters, Error as FtlError, Memory, RamLayout};
 use nand_hal::onfi::OnfiBus;
 use nand_hal::{BlockId, Geometry, NandFlash};
 
-use crate::bundle::{self, AppMap, Attach};
+use crate::bundle::{self, AppMap, Attach, MapBuffers, MapLayout};
 use crate::fat;
 use crate::ftl_api::{self as api, AppFtl, Nand};
 use crate::log::Loggable;
@@ -44,9 +49,9 @@ use crate::platform::{now, TICK_HZ, UNIT, UNITS_PER_TICK};
 const GEN_ZERO: u8 = 0;
 /// Generation of a page whose content is unknown (left by an earlier boot outside the
 /// self-test region): not verified until written.
-const GEN_UNKNOWN: u8 = 0xFF;
-/// Highest generation before wrapping to 1.
-const GEN_MAX: u8 = 0xFE;
+const GEN_UNKNOWN: u8 = 0xF;
+/// Highest generation before wrapping to 1 (generations take four bits).
+const GEN_MAX: u8 = 0xE;
 /// First word of every page the application writes.
 const MAGIC: u32 = 0x5446_4C46; // "FLFT"
 
@@ -54,12 +59,12 @@ const MAGIC: u32 = 0x5446_4C46; // "FLFT"
 #[derive(Copy, Clone, Debug)]
 pub struct Failed;
 
-/// The buffers the FTL borrows, sized by [`RamLayout`] for the platform's geometry and
-/// configuration (at least; the prefixes are used).
+/// The buffers the FTL borrows, sized by [`RamLayout`] and [`MapLayout`] for the platform's
+/// geometry, configuration and map cache (at least; the prefixes are used).
 pub struct FtlBuffers {
-    /// The flat map, [`RamLayout::map_words`].
-    pub map: &'static mut [u32],
-    /// The valid-page bitmap, [`RamLayout::valid_words`].
+    /// The map's buffers, [`MapLayout`].
+    pub map: MapBuffers,
+    /// The valid-page bitmap, [`MapLayout::valid_words`] (none with the cached map).
     pub valid: &'static mut [u32],
     /// The block table, [`RamLayout::blocks`].
     pub blocks: &'static mut [BlockInfo],
@@ -72,9 +77,9 @@ pub struct FtlBuffers {
 }
 
 impl FtlBuffers {
-    fn fits(&self, lay: &RamLayout) -> bool {
-        self.map.len() >= lay.map_words
-            && self.valid.len() >= lay.valid_words
+    fn fits(&self, lay: &RamLayout, map: &MapLayout) -> bool {
+        self.map.fits(map)
+            && self.valid.len() >= map.valid_words
             && self.blocks.len() >= lay.blocks
             && self.heads.len() >= lay.list_heads
             && self.page_buf.len() >= lay.page_buf
@@ -84,15 +89,20 @@ impl FtlBuffers {
     /// [`Self::fits`]).
     // Without `cdm` the attachment is `()`.
     #[allow(clippy::let_unit_value)]
-    fn parts(&mut self, lay: &RamLayout) -> Result<(AppMap<'_>, Memory<'_>, Attach<'_>), Failed> {
+    fn parts(&mut self, lay: &Layouts) -> Result<(AppMap<'_>, Memory<'_>, Attach<'_>), Failed> {
         let attach = self.attach.parts().ok_or_else(|| {
             error!("the policy bundle's attachment (NV cache) refused its memory");
             Failed
         })?;
+        let map = self.map.map(&lay.map, &lay.geo, lay.logical_pages).ok_or_else(|| {
+            error!("the map refused its memory");
+            Failed
+        })?;
+        let (lay, valid_words) = (&lay.ram, lay.map.valid_words);
         Ok((
-            bundle::map(&mut self.map[..lay.map_words]),
+            map,
             Memory {
-                valid: &mut self.valid[..lay.valid_words],
+                valid: &mut self.valid[..valid_words],
                 blocks: &mut self.blocks[..lay.blocks],
                 list_heads: &mut self.heads[..lay.list_heads],
                 page_buf: &mut self.page_buf[..lay.page_buf],
@@ -102,9 +112,99 @@ impl FtlBuffers {
     }
 }
 
+/// What the FTL's buffers are sized by, for one chip and configuration.
+struct Layouts {
+    ram: RamLayout,
+    map: MapLayout,
+    geo: Geometry,
+    logical_pages: u32,
+}
+
+/// The FTL's RAM in bytes, by part, as a platform publishes it (`FW_RAM_FIGURES`, see the module
+/// documentation): `#[repr(C)]` words in this order, which `size-report.py` names.
+#[repr(C)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct RamFigures {
+    /// Logical pages the FTL maps.
+    pub logical_pages: u32,
+    /// Raw pages of the chip.
+    pub raw_pages: u32,
+    /// Everything below: what `Ftl::ram_bytes` reports.
+    pub ftl_bytes: u32,
+    /// Cached map: read lines and dirty-entry buffer.
+    pub map_cache: u32,
+    /// Cached map: directory (one word per map page, replay bits, buffered counts).
+    pub map_directory: u32,
+    /// Cached map: its I/O buffer (one raw page).
+    pub map_io: u32,
+    /// Flat map: its entries.
+    pub flat_map: u32,
+    /// Flat map: the valid-page bitmap.
+    pub valid_bitmap: u32,
+    /// Block table.
+    pub block_table: u32,
+    /// Free and per-valid-count list heads.
+    pub list_heads: u32,
+    /// The FTL's page buffer.
+    pub page_buffer: u32,
+    /// The `Ftl` struct.
+    pub ftl_struct: u32,
+}
+
+/// The [`RamFigures`] of the FTL over bus `B` for `cfg` on `geo` with `cache_bytes` of map cache.
+pub const fn ram_figures<B: OnfiBus + 'static>(
+    geo: &Geometry,
+    cfg: &Config,
+    cache_bytes: usize,
+) -> RamFigures {
+    let lay = RamLayout::new(geo, cfg);
+    let map = MapLayout::new(geo, cfg, cache_bytes);
+    let block_table = lay.blocks * core::mem::size_of::<BlockInfo>();
+    let ftl_struct = core::mem::size_of::<AppFtl<'static, B>>();
+    let total = map.bytes() + block_table + 4 * lay.list_heads + lay.page_buf + ftl_struct;
+    RamFigures {
+        logical_pages: cfg.logical_pages,
+        raw_pages: geo.total_pages(),
+        ftl_bytes: total as u32,
+        map_cache: map.cache_bytes() as u32,
+        map_directory: 4 * map.cached.dir_words as u32,
+        map_io: map.cached.io_bytes as u32,
+        flat_map: 4 * map.flat_words as u32,
+        valid_bitmap: 4 * map.valid_words as u32,
+        block_table: block_table as u32,
+        list_heads: 4 * lay.list_heads as u32,
+        page_buffer: lay.page_buf as u32,
+        ftl_struct: ftl_struct as u32,
+    }
+}
+
+/// The test's table of generations: four bits per logical page, two pages a byte.
+pub struct Generations<'g>(&'g mut [u8]);
+
+impl Generations<'_> {
+    /// Bytes for `pages` logical pages.
+    pub const fn bytes(pages: u32) -> usize {
+        pages.div_ceil(2) as usize
+    }
+
+    fn get(&self, lpn: u32) -> u8 {
+        (self.0[lpn as usize / 2] >> (4 * (lpn % 2))) & 0xF
+    }
+
+    fn set(&mut self, lpn: u32, gen: u8) {
+        let b = &mut self.0[lpn as usize / 2];
+        let shift = 4 * (lpn % 2);
+        *b = (*b & !(0xF << shift)) | ((gen & 0xF) << shift);
+    }
+
+    fn fill(&mut self, gen: u8) {
+        self.0.fill((gen & 0xF) * 0x11);
+    }
+}
+
 /// The application's own buffers.
 pub struct TestBuffers {
-    /// One generation per logical page.
+    /// The generation table, [`Generations::bytes`] of the logical pages.
     pub generations: &'static mut [u8],
     /// One data page to write.
     pub write: &'static mut [u8],
@@ -135,6 +235,12 @@ pub struct Target<B: OnfiBus> {
     pub shape: Geometry,
     /// The FTL's configuration for that shape.
     pub config: Config,
+    /// About how many bytes of cache the cached map gets (read lines and dirty-entry buffer;
+    /// ignored by the flat map).
+    pub map_cache_bytes: usize,
+    /// What the platform published as its FTL's RAM (`FW_RAM_FIGURES`); checked against
+    /// `Ftl::ram_bytes`.
+    pub ram_figures: &'static RamFigures,
     /// Memory for the FTL.
     pub ftl: FtlBuffers,
     /// Memory for the application.
@@ -169,7 +275,12 @@ where
     if !any {
         info!("features: none (baseline FTL)");
     }
-    info!("policies: codec {}, {}, greedy GC", bundle::CODEC_NAME, bundle::CLASSIFIER_NAME);
+    info!(
+        "policies: codec {}, {}, greedy GC; map {}",
+        bundle::CODEC_NAME,
+        bundle::CLASSIFIER_NAME,
+        bundle::MAP_NAME
+    );
     #[cfg(feature = "dedup")]
     info!(
         "dedup: fingerprint store of {} entries ({} buckets), {} virtual pages; {} bytes of the platform's {} for \
@@ -211,14 +322,19 @@ where
         return Err(Failed);
     }
     let cfg = t.config;
-    let lay = RamLayout::new(&geo, &cfg);
-    if !t.ftl.fits(&lay) {
+    let lay = Layouts {
+        ram: RamLayout::new(&geo, &cfg),
+        map: MapLayout::new(&geo, &cfg, t.map_cache_bytes),
+        geo,
+        logical_pages: cfg.logical_pages,
+    };
+    if !t.ftl.fits(&lay.ram, &lay.map) {
         error!("FTL buffers smaller than the RAM layout");
         return Err(Failed);
     }
     let n = cfg.logical_pages;
     let pb = geo.data_bytes as usize;
-    if t.test.generations.len() < n as usize || t.test.write.len() < pb || t.test.read.len() < pb {
+    if t.test.generations.len() < Generations::bytes(n) || t.test.write.len() < pb || t.test.read.len() < pb {
         error!("application buffers too small");
         return Err(Failed);
     }
@@ -235,7 +351,7 @@ where
     let mut app = App {
         overhead,
         rng: 0x2545_F491,
-        gens: &mut t.test.generations[..n as usize],
+        gens: Generations(&mut t.test.generations[..Generations::bytes(n)]),
         wbuf: &mut t.test.write[..pb],
         rbuf: &mut t.test.read[..pb],
         n,
@@ -272,7 +388,7 @@ where
                 (format(&mut nand, &mut t.ftl, &lay, cfg)?, true)
             }
         };
-        log_ram(&ftl, &lay);
+        log_ram(&ftl, &lay.map, t.ram_figures)?;
         if cfg!(feature = "disk") {
             // No test: the disk as it is (FAT-formatted on a blank chip), to the platform.
             disk_mode(&mut ftl, formatted, app.rbuf, app.wbuf, t.serve)?;
@@ -516,7 +632,7 @@ fn policies<B: OnfiBus>(nand: &Nand<B>, logical_pages: u32) -> Result<api::AppPo
 fn mount<'a, B: OnfiBus>(
     nand: &'a mut Nand<B>,
     mem: &'a mut FtlBuffers,
-    lay: &RamLayout,
+    lay: &Layouts,
     cfg: Config,
 ) -> Result<AppFtl<'a, B>, Failed> {
     let pol = policies(nand, cfg.logical_pages)?;
@@ -537,7 +653,7 @@ fn mount<'a, B: OnfiBus>(
 fn try_mount<'a, B: OnfiBus>(
     nand: &'a mut Nand<B>,
     mem: &'a mut FtlBuffers,
-    lay: &RamLayout,
+    lay: &Layouts,
     cfg: Config,
 ) -> Result<Option<AppFtl<'a, B>>, Failed> {
     let pol = policies(nand, cfg.logical_pages)?;
@@ -641,7 +757,7 @@ where
 fn format<'a, B: OnfiBus>(
     nand: &'a mut Nand<B>,
     mem: &'a mut FtlBuffers,
-    lay: &RamLayout,
+    lay: &Layouts,
     cfg: Config,
 ) -> Result<AppFtl<'a, B>, Failed> {
     let pol = policies(nand, cfg.logical_pages)?;
@@ -659,18 +775,50 @@ fn format<'a, B: OnfiBus>(
     Ok(ftl)
 }
 
-fn log_ram<B: OnfiBus>(ftl: &AppFtl<'_, B>, lay: &RamLayout) {
-    info!(
-        "RAM: FTL {} bytes (map {}, valid bitmap {}, block table {}, list heads {}, page buffer {}, \
-         Ftl struct {})",
-        ftl.ram_bytes(),
-        lay.map_words * 4,
-        lay.valid_words * 4,
-        lay.blocks * core::mem::size_of::<BlockInfo>(),
-        lay.list_heads * 4,
-        lay.page_buf,
-        core::mem::size_of::<AppFtl<'_, B>>()
-    );
+/// Logs the FTL's RAM by part and checks the platform's published figures against
+/// `Ftl::ram_bytes`.
+fn log_ram<B: OnfiBus>(ftl: &AppFtl<'_, B>, map: &MapLayout, published: &RamFigures) -> Result<(), Failed> {
+    // Read through an opaque reference, so the static stays in the ELF for size-report.py.
+    let f = *core::hint::black_box(published);
+    if cfg!(flat_map) {
+        info!(
+            "RAM: FTL {} bytes (flat map {}, valid bitmap {}, block table {}, list heads {}, page buffer {}, \
+             Ftl struct {})",
+            ftl.ram_bytes(),
+            f.flat_map,
+            f.valid_bitmap,
+            f.block_table,
+            f.list_heads,
+            f.page_buffer,
+            f.ftl_struct
+        );
+    } else {
+        info!(
+            "map: {}, {} map pages on flash; cache {} bytes: {} read lines of 16 entries, {} dirty-entry slots",
+            bundle::MAP_NAME,
+            ftl.capacity_pages().div_ceil(ftl.page_bytes() / 4),
+            f.map_cache,
+            map.cached.lines,
+            map.cached.dirty_slots
+        );
+        info!(
+            "RAM: FTL {} bytes (map cache {}, map directory {}, map I/O buffer {}, no valid bitmap, block table {}, \
+             list heads {}, page buffer {}, Ftl struct {})",
+            ftl.ram_bytes(),
+            f.map_cache,
+            f.map_directory,
+            f.map_io,
+            f.block_table,
+            f.list_heads,
+            f.page_buffer,
+            f.ftl_struct
+        );
+    }
+    if f.ftl_bytes as usize != ftl.ram_bytes() {
+        error!("the platform's published FTL RAM ({} bytes) is not Ftl::ram_bytes", f.ftl_bytes);
+        return Err(Failed);
+    }
+    Ok(())
 }
 
 /// Erase-count spread and the FTL's totals.
@@ -711,16 +859,20 @@ fn report_device<B: OnfiBus>(ftl: &mut AppFtl<'_, B>) {
     );
     info!(
         "totals since mount: GC {} blocks, {} page copies; {} wear-leveling moves; {} checkpoints ({} pages); {} journal \
-         pages; {} program and {} erase failures, {} blocks retired",
+         pages; {} map-page reads, {} map-page writes; {} program and {} erase failures, {} blocks retired; at most {} \
+         NAND programs for one host page write",
         c.gc_blocks,
         c.gc_page_copies,
         c.wear_level_moves,
         c.checkpoints,
         c.checkpoint_pages,
         c.journal_pages,
+        c.map_page_reads,
+        c.map_page_writes,
         c.program_failures,
         c.erase_failures,
-        c.blocks_retired
+        c.blocks_retired,
+        c.worst_host_write_programs
     );
 }
 
@@ -785,7 +937,7 @@ fn xorshift(mut x: u32) -> u32 {
 struct App<'g> {
     overhead: Overhead,
     rng: u32,
-    gens: &'g mut [u8],
+    gens: Generations<'g>,
     wbuf: &'g mut [u8],
     rbuf: &'g mut [u8],
     n: u32,
@@ -805,7 +957,7 @@ impl App<'_> {
         lpn: u32,
         ticks: &mut u64,
     ) -> Result<(), Failed> {
-        let g = self.gens[lpn as usize];
+        let g = self.gens.get(lpn);
         let gen = if g == GEN_UNKNOWN || g >= GEN_MAX { 1 } else { g + 1 };
         fill(self.wbuf, lpn, gen);
         let t0 = now();
@@ -815,7 +967,7 @@ impl App<'_> {
             error!("write of logical page {} failed: {:?}", lpn, e);
             return Err(Failed);
         }
-        self.gens[lpn as usize] = gen;
+        self.gens.set(lpn, gen);
         Ok(())
     }
 
@@ -835,7 +987,7 @@ impl App<'_> {
             error!("{}: read of logical page {} failed: {:?}", what, lpn, e);
             return Err(Failed);
         }
-        let gen = self.gens[lpn as usize];
+        let gen = self.gens.get(lpn);
         let ok = match gen {
             GEN_UNKNOWN => true,
             GEN_ZERO => self.rbuf.iter().all(|&b| b == 0),
@@ -895,10 +1047,10 @@ impl App<'_> {
             }
             let gen = self.rbuf[8];
             if self.rbuf.iter().all(|&b| b == 0) {
-                self.gens[lpn as usize] = GEN_ZERO;
+                self.gens.set(lpn, GEN_ZERO);
                 zeros += 1;
             } else if gen != GEN_ZERO && gen <= GEN_MAX && matches(self.rbuf, lpn, gen) {
-                self.gens[lpn as usize] = gen;
+                self.gens.set(lpn, gen);
                 pages += 1;
             } else {
                 error!("previous boot: logical page {} holds neither zeros nor a page of this test", lpn);
@@ -927,7 +1079,9 @@ impl App<'_> {
             error!("trim failed: {:?}", e);
             return Err(Failed);
         }
-        self.gens[trim_from as usize..(trim_from + trim_len) as usize].fill(GEN_ZERO);
+        for lpn in trim_from..trim_from + trim_len {
+            self.gens.set(lpn, GEN_ZERO);
+        }
         self.verify_range(ftl, 0, region, "self-test overwrite+trim")?;
         #[cfg(feature = "dedup")]
         self.dedup_check(ftl, 0, region.min(64))?;
@@ -1117,5 +1271,20 @@ impl App<'_> {
             c.wear_level_moves - s.wear_level_moves,
             c.blocks_retired - s.blocks_retired
         );
+        if !cfg!(flat_map) {
+            let (reads, writes) =
+                (c.map_page_reads - s.map_page_reads, c.map_page_writes - s.map_page_writes);
+            let (r, w) = (milli(reads, pages), milli(writes, pages));
+            info!(
+                "[{}] map: {} map-page reads, {} map-page writes ({}.{:03} and {}.{:03} per host page)",
+                name,
+                reads,
+                writes,
+                r / 1000,
+                r % 1000,
+                w / 1000,
+                w % 1000
+            );
+        }
     }
 }

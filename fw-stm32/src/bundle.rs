@@ -10,11 +10,18 @@
 //! | `cdm` | cooperative data management with an NV page cache in [`NV_BYTES`] of non-volatile RAM (the STM32H743's backup SRAM on the board, battery-backed where VBAT is fitted; a RAM region under QEMU): [`NV_SLOTS`] page slot(s) |
 //! | `dedup` | inline deduplication (CAFTL): SHA-1 fingerprints of every written page in a fingerprint store sized to the RAM the platform leaves ([`dedup_sizes`], `platform::DEDUP_RAM`), shared contents through virtual pages |
 //! | `crc-codec`, `null-codec` | measurement builds: CRC-32C only, or no codec |
+//! | `flat-map` | measurement build: the flat map instead of the cached map (no map misses) |
 //!
-//! The map: [`AppMap`] (the flat map today). ftl-core's bounded-RAM map will replace it here.
+//! The map: [`AppMap`], ftl-core's cached map (the map on flash behind a RAM cache whose size the
+//! platform picks) by default; the flat map with any technique feature, which ftl-core refuses
+//! on the cached map, and with the `flat-map` measurement build (build.rs sets `cfg(flat_map)`).
+
+use core::mem::size_of;
 
 use ftl_core::policy::{Greedy, Policies};
+#[cfg(flat_map)]
 use ftl_core::FlatMap;
+use ftl_core::{CachedMapLayout, Config, DirtyEntry, MapLine, RamLayout};
 use nand_hal::Geometry;
 
 use crate::meter::TimedCodec;
@@ -118,7 +125,6 @@ pub struct DedupSizes {
 impl DedupSizes {
     /// Bytes of RAM these sizes take.
     pub const fn bytes(&self) -> usize {
-        use core::mem::size_of;
         self.buckets * (size_of::<ftl_policies::dedup::Bucket<DEDUP_K>>() + 4)
             + self.segments * size_of::<ftl_policies::dedup::Segment>()
             + self.locations * size_of::<ftl_core::dedup::table::Slot<ftl_policies::dedup::Fingerprint>>()
@@ -375,12 +381,133 @@ impl AttachBuffers {
     }
 }
 
-/// The mapping table type (one place: ftl-core's bounded-RAM map replaces the flat map here).
+/// The mapping table: ftl-core's cached map (the map in map pages on flash behind a RAM cache of
+/// the size the platform picks, no valid-page bitmap), the default.
+#[cfg(not(flat_map))]
+pub type AppMap<'a> = ftl_core::CachedMap<'a>;
+/// The mapping table with a technique feature or `flat-map`: the flat map (4 bytes per logical
+/// page in RAM, and the valid-page bitmap). ftl-core refuses the techniques on the cached map
+/// (`Error::Config`), so their builds keep this one.
+#[cfg(flat_map)]
 pub type AppMap<'a> = FlatMap<'a>;
 
-/// The mapping table over `words` (sized by `ftl_core::RamLayout::map_words`).
-pub fn map(words: &mut [u32]) -> AppMap<'_> {
-    FlatMap::new(words)
+/// Name of the map, for the log.
+pub const MAP_NAME: &str = if cfg!(flat_map) {
+    "flat (4 bytes per logical page in RAM)"
+} else {
+    "cached (map pages on flash, RAM cache)"
+};
+
+/// The sizes of the buffers the map borrows, and of the valid-page bitmap (which only the flat
+/// map needs: the cached map decides validity at GC from the spare and the map).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct MapLayout {
+    /// Words of the flat map (0 with the cached map).
+    pub flat_words: usize,
+    /// The cached map's buffers (all 0 with the flat map).
+    pub cached: CachedMapLayout,
+    /// Words of the valid-page bitmap (0 with the cached map).
+    pub valid_words: usize,
+}
+
+impl MapLayout {
+    /// The layout of [`AppMap`] for `cfg` on `geo`, with about `cache_bytes` of cache for the
+    /// cached map (read lines and dirty-entry buffer; ignored by the flat map).
+    pub const fn new(geo: &Geometry, cfg: &Config, cache_bytes: usize) -> Self {
+        let lay = RamLayout::new(geo, cfg);
+        if cfg!(flat_map) {
+            MapLayout {
+                flat_words: lay.map_words,
+                cached: CachedMapLayout { lines: 0, dirty_slots: 0, dir_words: 0, io_bytes: 0 },
+                valid_words: lay.valid_words,
+            }
+        } else {
+            MapLayout {
+                flat_words: 0,
+                cached: CachedMapLayout::new(geo, cfg.logical_pages, cache_bytes),
+                valid_words: 0,
+            }
+        }
+    }
+
+    /// Bytes of the cache proper: read lines and dirty-entry buffer (0 with the flat map).
+    pub const fn cache_bytes(&self) -> usize {
+        self.cached.lines * size_of::<MapLine>() + self.cached.dirty_slots * size_of::<DirtyEntry>()
+    }
+
+    /// Bytes of everything the map borrows (and the bitmap).
+    pub const fn bytes(&self) -> usize {
+        4 * self.flat_words + self.cached.total_bytes() + 4 * self.valid_words
+    }
+}
+
+/// The map's buffers (made by [`map_buffers!`] in the platform's start-up); those the map in use
+/// does not need are empty.
+pub struct MapBuffers {
+    /// The flat map's entries.
+    pub flat: &'static mut [u32],
+    /// The cached map's read lines.
+    pub lines: &'static mut [MapLine],
+    /// The cached map's dirty-entry buffer.
+    pub dirty: &'static mut [DirtyEntry],
+    /// The cached map's directory.
+    pub dir: &'static mut [u32],
+    /// The cached map's I/O buffer (one raw page).
+    pub io: &'static mut [u8],
+}
+
+impl MapBuffers {
+    /// Whether the buffers hold `lay`.
+    pub fn fits(&self, lay: &MapLayout) -> bool {
+        let c = &lay.cached;
+        self.flat.len() >= lay.flat_words
+            && self.lines.len() >= c.lines
+            && self.dirty.len() >= c.dirty_slots
+            && self.dir.len() >= c.dir_words
+            && self.io.len() >= c.io_bytes
+    }
+
+    /// The map of `logical_pages` on `geo` over the prefixes `lay` names (call only after
+    /// [`Self::fits`]); `None` if the map refuses them.
+    pub fn map(&mut self, lay: &MapLayout, geo: &Geometry, logical_pages: u32) -> Option<AppMap<'_>> {
+        #[cfg(flat_map)]
+        {
+            let _ = (geo, logical_pages);
+            Some(FlatMap::new(&mut self.flat[..lay.flat_words]))
+        }
+        #[cfg(not(flat_map))]
+        {
+            let c = &lay.cached;
+            ftl_core::CachedMap::new(
+                &mut self.lines[..c.lines],
+                &mut self.dirty[..c.dirty_slots],
+                &mut self.dir[..c.dir_words],
+                &mut self.io[..c.io_bytes],
+                geo,
+                logical_pages,
+            )
+            .ok()
+        }
+    }
+}
+
+/// `map_buffers!(LAYOUT; flat: #[attr]*; cached: #[attr]*)`: the [`MapBuffers`] of the const
+/// [`MapLayout`] `LAYOUT` in static buffers, the flat map's in the sections of the first
+/// attributes, the cached map's in those of the second. Expand once, in start-up.
+macro_rules! map_buffers {
+    ($lay:expr; flat: $(#[$flat:meta])*; cached: $(#[$cached:meta])*) => {{
+        use ftl_core::{MapLine, NO_ENTRY};
+        const L: $crate::bundle::MapLayout = $lay;
+        $crate::bundle::MapBuffers {
+            flat: static_slice!($(#[$flat])* u32; L.flat_words; L.flat_words; 0),
+            lines: static_slice!($(#[$cached])* MapLine; L.cached.lines; L.cached.lines; MapLine::EMPTY),
+            dirty: static_slice!(
+                $(#[$cached])* ftl_core::DirtyEntry; L.cached.dirty_slots; L.cached.dirty_slots; NO_ENTRY
+            ),
+            dir: static_slice!($(#[$cached])* u32; L.cached.dir_words; L.cached.dir_words; 0),
+            io: static_slice!($(#[$cached])* u8; L.cached.io_bytes; L.cached.io_bytes; 0),
+        }
+    }};
 }
 
 /// Whether the default BCH codec (or FlexECC's) is compiled in.

@@ -15,6 +15,11 @@
 //! its parameter page built by `ParamPage::for_geometry`, on-die ECC on at power-on (the driver
 //! must switch it off). Block 9 is factory bad and every
 //! program of block 22 fails, so bad-block skipping and run-time retirement run in CI too.
+//!
+//! The map: the cached map with a 1 KiB cache, an eighth of the 8 KiB a flat map of the 2,048
+//! logical pages takes (4 read lines of 16 entries and 64 dirty-entry slots for 4 map pages), so
+//! that it misses and writes back all the time; the flat map with a technique feature or
+//! `flat-map` (see `bundle`).
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -22,10 +27,12 @@ use cortex_m::peripheral::{syst::SystClkSource, SCB, SYST};
 use cortex_m_rt::{entry, exception, ExceptionFrame};
 use cortex_m_semihosting::{debug, hprintln};
 use ftl_core::{BlockInfo, Config, RamLayout};
+
+use crate::bundle::MapLayout;
 use nand_hal::onfi::{ModelConfig, OnfiChipModel, OnfiNand};
 use nand_hal::{BlockId, EccRequirement, Geometry, NandFlash};
 
-use crate::app::{self, Failed, FtlBuffers, Target, TestBuffers, Workload};
+use crate::app::{self, Failed, FtlBuffers, Generations, RamFigures, Target, TestBuffers, Workload};
 
 /// Timer ticks per second of virtual time.
 pub const TICK_HZ: u32 = 25_000_000;
@@ -84,6 +91,14 @@ const CONFIG: Config = {
 };
 
 const LAYOUT: RamLayout = RamLayout::new(&GEO, &CONFIG);
+/// Bytes of cache for the cached map: an eighth of the flat map's 8 KiB, so it misses.
+const MAP_CACHE_BYTES: usize = 1024;
+const MAP_LAYOUT: MapLayout = MapLayout::new(&GEO, &CONFIG, MAP_CACHE_BYTES);
+
+/// The FTL's RAM by part (see `app::RamFigures`; size-report.py reads it from the ELF).
+#[no_mangle]
+pub static FW_RAM_FIGURES: RamFigures =
+    app::ram_figures::<OnfiChipModel<&'static mut [u8]>>(&GEO, &CONFIG, MAP_CACHE_BYTES);
 const PAGE: usize = GEO.data_bytes as usize;
 /// The PSRAM.
 const MODEL_CAPACITY: usize = 16 << 20;
@@ -232,8 +247,8 @@ fn run() -> Result<(), Failed> {
         bytes, FACTORY_BAD.0, FAILING.0, READ_BIT_ERRORS
     );
     let ftl = FtlBuffers {
-        map: static_slice!(u32; LAYOUT.map_words; LAYOUT.map_words; 0),
-        valid: static_slice!(u32; LAYOUT.valid_words; LAYOUT.valid_words; 0),
+        map: map_buffers!(MAP_LAYOUT; flat: ; cached: ),
+        valid: static_slice!(u32; MAP_LAYOUT.valid_words; MAP_LAYOUT.valid_words; 0),
         blocks: static_slice!(BlockInfo; LAYOUT.blocks; LAYOUT.blocks; BlockInfo::EMPTY),
         heads: static_slice!(u32; LAYOUT.list_heads; LAYOUT.list_heads; 0),
         page_buf: static_slice!(u8; LAYOUT.page_buf; LAYOUT.page_buf; 0),
@@ -257,7 +272,9 @@ fn run() -> Result<(), Failed> {
         attach: crate::bundle::AttachBuffers::new(),
     };
     let test = TestBuffers {
-        generations: static_slice!(u8; LOGICAL_PAGES as usize; LOGICAL_PAGES as usize; 0),
+        generations: static_slice!(
+            u8; Generations::bytes(LOGICAL_PAGES); Generations::bytes(LOGICAL_PAGES); 0
+        ),
         write: static_slice!(u8; PAGE; PAGE; 0),
         read: static_slice!(u8; PAGE; PAGE; 0),
     };
@@ -266,6 +283,8 @@ fn run() -> Result<(), Failed> {
         bus: chip,
         shape: GEO,
         config: CONFIG,
+        map_cache_bytes: MAP_CACHE_BYTES,
+        ram_figures: &FW_RAM_FIGURES,
         ftl,
         test,
         workload: Workload {

@@ -19,11 +19,17 @@
 //!    NOE = PD4, NWE = PD5, CLE = A16 = PD11, ALE = A17 = PD12, NCE = PG9; R/B# = PD6 as a
 //!    GPIO input with pull-up. Then the FMC NAND bank ([`fmc`]).
 //!
-//! Memory (memory/stm32h743.x): the FTL's flat map fills the 512 KiB AXI SRAM, i.e. 131,072
-//! logical pages (256 MiB, half the chip): the 32 MiB SDRAM of the board is not set up, so the
-//! logical capacity is what the map in internal RAM allows. Block table, valid bitmap, list
-//! heads and page buffer (99 KiB) are in D2 SRAM1, the test's generation table (128 KiB) in
-//! D2 SRAM2, stack and the rest in DTCM.
+//! Memory (memory/stm32h743.x; the board's 32 MiB SDRAM is not set up):
+//! - default (cached map): the whole chip at 7 % over-provisioning (244,994 logical pages,
+//!   478 MiB) with the map on flash behind a 16 KiB cache. Everything the FTL borrows (cache,
+//!   map directory and I/O buffer, block table, list heads, page buffer: 71 KiB) is in D2 SRAM1;
+//!   the 512 KiB AXI SRAM is left free (for a codec's tables, a technique's memory).
+//! - with a technique feature (flat map): 131,072 logical pages (256 MiB, half the chip), what a
+//!   flat map filling the AXI SRAM holds; block table, valid bitmap, list heads and page buffer
+//!   (83 KiB) in D2 SRAM1.
+//!
+//! The test's generation table (4 bits per logical page: 120 KiB or 64 KiB) is in D2 SRAM2,
+//! stack and the rest in DTCM.
 //!
 //! Nothing in this module has run on hardware yet (see docs/firmware.md).
 
@@ -44,7 +50,8 @@ use stm32h7xx_hal::rcc::ResetEnable;
 use stm32h7xx_hal::usb_hs::USB2;
 use {defmt_rtt as _, panic_probe as _};
 
-use crate::app::{self, Failed, FtlBuffers, Target, TestBuffers, Workload};
+use crate::app::{self, Failed, FtlBuffers, Generations, RamFigures, Target, TestBuffers, Workload};
+use crate::bundle::MapLayout;
 use fmc::FmcNand;
 
 /// Core clock.
@@ -58,10 +65,21 @@ pub const UNITS_PER_TICK: u64 = 1;
 
 /// The chip the memory is sized for (its parameter page must give this shape).
 const GEO: Geometry = Geometry::MT29F4G08;
-/// What a 512 KiB flat map holds.
-const LOGICAL_PAGES: u32 = 128 * 1024;
-const CONFIG: Config = Config::with_logical_pages(&GEO, LOGICAL_PAGES);
+/// The cached map: the whole chip at 7 % over-provisioning (244,994 logical pages).
+#[cfg(not(flat_map))]
+const CONFIG: Config = Config::for_over_provisioning(&GEO, 7);
+/// The flat map (technique features): what a 512 KiB flat map holds, half the chip.
+#[cfg(flat_map)]
+const CONFIG: Config = Config::with_logical_pages(&GEO, 128 * 1024);
+const LOGICAL_PAGES: u32 = CONFIG.logical_pages;
 const LAYOUT: RamLayout = RamLayout::new(&GEO, &CONFIG);
+/// Bytes of cache for the cached map (read lines and dirty-entry buffer).
+const MAP_CACHE_BYTES: usize = 16 * 1024;
+const MAP_LAYOUT: MapLayout = MapLayout::new(&GEO, &CONFIG, MAP_CACHE_BYTES);
+
+/// The FTL's RAM by part (see `app::RamFigures`; size-report.py reads it from the ELF).
+#[no_mangle]
+pub static FW_RAM_FIGURES: RamFigures = app::ram_figures::<Bus>(&GEO, &CONFIG, MAP_CACHE_BYTES);
 const PAGE: usize = GEO.data_bytes as usize;
 
 static CYCLES_HIGH: AtomicU32 = AtomicU32::new(0);
@@ -207,8 +225,10 @@ fn report_fmc(bus: &Bus) {
 
 fn run(bus: Bus) -> Result<(), Failed> {
     let ftl = FtlBuffers {
-        map: static_slice!(#[link_section = ".axisram"] u32; LAYOUT.map_words; LAYOUT.map_words; 0),
-        valid: static_slice!(#[link_section = ".sram1"] u32; LAYOUT.valid_words; LAYOUT.valid_words; 0),
+        map: map_buffers!(MAP_LAYOUT; flat: #[link_section = ".axisram"]; cached: #[link_section = ".sram1"]),
+        valid: static_slice!(
+            #[link_section = ".sram1"] u32; MAP_LAYOUT.valid_words; MAP_LAYOUT.valid_words; 0
+        ),
         blocks: static_slice!(
             #[link_section = ".sram1"] BlockInfo; LAYOUT.blocks; LAYOUT.blocks; BlockInfo::EMPTY
         ),
@@ -228,7 +248,7 @@ fn run(bus: Bus) -> Result<(), Failed> {
     };
     let test = TestBuffers {
         generations: static_slice!(
-            #[link_section = ".sram2"] u8; LOGICAL_PAGES as usize; LOGICAL_PAGES as usize; 0
+            #[link_section = ".sram2"] u8; Generations::bytes(LOGICAL_PAGES); Generations::bytes(LOGICAL_PAGES); 0
         ),
         write: static_slice!(u8; PAGE; PAGE; 0),
         read: static_slice!(u8; PAGE; PAGE; 0),
@@ -238,6 +258,8 @@ fn run(bus: Bus) -> Result<(), Failed> {
         bus,
         shape: GEO,
         config: CONFIG,
+        map_cache_bytes: MAP_CACHE_BYTES,
+        ram_figures: &FW_RAM_FIGURES,
         ftl,
         test,
         workload: Workload {
