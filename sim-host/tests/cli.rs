@@ -188,6 +188,17 @@ fn bad_input_gets_a_clear_message_and_a_failure_exit() {
     fails_with(&["run", "--workload", "uniform", "--classifier", "bogus"], "unknown classifier");
     fails_with(&["run", "--workload", "uniform", "--luns", "2", "--channels", "3"], "--channels 3");
     fails_with(&["run", "--workload", "uniform", "--channels", "0"], "--channels 0");
+    fails_with(&["run", "--workload", "uniform", "--queue-depth", "0"], "--queue-depth 0");
+    fails_with(&["run", "--workload", "uniform", "--luns-per-channel", "2"], "needs --channels");
+    let disagree =
+        ["run", "--workload", "uniform", "--luns", "3", "--channels", "2", "--luns-per-channel", "2"];
+    fails_with(&disagree, "--luns 3 disagrees");
+    fails_with(
+        &["run", "--workload", "uniform", "--channels", "2", "--luns-per-channel", "0"],
+        "--luns-per-channel 0",
+    );
+    fails_with(&["run", "--workload", "uniform", "--scheduling", "dies"], "unknown scheduling 'dies'");
+    fails_with(&["run", "--workload", "uniform", "--device", "nope"], "wom-ssd, flexecc");
     let t = traces().join("msr_raw_samples/msr-cambridge1-sample.csv");
     fails_with(&["run", "--trace", t.to_str().unwrap(), "--device", "small"], "--compact or --wrap");
     // A malformed line stops the run with file:line, unless --skip-bad.
