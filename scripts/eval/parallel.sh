@@ -9,7 +9,8 @@
 # (4 KiB + 128 B pages, 64 pages per block, 2 planes per LUN, tR 25 us), 1024 blocks over the
 # LUNs, filled sequentially first; 0.01% writes so the synthetic generator ends (~208k requests).
 # The bound column is the analytical ceiling with LUN queues: min(LUNs / (tR + transfer),
-# channels / transfer), transfer = the 4096 data bytes (the FTL also reads a few spare bytes). Writes docs/eval/parallel/table.md (a few seconds).
+# channels / transfer), transfer = the 4096 data bytes (the FTL also reads a few spare bytes).
+# A second table sweeps the queue depth (1 to 64) for 1, 4 and 8 LUNs with LUN queues. Writes docs/eval/parallel/table.md (a few seconds).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=docs/eval/parallel
@@ -18,9 +19,9 @@ cargo build --release -q -p sim-host --bin ftl-sim
 sim=${CARGO_TARGET_DIR:-target}/release/ftl-sim
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-iops() { # luns channels scheduling ns-per-byte
+iops() { # luns channels scheduling ns-per-byte [queue-depth]
   "$sim" run --device flexecc --blocks 1024 --luns "$1" --channels "$2" --scheduling "$3" \
-    --xfer-ns-per-byte "$4" --workload uniform --read-ratio 0.9999 --writes 20 --queue-depth 16 \
+    --xfer-ns-per-byte "$4" --workload uniform --read-ratio 0.9999 --writes 20 --queue-depth "${5:-16}" \
     --precondition seq --quiet --json "$tmp/r.json"
   python3 -c "import json; d=json.load(open('$tmp/r.json')); print(round(d['requests'] / d['simulated_seconds']))"
 }
@@ -42,6 +43,17 @@ bound = min(luns / (25 + xfer_us), ch / xfer_us) * 1e6
 print(f"| {sys.argv[1]} | {luns} | {ch} | {bound:.0f} | {l} | {l / one_l:.2f} | {p} | {p / one_p:.2f} |")
 EOF
     done
+  done
+  echo
+  echo "Queue depth, LUN queues, 1.25 ns/byte:"
+  echo
+  echo "| queue depth | IOPS, 1 LUN | IOPS, 4 LUNs on 2 channels | ratio | IOPS, 8 LUNs on 4 channels | ratio |"
+  echo "|---|---|---|---|---|---|"
+  for qd in 1 2 4 8 16 32 64; do
+    a=$(iops 1 1 luns 1.25 "$qd")
+    b=$(iops 4 2 luns 1.25 "$qd")
+    c=$(iops 8 4 luns 1.25 "$qd")
+    echo "| $qd | $a | $b | $(python3 -c "print(f'{$b / $a:.2f}')") | $c | $(python3 -c "print(f'{$c / $a:.2f}')") |"
   done
 } > "$out/table.md"
 cat "$out/table.md"
