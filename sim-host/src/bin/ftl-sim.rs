@@ -515,8 +515,8 @@ fn base_config(
         let Some(c) = device.channels else {
             return Err(format!("--luns-per-channel {k} needs --channels"));
         };
-        let luns = c.checked_mul(k).filter(|&l| k > 0 && l <= 1024).ok_or_else(|| {
-            format!("--luns-per-channel {k} x --channels {c} is not between 1 and 1024 LUNs")
+        let luns = c.checked_mul(k).filter(|&l| k > 0 && l <= 256).ok_or_else(|| {
+            format!("--luns-per-channel {k} x --channels {c} is not between 1 and 256 LUNs")
         })?;
         if flags.luns.is_some_and(|l| l != luns) {
             return Err(format!(

@@ -222,6 +222,10 @@ impl GeometryFlags {
             g.planes_per_lun = v;
         }
         if let Some(v) = self.luns {
+            // LUN addresses are 8 bits wide (`nand_hal::LunId`).
+            if !(1..=256).contains(&v) {
+                return Err(format!("--luns {v} is not between 1 and 256"));
+            }
             g.luns = v;
         }
         let blocks = self.blocks.unwrap_or(g.total_blocks());
@@ -275,5 +279,12 @@ mod tests {
         assert!(GeometryFlags { blocks: Some(63), ..Default::default() }.apply(g).is_err());
         assert!(GeometryFlags { page_bytes: Some(1000), ..Default::default() }.apply(g).is_err());
         assert!(GeometryFlags { pages_per_block: Some(0), ..Default::default() }.apply(g).is_err());
+        for luns in [0, 257] {
+            let e = GeometryFlags { luns: Some(luns), ..Default::default() }.apply(g).unwrap_err();
+            assert!(e.contains(&format!("--luns {luns} is not between 1 and 256")), "{e}");
+        }
+        let eight =
+            GeometryFlags { luns: Some(8), blocks: Some(1024), ..Default::default() }.apply(g).unwrap();
+        assert_eq!((eight.luns, eight.blocks_per_plane), (8, 64));
     }
 }
