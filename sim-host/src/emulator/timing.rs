@@ -32,8 +32,8 @@
 //!   order, a multi-plane command on its planes together; a transfer takes the earliest gap of
 //!   its length on its channel's bus at or after its data is ready, so a LUN that is free does
 //!   not wait behind transfers reserved later in time for LUNs with a queue (the bus is shared
-//!   the way an event-driven controller shares it). Gaps are kept for the last 64 reservations
-//!   per channel; the ones that ended by "now" are forgotten.
+//!   the way an event-driven controller shares it). Gaps are kept for the last 1024
+//!   reservations per channel (merged when they touch); before those the bus counts as busy.
 //!
 //! Planes of different LUNs overlap freely except for the shared bus of their channel. With the
 //! simulator's closed loop ([`crate::sim`]) the requests in flight each issue their operations
@@ -44,6 +44,8 @@
 //! (tR, tPROG, tBERS) over planes.
 //!
 //! Counters are plain `u64`s updated on every operation; they cost a few additions.
+
+use std::collections::VecDeque;
 
 /// How the planes of a LUN and the buses of the channels are scheduled (see the module doc).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -178,8 +180,8 @@ pub struct EmuCounters {
     pub rejected: u64,
 }
 
-/// Reserved intervals a channel's bus keeps for gap filling; older ones fold into its floor.
-const MAX_BUS_INTERVALS: usize = 64;
+/// Reservations a channel's bus keeps for gap filling; older ones fold into its floor.
+const MAX_BUS_INTERVALS: usize = 1024;
 
 /// One channel's data bus.
 #[derive(Clone, Debug, Default)]
@@ -189,13 +191,13 @@ struct Bus {
     floor: u64,
     /// Reservations `[start, end)` after `floor`, sorted, disjoint and not touching
     /// ([`Scheduling::LunQueues`]).
-    reserved: Vec<(u64, u64)>,
+    reserved: VecDeque<(u64, u64)>,
 }
 
 impl Bus {
     /// When the last reservation ends.
     fn until(&self) -> u64 {
-        self.reserved.last().map_or(self.floor, |&(_, end)| end.max(self.floor))
+        self.reserved.back().map_or(self.floor, |&(_, end)| end.max(self.floor))
     }
 
     /// Reserves `len` ns after every earlier reservation and no earlier than `ready`; returns
@@ -206,19 +208,16 @@ impl Bus {
         start
     }
 
-    /// Reserves `len` ns in the earliest gap that starts at or after `ready`; reservations that
-    /// ended by `now` are folded into the floor first. Returns the start.
-    fn reserve_gap(&mut self, ready: u64, len: u64, now: u64) -> u64 {
-        let done = self.reserved.iter().take_while(|&&(_, end)| end <= now).count();
-        if done > 0 {
-            self.floor = self.floor.max(self.reserved[done - 1].1);
-            self.reserved.drain(..done);
-        }
+    /// Reserves `len` ns in the earliest gap that starts at or after `ready`; returns the start.
+    /// "Now" may move backwards, so reservations are not dropped when they are over, only when
+    /// more than [`MAX_BUS_INTERVALS`] are kept (the oldest then becomes the floor).
+    fn reserve_gap(&mut self, ready: u64, len: u64) -> u64 {
         let mut start = ready.max(self.floor);
         if len == 0 {
             return start;
         }
-        let mut i = 0;
+        // The first reservation that ends after `start`; the ones before cannot be in the way.
+        let mut i = self.reserved.partition_point(|&(_, end)| end <= start);
         while let Some(&(a, b)) = self.reserved.get(i) {
             if start.saturating_add(len) <= a {
                 break;
@@ -241,8 +240,9 @@ impl Bus {
             (false, false) => self.reserved.insert(i, (start, end)),
         }
         if self.reserved.len() > MAX_BUS_INTERVALS {
-            let (_, oldest_end) = self.reserved.remove(0);
-            self.floor = self.floor.max(oldest_end);
+            if let Some((_, oldest_end)) = self.reserved.pop_front() {
+                self.floor = self.floor.max(oldest_end);
+            }
         }
         start
     }
@@ -343,10 +343,10 @@ impl TimingState {
 
     /// Reserves `len` ns of `lun`'s channel's bus from `ready` on; returns the start.
     fn reserve_bus(&mut self, lun: usize, ready: u64, len: u64) -> u64 {
-        let (lq, now, ch) = (self.lun_queues(), self.now, self.channel(lun));
+        let (lq, ch) = (self.lun_queues(), self.channel(lun));
         let bus = &mut self.buses[ch];
         if lq {
-            bus.reserve_gap(ready, len, now)
+            bus.reserve_gap(ready, len)
         } else {
             bus.reserve_in_order(ready, len)
         }
@@ -424,7 +424,8 @@ impl super::Emulator {
     }
 
     /// When the device-wide plane `plane_index` (`lun * planes_per_lun + plane`, as
-    /// [`nand_hal::Geometry::plane_index`]) is next free; `None` if it does not exist.
+    /// [`nand_hal::Geometry::plane_index`]) is next free of its own operations (with
+    /// [`Scheduling::LunQueues`] it also waits for its LUN's); `None` if it does not exist.
     pub fn plane_busy_until(&self, plane_index: u32) -> Option<u64> {
         self.timing.plane_busy_until(plane_index as usize)
     }
@@ -728,14 +729,23 @@ mod tests {
         for _ in 0..40 {
             let (ready, len) = (next(1500), next(60));
             let expected = (ready..).find(|&t| (t..t + len).all(|u| !taken[u as usize])).unwrap();
-            assert_eq!(bus.reserve_gap(ready, len, 0), expected);
+            assert_eq!(bus.reserve_gap(ready, len), expected);
             for u in expected..expected + len {
                 taken[u as usize] = true;
             }
         }
-        assert!(bus.reserved.windows(2).all(|w| w[0].1 < w[1].0), "{:?}", bus.reserved);
+        let r: Vec<_> = bus.reserved.iter().copied().collect();
+        assert!(r.windows(2).all(|w| w[0].1 < w[1].0), "{r:?}");
         let last = taken.iter().rposition(|&b| b).map_or(0, |u| u as u64 + 1);
         assert_eq!(bus.until(), last);
+        // Past the cap, the oldest reservation becomes the floor: nothing fits before its end.
+        let mut bus = Bus::default();
+        for k in 0..=MAX_BUS_INTERVALS as u64 {
+            assert_eq!(bus.reserve_gap(10 * k, 5), 10 * k);
+        }
+        assert_eq!((bus.reserved.len(), bus.floor), (MAX_BUS_INTERVALS, 5));
+        assert_eq!(bus.reserve_gap(0, 5), 5);
+        assert_eq!(bus.reserve_gap(0, 6), 10 * MAX_BUS_INTERVALS as u64 + 5);
     }
 
     #[test]
