@@ -29,7 +29,7 @@
 //!
 //! The header ends with the configuration's fault rates (version 2 adds
 //! `rber_retention_factor`, `rber_retention_scale_s` and `read_disturb_factor` after them),
-//! `ops_issued`, the three stream positions, (version 2) the retention clock (`u32`) and
+//! `ops_issued`, the three stream positions, (version 2) the retention clock (`u32`),
 //! (version 3) the channel count (`u32`, 0 = one per LUN) and (version 4) the timing model's
 //! scheduling (`u8`: 0 plane queues, 1 LUN queues).
 //!
