@@ -188,6 +188,17 @@ fn bad_input_gets_a_clear_message_and_a_failure_exit() {
     fails_with(&["run", "--workload", "uniform", "--classifier", "bogus"], "unknown classifier");
     fails_with(&["run", "--workload", "uniform", "--luns", "2", "--channels", "3"], "--channels 3");
     fails_with(&["run", "--workload", "uniform", "--channels", "0"], "--channels 0");
+    fails_with(&["run", "--workload", "uniform", "--queue-depth", "0"], "--queue-depth 0");
+    fails_with(&["run", "--workload", "uniform", "--luns-per-channel", "2"], "needs --channels");
+    let disagree =
+        ["run", "--workload", "uniform", "--luns", "3", "--channels", "2", "--luns-per-channel", "2"];
+    fails_with(&disagree, "--luns 3 disagrees");
+    fails_with(
+        &["run", "--workload", "uniform", "--channels", "2", "--luns-per-channel", "0"],
+        "--luns-per-channel 0",
+    );
+    fails_with(&["run", "--workload", "uniform", "--scheduling", "dies"], "unknown scheduling 'dies'");
+    fails_with(&["run", "--workload", "uniform", "--device", "nope"], "wom-ssd, flexecc");
     let t = traces().join("msr_raw_samples/msr-cambridge1-sample.csv");
     fails_with(&["run", "--trace", t.to_str().unwrap(), "--device", "small"], "--compact or --wrap");
     // A malformed line stops the run with file:line, unless --skip-bad.
@@ -202,4 +213,48 @@ fn bad_input_gets_a_clear_message_and_a_failure_exit() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("(1 skipped lines)"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Device-level IOPS of 4 KiB random reads with LUN queues on the flexecc preset's chip (tR 25 us,
+/// 1.25 ns per byte), against the timing model's arithmetic: a saturated LUN completes one read
+/// per tR + transfer (4096 data bytes plus the few spare bytes the FTL reads: 30.12-30.3 us),
+/// whatever the queue depth once it is kept busy; at queue depth 1 more LUNs add nothing; at
+/// queue depth 16, 4 LUNs on 2 channels give at least 3x one LUN (issue #20's target).
+#[test]
+fn random_read_iops_scale_over_luns_with_lun_queues() {
+    let dir = out_dir("parallel");
+    let iops = |luns: &str, channels: &str, qd: &str| -> f64 {
+        let json = dir.join(format!("{luns}-{channels}-{qd}.json"));
+        let args = ["run", "--device", "flexecc", "--blocks", "512", "--luns", luns, "--channels", channels];
+        let out = bin()
+            .args(args)
+            .args([
+                "--scheduling",
+                "luns",
+                "--workload",
+                "uniform",
+                "--read-ratio",
+                "0.9999",
+                "--writes",
+                "3",
+            ])
+            .args(["--queue-depth", qd, "--precondition", "seq", "--quiet", "--json"])
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(
+            (r["device"]["luns"].as_u64(), r["device"]["scheduling"].as_str()),
+            (luns.parse().ok(), Some("luns"))
+        );
+        r["requests"].as_f64().unwrap() / r["simulated_seconds"].as_f64().unwrap()
+    };
+    let (slowest, fastest) = (1e9 / 30_300.0, 1e9 / 30_120.0);
+    let one = iops("1", "1", "16");
+    assert!((slowest * 0.99..fastest * 1.01).contains(&one), "one LUN at QD 16: {one}");
+    let serial = iops("4", "2", "1");
+    assert!((slowest * 0.99..fastest * 1.01).contains(&serial), "4 LUNs at QD 1: {serial}");
+    let four = iops("4", "2", "16");
+    assert!(four >= 3.0 * one, "4 LUNs on 2 channels: {four} vs one LUN {one}");
 }

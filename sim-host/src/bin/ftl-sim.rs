@@ -126,7 +126,8 @@ enum Command {
 
 #[derive(Args, Clone)]
 struct DeviceArgs {
-    /// Device preset: mt29f4g08, anchor, small, caftl, cdm, wom, wom-fast-bus.
+    /// Device preset: mt29f4g08, anchor, small, caftl, cdm, wom, wom-fast-bus, wom-ssd, flexecc
+    /// (each one's sources: sim-host/src/sim/device.rs).
     #[arg(long, default_value = "anchor")]
     device: String,
     /// Override: data bytes per page.
@@ -154,6 +155,15 @@ struct DeviceArgs {
     /// --luns (default: one channel per LUN).
     #[arg(long)]
     channels: Option<u32>,
+    /// Override: LUNs (dies) on each channel; the device then has --channels x this many LUNs
+    /// (needs --channels; --luns, if given too, must agree).
+    #[arg(long)]
+    luns_per_channel: Option<u32>,
+    /// Override: scheduling of the timing model: planes (each plane its own queue, bus in issue
+    /// order) or luns (a LUN runs one command at a time; transfers fill gaps on the channel's
+    /// bus). See sim-host/src/emulator/timing.rs.
+    #[arg(long)]
+    scheduling: Option<String>,
     /// Over-provisioning in percent (physical = logical x (1 + OP/100)); the preset's default
     /// otherwise.
     #[arg(long)]
@@ -495,10 +505,31 @@ fn base_config(
     inp: &Input,
 ) -> Result<SimConfig, String> {
     let has_times = matches!(inp, Input::Trace { has_times: true, .. });
+    if !(1..=4096).contains(&opts.queue_depth) {
+        return Err(format!("--queue-depth {} is not between 1 and 4096", opts.queue_depth));
+    }
     let preset: Preset = device.device.parse()?;
     let mut dev = preset.device();
-    let flags = device.geometry_flags();
+    let mut flags = device.geometry_flags();
+    if let Some(k) = device.luns_per_channel {
+        let Some(c) = device.channels else {
+            return Err(format!("--luns-per-channel {k} needs --channels"));
+        };
+        let luns = c.checked_mul(k).filter(|&l| k > 0 && l <= 256).ok_or_else(|| {
+            format!("--luns-per-channel {k} x --channels {c} is not between 1 and 256 LUNs")
+        })?;
+        if flags.luns.is_some_and(|l| l != luns) {
+            return Err(format!(
+                "--luns {} disagrees with --channels {c} x --luns-per-channel {k} = {luns}",
+                flags.luns.unwrap_or(0)
+            ));
+        }
+        flags.luns = Some(luns);
+    }
     dev.geometry = flags.apply(dev.geometry)?;
+    if let Some(s) = &device.scheduling {
+        dev.timing.scheduling = s.parse().map_err(|e| format!("--scheduling: {e}"))?;
+    }
     if let Some(x) = device.xfer_ns_per_byte {
         if !(x.is_finite() && (0.0..=1000.0).contains(&x)) {
             return Err(format!("--xfer-ns-per-byte {x} is not between 0 and 1000"));
@@ -536,7 +567,7 @@ fn base_config(
         } else {
             AddressMode::Strict
         },
-        queue_depth: opts.queue_depth.max(1),
+        queue_depth: opts.queue_depth,
         open_loop: has_times && !opts.closed_loop,
         seed: input.seed,
         write_limit_pages: None,
@@ -919,6 +950,8 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         luns: None,
         xfer_ns_per_byte: None,
         channels: None,
+        luns_per_channel: None,
+        scheduling: None,
         op: Some(7.0),
         fit: true,
     };
@@ -973,6 +1006,8 @@ fn map_table(quick: bool) -> Result<(), String> {
         luns: None,
         xfer_ns_per_byte: None,
         channels: None,
+        luns_per_channel: None,
+        scheduling: None,
         op: Some(11.111),
         fit: false,
     };

@@ -64,7 +64,7 @@ use nand_hal::{BlockId, ErrorType, Geometry, NandFlash, PageId, ProgramOp, ReadO
 pub use error::EmuError;
 pub use faults::FaultConfig;
 pub use nvram::NvRam;
-pub use timing::{EmuCounters, TimingParams};
+pub use timing::{EmuCounters, Scheduling, TimingParams};
 
 use faults::FaultState;
 use power::PowerState;
@@ -240,6 +240,7 @@ impl Emulator {
             timing: TimingState::new(
                 config.timing,
                 g.total_planes() as usize,
+                g.luns as usize,
                 config.channel_count() as usize,
             ),
             counters: EmuCounters::default(),
@@ -692,8 +693,8 @@ impl NandFlash for Emulator {
         let interrupted = self.begin_op()?;
         let (result, reached) = self.erase_exec(block, interrupted);
         if reached {
-            let (_, plane) = self.lun_plane(block.0);
-            self.timing.erase(&[(plane, 0)]);
+            let (lun, plane) = self.lun_plane(block.0);
+            self.timing.erase(lun, &[(plane, 0)]);
         }
         result
     }
@@ -785,7 +786,7 @@ impl NandFlash for Emulator {
         for (i, b) in blocks.iter().enumerate() {
             self.check_block(*b).map_err(|e| (i, e))?;
         }
-        self.multi_shape(blocks.iter().map(|b| (b.0, 0)))?;
+        let lun = self.multi_shape(blocks.iter().map(|b| (b.0, 0)))?;
         let mut charged = [(0usize, 0u64); MAX_PLANES];
         let mut n = 0;
         let mut result = Ok(());
@@ -805,7 +806,7 @@ impl NandFlash for Emulator {
         }
         self.finish_multi(blocks.len(), n);
         if n > 0 {
-            self.timing.erase(&charged[..n]);
+            self.timing.erase(lun, &charged[..n]);
         }
         result
     }

@@ -9,7 +9,7 @@
 //! not pass while an image sits on disk); it comes up powered, with no cut scheduled and no
 //! injected failure pending.
 //!
-//! Format (version 3), all integers little endian:
+//! Format (version 4), all integers little endian:
 //!
 //! | bytes            | content                                                          |
 //! |------------------|------------------------------------------------------------------|
@@ -29,12 +29,14 @@
 //!
 //! The header ends with the configuration's fault rates (version 2 adds
 //! `rber_retention_factor`, `rber_retention_scale_s` and `read_disturb_factor` after them),
-//! `ops_issued`, the three stream positions, (version 2) the retention clock (`u32`) and
-//! (version 3) the channel count (`u32`, 0 = one per LUN).
+//! `ops_issued`, the three stream positions, (version 2) the retention clock (`u32`),
+//! (version 3) the channel count (`u32`, 0 = one per LUN) and (version 4) the timing model's
+//! scheduling (`u8`: 0 plane queues, 1 LUN queues).
 //!
 //! Version 1 images (before the retention and read-disturb model) still load: their new fault
 //! fields take the defaults (off), every page has age 0 and every block 0 reads. Version 1 and 2
-//! images have one channel per LUN. Images are always written as version 3.
+//! images have one channel per LUN; images before version 4 have plane queues. Images are always
+//! written as version 4.
 //!
 //! Loading rejects (with an `io::Error`, never a panic) a wrong magic or version, a truncated
 //! image, a checksum mismatch, an invalid configuration and out-of-range fields. Memory is
@@ -48,10 +50,11 @@ use std::path::Path;
 use crc::{Crc, Table, CRC_32_ISCSI};
 use nand_hal::{EccRequirement, Geometry};
 
+use super::timing::Scheduling;
 use super::{Emulator, EmulatorConfig, FaultConfig, TimingParams, WearState};
 
 const MAGIC: [u8; 8] = *b"NANDEMU\0";
-const VERSION: u32 = 3;
+const VERSION: u32 = 4;
 /// The oldest version [`Emulator::load_from_reader`] reads.
 const MIN_VERSION: u32 = 1;
 /// Largest header accepted (the factory-bad list dominates it).
@@ -186,6 +189,12 @@ fn encode_header(e: &Emulator, version: u32) -> Vec<u8> {
     if version >= 3 {
         h.u32(c.channels);
     }
+    if version >= 4 {
+        h.u8(match t.scheduling {
+            Scheduling::PlaneQueues => 0,
+            Scheduling::LunQueues => 1,
+        });
+    }
     h.0
 }
 
@@ -206,11 +215,12 @@ fn decode_header(bytes: &[u8], version: u32) -> io::Result<(EmulatorConfig, Head
     let seed = d.u64()?;
     let store_data = d.bool()?;
     let reject_set_bits = d.bool()?;
-    let timing = TimingParams {
+    let mut timing = TimingParams {
         t_r_ns: d.u64()?,
         t_prog_ns: d.u64()?,
         t_bers_ns: d.u64()?,
         t_xfer_ps_per_byte: d.u64()?,
+        scheduling: Scheduling::PlaneQueues,
     };
     let factory_bad_permille = d.u32()?;
     let listed = d.u32()?;
@@ -244,6 +254,13 @@ fn decode_header(bytes: &[u8], version: u32) -> io::Result<(EmulatorConfig, Head
         retention_clock_s: if version >= 2 { d.u32()? } else { 0 },
     };
     let channels = if version >= 3 { d.u32()? } else { 0 };
+    if version >= 4 {
+        timing.scheduling = match d.u8()? {
+            0 => Scheduling::PlaneQueues,
+            1 => Scheduling::LunQueues,
+            v => return Err(invalid(&format!("unknown scheduling {v}"))),
+        };
+    }
     if !d.0.is_empty() {
         return Err(invalid("header longer than its fields"));
     }
@@ -500,6 +517,22 @@ mod tests {
         // A second round trip of the loaded emulator gives the same bytes.
         let (again, _) = round_trip(&Emulator::load_from_reader(&image[..]).unwrap());
         assert_eq!(again, image);
+    }
+
+    #[test]
+    fn round_trip_keeps_lun_queue_scheduling() {
+        let timing = TimingParams { scheduling: Scheduling::LunQueues, ..TimingParams::CAFTL_PAPER };
+        let e = busy_emulator(EmulatorConfig { timing, ..faulty_config() });
+        let (image, loaded) = round_trip(&e);
+        assert_eq!(loaded.timing_params().scheduling, Scheduling::LunQueues);
+        // An unknown scheduling byte (the header's last, before its CRC) is refused.
+        let header_len = u32::from_le_bytes(image[12..16].try_into().unwrap()) as usize;
+        let mut bad = image.clone();
+        bad[16 + header_len - 1] = 7;
+        let crc = CRC32C.checksum(&bad[16..16 + header_len]);
+        bad[16 + header_len..20 + header_len].copy_from_slice(&crc.to_le_bytes());
+        let Err(err) = Emulator::load_from_reader(&bad[..]) else { panic!("an unknown scheduling loads") };
+        assert!(err.to_string().contains("unknown scheduling 7"), "{err}");
     }
 
     #[test]

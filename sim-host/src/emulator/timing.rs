@@ -4,33 +4,89 @@
 //! # Timing model
 //!
 //! Time is a simulated clock in nanoseconds; nothing here sleeps. The caller moves "now" with
-//! [`super::Emulator::set_now_ns`]; an operation never starts before now. Each device-wide plane
-//! has a busy-until time, and so has each channel's data bus, shared by the planes of the LUNs on
-//! that channel (LUN `l` sits on channel `l % channels`; by default every LUN has a channel of
-//! its own, [`super::EmulatorConfig::channels`]). Operations are placed greedily in issue order
-//! (no gap filling), with these phases:
+//! [`super::Emulator::set_now_ns`]; an operation never starts before now. The resources are the
+//! device-wide planes, the LUNs (dies) and the channels: each channel's data bus is shared by the
+//! LUNs on it (LUN `l` sits on channel `l % channels`; by default every LUN has a channel of its
+//! own, [`super::EmulatorConfig::channels`]). Operations are placed greedily in issue order, each
+//! at the earliest time its resources allow, with these phases:
 //!
-//! - **read**: the array read (tR) starts when the plane is free; the data transfer out
-//!   (`bytes * t_xfer`) follows on the channel's bus as soon as both tR has ended and the bus is
-//!   free.
+//! - **read**: the array read (tR) starts when its plane (or LUN) is free; the data transfer out
+//!   (`bytes * t_xfer`) follows on the channel's bus once tR has ended and the bus is free.
 //!   The plane stays busy until its page register has been transferred out.
-//! - **program**: the transfer in starts when the plane and the bus are free; the array program
-//!   (tPROG) follows on the plane. The bus is released at the end of the transfer.
-//! - **erase**: tBERS on the plane, starting when the plane is free; no bus time (command cycles
+//! - **program**: the transfer in starts when the plane (or LUN) and the bus are free; the array
+//!   program (tPROG) follows. The bus is released at the end of the transfer.
+//! - **erase**: tBERS, starting when the plane (or LUN) is free; no bus time (command cycles
 //!   are not modelled).
 //! - **multi-plane**: the planes' array phases run in parallel: a multi-plane read starts one tR
 //!   when all its planes are free, then transfers each page out in turn; a multi-plane program
 //!   transfers each page in turn, then runs one tPROG on all planes; a multi-plane erase runs
 //!   one tBERS on all planes.
 //!
-//! Planes of different LUNs, and single-plane operations on different planes of one LUN, overlap
-//! freely except for the shared bus of their channel. Operations refused by the rules (range, NOP, order, ...) or
-//! cut by a power loss take no time; operations that report status FAIL take their full time.
-//! `total_array_busy_ns` sums array time (tR, tPROG, tBERS) over planes.
+//! [`TimingParams::scheduling`] says what "free" means ([`Scheduling`]):
+//!
+//! - [`Scheduling::PlaneQueues`] (the default, the model of every figure before issue #20): each
+//!   plane queues its own operations, so single-plane operations on sibling planes of one LUN
+//!   overlap; a channel's bus is taken in issue order (a transfer never starts before the end of
+//!   one issued earlier on that channel, even if the bus is idle in between).
+//! - [`Scheduling::LunQueues`] (MQSim's die model): a LUN runs one command at a time in issue
+//!   order, a multi-plane command on its planes together; a transfer takes the earliest gap of
+//!   its length on its channel's bus at or after its data is ready, so a LUN that is free does
+//!   not wait behind transfers reserved later in time for LUNs with a queue (the bus is shared
+//!   the way an event-driven controller shares it). Gaps are kept for the last 1024
+//!   reservations per channel (merged when they touch); before those the bus counts as busy.
+//!
+//! Planes of different LUNs overlap freely except for the shared bus of their channel. With the
+//! simulator's closed loop ([`crate::sim`]) the requests in flight each issue their operations
+//! at their arrival, so independent requests overlap on different LUNs, channels (and, with
+//! plane queues, planes) while requests to one LUN queue behind each other there.
+//! Operations refused by the rules (range, NOP, order, ...) or cut by a power loss take no time;
+//! operations that report status FAIL take their full time. `total_array_busy_ns` sums array time
+//! (tR, tPROG, tBERS) over planes.
 //!
 //! Counters are plain `u64`s updated on every operation; they cost a few additions.
 
-/// Operation latencies of a device.
+use std::collections::VecDeque;
+
+/// How the planes of a LUN and the buses of the channels are scheduled (see the module doc).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum Scheduling {
+    /// Every plane has its own queue and runs single-plane operations independently of its
+    /// sibling planes; each channel's bus is taken in issue order (a transfer never goes before
+    /// one issued earlier). DiskSim's SSD extension with "parallel execution of commands in
+    /// separate planes" (the Reusable SSD paper's setup); the model of every preset before
+    /// issue #20, kept as the default so their figures hold.
+    #[default]
+    PlaneQueues,
+    /// A LUN (die) runs one command at a time, FIFO: a single-plane operation occupies the
+    /// whole LUN, a multi-plane one runs on its planes together (ONFI: the LUN is busy for the
+    /// whole command; MQSim's die). A transfer takes the earliest gap on its channel's bus at
+    /// or after the moment its data is ready, so an idle LUN's transfer does not wait behind one
+    /// reserved later for a LUN with a queue (what an event-driven controller does).
+    LunQueues,
+}
+
+impl Scheduling {
+    /// The CLI name: `planes` or `luns`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Scheduling::PlaneQueues => "planes",
+            Scheduling::LunQueues => "luns",
+        }
+    }
+}
+
+impl std::str::FromStr for Scheduling {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "planes" => Ok(Scheduling::PlaneQueues),
+            "luns" => Ok(Scheduling::LunQueues),
+            _ => Err(format!("unknown scheduling '{s}' (expected planes or luns)")),
+        }
+    }
+}
+
+/// Operation latencies of a device, and how its planes and buses are scheduled.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct TimingParams {
     /// Array read time (tR), nanoseconds.
@@ -41,24 +97,41 @@ pub struct TimingParams {
     pub t_bers_ns: u64,
     /// Bus transfer time per byte, picoseconds.
     pub t_xfer_ps_per_byte: u64,
+    /// Plane and bus scheduling.
+    pub scheduling: Scheduling,
 }
 
 impl TimingParams {
     /// Micron MT29F4G08ABADA datasheet: tR 25 us (max), tPROG 200 us (typical), tBERS 700 us
     /// (typical), ONFI asynchronous timing mode 5 (tRC/tWC 20 ns): 20 ns per byte.
-    pub const MT29F4G08: TimingParams =
-        TimingParams { t_r_ns: 25_000, t_prog_ns: 200_000, t_bers_ns: 700_000, t_xfer_ps_per_byte: 20_000 };
+    pub const MT29F4G08: TimingParams = TimingParams {
+        t_r_ns: 25_000,
+        t_prog_ns: 200_000,
+        t_bers_ns: 700_000,
+        t_xfer_ps_per_byte: 20_000,
+        scheduling: Scheduling::PlaneQueues,
+    };
 
     /// The flash parameters of the CAFTL paper's SSD simulation (Chen, Luo, Zhang: "CAFTL: A
     /// Content-Aware Flash Translation Layer Enhancing the Lifespan of Flash Memory based Solid
     /// State Drives", FAST 2011), used to compare with its results: tR 25 us, tPROG 200 us,
     /// tBERS 1.5 ms, 20 ns per byte of bus transfer.
-    pub const CAFTL_PAPER: TimingParams =
-        TimingParams { t_r_ns: 25_000, t_prog_ns: 200_000, t_bers_ns: 1_500_000, t_xfer_ps_per_byte: 20_000 };
+    pub const CAFTL_PAPER: TimingParams = TimingParams {
+        t_r_ns: 25_000,
+        t_prog_ns: 200_000,
+        t_bers_ns: 1_500_000,
+        t_xfer_ps_per_byte: 20_000,
+        scheduling: Scheduling::PlaneQueues,
+    };
 
     /// Every operation takes no time.
-    pub const ZERO: TimingParams =
-        TimingParams { t_r_ns: 0, t_prog_ns: 0, t_bers_ns: 0, t_xfer_ps_per_byte: 0 };
+    pub const ZERO: TimingParams = TimingParams {
+        t_r_ns: 0,
+        t_prog_ns: 0,
+        t_bers_ns: 0,
+        t_xfer_ps_per_byte: 0,
+        scheduling: Scheduling::PlaneQueues,
+    };
 
     /// Bus time for `bytes` bytes, nanoseconds (rounded up).
     pub const fn xfer_ns(&self, bytes: u64) -> u64 {
@@ -107,13 +180,83 @@ pub struct EmuCounters {
     pub rejected: u64,
 }
 
+/// Reservations a channel's bus keeps for gap filling; older ones fold into its floor.
+const MAX_BUS_INTERVALS: usize = 1024;
+
+/// One channel's data bus.
+#[derive(Clone, Debug, Default)]
+struct Bus {
+    /// The bus counts as busy before this time. In issue order ([`Scheduling::PlaneQueues`]) it
+    /// is the end of the latest reservation and `reserved` stays empty.
+    floor: u64,
+    /// Reservations `[start, end)` after `floor`, sorted, disjoint and not touching
+    /// ([`Scheduling::LunQueues`]).
+    reserved: VecDeque<(u64, u64)>,
+}
+
+impl Bus {
+    /// When the last reservation ends.
+    fn until(&self) -> u64 {
+        self.reserved.back().map_or(self.floor, |&(_, end)| end.max(self.floor))
+    }
+
+    /// Reserves `len` ns after every earlier reservation and no earlier than `ready`; returns
+    /// the start.
+    fn reserve_in_order(&mut self, ready: u64, len: u64) -> u64 {
+        let start = ready.max(self.floor);
+        self.floor = start.saturating_add(len);
+        start
+    }
+
+    /// Reserves `len` ns in the earliest gap that starts at or after `ready`; returns the start.
+    /// "Now" may move backwards, so reservations are not dropped when they are over, only when
+    /// more than [`MAX_BUS_INTERVALS`] are kept (the oldest then becomes the floor).
+    fn reserve_gap(&mut self, ready: u64, len: u64) -> u64 {
+        let mut start = ready.max(self.floor);
+        if len == 0 {
+            return start;
+        }
+        // The first reservation that ends after `start`; the ones before cannot be in the way.
+        let mut i = self.reserved.partition_point(|&(_, end)| end <= start);
+        while let Some(&(a, b)) = self.reserved.get(i) {
+            if start.saturating_add(len) <= a {
+                break;
+            }
+            start = start.max(b);
+            i += 1;
+        }
+        let end = start.saturating_add(len);
+        // Every reservation before `i` ends at or before `start`; the one at `i` starts at or
+        // after `end`. Merge with those that touch.
+        let joins_prev = i > 0 && self.reserved[i - 1].1 == start;
+        let joins_next = self.reserved.get(i).is_some_and(|&(a, _)| a == end);
+        match (joins_prev, joins_next) {
+            (true, true) => {
+                self.reserved[i - 1].1 = self.reserved[i].1;
+                self.reserved.remove(i);
+            }
+            (true, false) => self.reserved[i - 1].1 = end,
+            (false, true) => self.reserved[i].0 = start,
+            (false, false) => self.reserved.insert(i, (start, end)),
+        }
+        if self.reserved.len() > MAX_BUS_INTERVALS {
+            if let Some((_, oldest_end)) = self.reserved.pop_front() {
+                self.floor = self.floor.max(oldest_end);
+            }
+        }
+        start
+    }
+}
+
 /// Simulated clock and per-resource busy times.
 #[derive(Clone, Debug)]
 pub(crate) struct TimingState {
     pub(crate) params: TimingParams,
     now: u64,
     plane_busy: Vec<u64>,
-    bus_busy: Vec<u64>,
+    /// Per LUN, used by [`Scheduling::LunQueues`].
+    lun_busy: Vec<u64>,
+    buses: Vec<Bus>,
     last_completion: u64,
     /// Latest completion of the operations issued since the window was opened.
     window_end: u64,
@@ -121,13 +264,14 @@ pub(crate) struct TimingState {
 }
 
 impl TimingState {
-    /// `channels` buses (at least one) shared by `luns` LUNs.
-    pub(crate) fn new(params: TimingParams, planes: usize, channels: usize) -> Self {
+    /// `planes` device-wide planes on `luns` LUNs sharing `channels` buses (at least one).
+    pub(crate) fn new(params: TimingParams, planes: usize, luns: usize, channels: usize) -> Self {
         TimingState {
             params,
             now: 0,
             plane_busy: vec![0; planes],
-            bus_busy: vec![0; channels.max(1)],
+            lun_busy: vec![0; luns.max(1)],
+            buses: vec![Bus::default(); channels.max(1)],
             last_completion: 0,
             window_end: 0,
             total_array_busy: 0,
@@ -165,64 +309,94 @@ impl TimingState {
 
     /// The bus of `lun`'s channel.
     pub(crate) fn bus_busy_until(&self, lun: usize) -> Option<u64> {
-        self.bus_busy.get(lun % self.bus_busy.len()).copied()
+        self.buses.get(self.channel(lun)).map(Bus::until)
     }
 
     fn channel(&self, lun: usize) -> usize {
-        lun % self.bus_busy.len()
+        lun % self.buses.len()
+    }
+
+    fn lun_queues(&self) -> bool {
+        self.params.scheduling == Scheduling::LunQueues
     }
 
     pub(crate) fn idle_at(&self) -> u64 {
         let planes = self.plane_busy.iter().copied().max().unwrap_or(0);
-        let buses = self.bus_busy.iter().copied().max().unwrap_or(0);
-        planes.max(buses)
+        let luns = self.lun_busy.iter().copied().max().unwrap_or(0);
+        let buses = self.buses.iter().map(Bus::until).max().unwrap_or(0);
+        planes.max(luns).max(buses)
     }
 
     pub(crate) fn total_array_busy(&self) -> u64 {
         self.total_array_busy
     }
 
-    fn planes_free(&self, planes: &[(usize, u64)]) -> u64 {
-        planes.iter().map(|&(p, _)| self.plane_busy[p]).fold(self.now, u64::max)
+    /// When the planes of `ops` (and, with LUN queues, LUN `lun`) are all free, not before now.
+    fn start_at(&self, lun: usize, planes: &[(usize, u64)]) -> u64 {
+        let t = planes.iter().map(|&(p, _)| self.plane_busy[p]).fold(self.now, u64::max);
+        if self.lun_queues() {
+            t.max(self.lun_busy.get(lun).copied().unwrap_or(0))
+        } else {
+            t
+        }
     }
 
-    /// Reads of `ops` = (device-wide plane, bytes out) on LUN `lun`, their tR in parallel.
+    /// Reserves `len` ns of `lun`'s channel's bus from `ready` on; returns the start.
+    fn reserve_bus(&mut self, lun: usize, ready: u64, len: u64) -> u64 {
+        let (lq, ch) = (self.lun_queues(), self.channel(lun));
+        let bus = &mut self.buses[ch];
+        if lq {
+            bus.reserve_gap(ready, len)
+        } else {
+            bus.reserve_in_order(ready, len)
+        }
+    }
+
+    fn set_lun_busy(&mut self, lun: usize, t: u64) {
+        if let Some(b) = self.lun_busy.get_mut(lun) {
+            *b = t;
+        }
+    }
+
+    fn xfer_total(&self, ops: &[(usize, u64)]) -> u64 {
+        ops.iter().map(|&(_, bytes)| self.params.xfer_ns(bytes)).fold(0, u64::saturating_add)
+    }
+
+    /// Reads of `ops` = (device-wide plane, bytes out) on LUN `lun`, their tR in parallel, then
+    /// their transfers out one after the other.
     pub(crate) fn read(&mut self, lun: usize, ops: &[(usize, u64)]) {
-        let ch = self.channel(lun);
-        let start = self.planes_free(ops);
-        let array_end = start.saturating_add(self.params.t_r_ns);
-        let mut t = array_end.max(self.bus_busy[ch]);
+        let array_end = self.start_at(lun, ops).saturating_add(self.params.t_r_ns);
+        let mut t = self.reserve_bus(lun, array_end, self.xfer_total(ops));
         for &(p, bytes) in ops {
             t = t.saturating_add(self.params.xfer_ns(bytes));
             self.plane_busy[p] = t;
         }
-        self.bus_busy[ch] = t;
+        self.set_lun_busy(lun, t);
         self.complete(t);
         self.charge_array(self.params.t_r_ns, ops.len());
     }
 
-    /// Programs of `ops` = (device-wide plane, bytes in) on LUN `lun`, their tPROG in parallel.
+    /// Programs of `ops` = (device-wide plane, bytes in) on LUN `lun`: their transfers in one
+    /// after the other, then their tPROG in parallel.
     pub(crate) fn program(&mut self, lun: usize, ops: &[(usize, u64)]) {
-        let ch = self.channel(lun);
-        let mut t = self.planes_free(ops).max(self.bus_busy[ch]);
-        for &(_, bytes) in ops {
-            t = t.saturating_add(self.params.xfer_ns(bytes));
-        }
-        self.bus_busy[ch] = t;
-        let end = t.saturating_add(self.params.t_prog_ns);
+        let len = self.xfer_total(ops);
+        let start = self.reserve_bus(lun, self.start_at(lun, ops), len);
+        let end = start.saturating_add(len).saturating_add(self.params.t_prog_ns);
         for &(p, _) in ops {
             self.plane_busy[p] = end;
         }
+        self.set_lun_busy(lun, end);
         self.complete(end);
         self.charge_array(self.params.t_prog_ns, ops.len());
     }
 
-    /// Erases on the device-wide planes of `ops` (the byte counts are ignored), in parallel.
-    pub(crate) fn erase(&mut self, ops: &[(usize, u64)]) {
-        let end = self.planes_free(ops).saturating_add(self.params.t_bers_ns);
+    /// Erases on LUN `lun`'s planes of `ops` (the byte counts are ignored), in parallel.
+    pub(crate) fn erase(&mut self, lun: usize, ops: &[(usize, u64)]) {
+        let end = self.start_at(lun, ops).saturating_add(self.params.t_bers_ns);
         for &(p, _) in ops {
             self.plane_busy[p] = end;
         }
+        self.set_lun_busy(lun, end);
         self.complete(end);
         self.charge_array(self.params.t_bers_ns, ops.len());
     }
@@ -250,7 +424,8 @@ impl super::Emulator {
     }
 
     /// When the device-wide plane `plane_index` (`lun * planes_per_lun + plane`, as
-    /// [`nand_hal::Geometry::plane_index`]) is next free; `None` if it does not exist.
+    /// [`nand_hal::Geometry::plane_index`]) is next free of its own operations (with
+    /// [`Scheduling::LunQueues`] it also waits for its LUN's); `None` if it does not exist.
     pub fn plane_busy_until(&self, plane_index: u32) -> Option<u64> {
         self.timing.plane_busy_until(plane_index as usize)
     }
@@ -460,6 +635,117 @@ mod tests {
         assert_eq!(e.last_op_completion_ns(), P.t_r_ns + XFER_PAGE);
         // More channels than LUNs is refused.
         assert!(Emulator::new(EmulatorConfig { channels: 5, ..e.config().clone() }).is_err());
+    }
+
+    /// Four LUNs of two planes on two channels (LUNs 0 and 2 on channel 0, LUNs 1 and 3 on
+    /// channel 1) with `scheduling`, tR 50 us so that a transfer (42.24 us) fits in the bus gap
+    /// a queued read leaves.
+    fn two_by_two(scheduling: Scheduling) -> Emulator {
+        let e = emu(4);
+        let timing = TimingParams { t_r_ns: 50_000, scheduling, ..P };
+        Emulator::new(EmulatorConfig { channels: 2, timing, ..e.config().clone() }).unwrap()
+    }
+
+    #[test]
+    fn lun_queues_schedule_by_hand() {
+        let mut e = two_by_two(Scheduling::LunQueues);
+        let g = e.geometry();
+        let (mut d, mut s) = ([0u8; 2048], [0u8; 64]);
+        // Block `2 * k + p` of LUN `l` is on its plane `p`.
+        let block = |l: u32, p: u32, k: u32| BlockId(l * g.blocks_per_lun() + 2 * k + p);
+        let x = XFER_PAGE;
+        // Everything is issued at now = 0. The schedule, worked out by hand:
+        // 1. read LUN 0 plane 0: tR [0, 50], bus 0 [50, 50 + x].
+        e.read_page(g.page(block(0, 0, 0), 0), &mut d, &mut s).unwrap();
+        assert_eq!(e.last_op_completion_ns(), 50_000 + x);
+        // 2. read LUN 0 plane 1: the LUN runs one command at a time, so tR waits for the first
+        //    read's transfer: tR [50 + x, 100 + x], bus 0 [100 + x, 100 + 2x].
+        e.read_page(g.page(block(0, 1, 0), 0), &mut d, &mut s).unwrap();
+        assert_eq!(e.last_op_completion_ns(), 100_000 + 2 * x);
+        // 3. read LUN 2 (channel 0, idle): tR [0, 50]; the bus is taken until 50 + x, then free
+        //    until 100 + x: its transfer fills that gap.
+        e.read_page(g.page(block(2, 0, 0), 0), &mut d, &mut s).unwrap();
+        assert_eq!(e.last_op_completion_ns(), 50_000 + 2 * x);
+        // 4. read LUN 1 (channel 1): overlaps everything on channel 0.
+        e.read_page(g.page(block(1, 0, 0), 0), &mut d, &mut s).unwrap();
+        assert_eq!(e.last_op_completion_ns(), 50_000 + x);
+        // 5. read LUN 3 (channel 1): tR in parallel, its transfer after LUN 1's on the bus.
+        e.read_page(g.page(block(3, 0, 0), 0), &mut d, &mut s).unwrap();
+        assert_eq!(e.last_op_completion_ns(), 50_000 + 2 * x);
+        // 6. program LUN 1 plane 1: LUN 1 is free at 50 + x, channel 1's bus at 50 + 2x; the
+        //    transfer in, then tPROG.
+        let (pd, ps) = ([0u8; 2048], [0u8; 64]);
+        e.program_page(g.page(block(1, 1, 0), 0), &pd, &ps).unwrap();
+        assert_eq!(e.last_op_completion_ns(), 50_000 + 3 * x + 200_000);
+        // 7. erase on LUN 3 plane 1: after LUN 3's read, no bus.
+        e.erase_block(block(3, 1, 1)).unwrap();
+        assert_eq!(e.last_op_completion_ns(), 50_000 + 2 * x + 700_000);
+        assert_eq!(e.bus_busy_until(0), Some(100_000 + 2 * x));
+        assert_eq!(e.bus_busy_until(1), Some(50_000 + 3 * x));
+        assert_eq!(e.idle_at_ns(), 50_000 + 2 * x + 700_000);
+
+        // The same operations with plane queues: read 2 overlaps read 1's tR on the sibling
+        // plane and every transfer on a channel waits for the one issued before it.
+        let mut p = two_by_two(Scheduling::PlaneQueues);
+        p.read_page(g.page(block(0, 0, 0), 0), &mut d, &mut s).unwrap();
+        p.read_page(g.page(block(0, 1, 0), 0), &mut d, &mut s).unwrap();
+        assert_eq!(p.last_op_completion_ns(), 50_000 + 2 * x);
+        p.read_page(g.page(block(2, 0, 0), 0), &mut d, &mut s).unwrap();
+        assert_eq!(p.last_op_completion_ns(), 50_000 + 3 * x);
+    }
+
+    #[test]
+    fn lun_queues_multi_plane_program_holds_the_lun_once() {
+        let mut e = two_by_two(Scheduling::LunQueues);
+        let g = e.geometry();
+        let (d, s) = ([0u8; 2048], [0u8; 64]);
+        let ops = [
+            ProgramOp { page: g.page(BlockId(0), 0), data: &d, spare: &s },
+            ProgramOp { page: g.page(BlockId(1), 0), data: &d, spare: &s },
+        ];
+        e.program_multi(&ops).unwrap();
+        // Both transfers, one tPROG on both planes.
+        assert_eq!(e.last_op_completion_ns(), 2 * XFER_PAGE + 200_000);
+        // Two single-plane programs on the two planes serialise on the LUN.
+        let mut f = two_by_two(Scheduling::LunQueues);
+        f.program_page(g.page(BlockId(0), 0), &d, &s).unwrap();
+        f.program_page(g.page(BlockId(1), 0), &d, &s).unwrap();
+        assert_eq!(f.last_op_completion_ns(), 2 * (XFER_PAGE + 200_000));
+    }
+
+    #[test]
+    fn bus_gap_filling_matches_a_slot_by_slot_model() {
+        // Reservations on a bus against a model that marks every nanosecond: the earliest start
+        // at or after `ready` whose `len` nanoseconds are all free.
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let mut bus = Bus::default();
+        let mut taken = vec![false; 4096];
+        for _ in 0..40 {
+            let (ready, len) = (next(1500), next(60));
+            let expected = (ready..).find(|&t| (t..t + len).all(|u| !taken[u as usize])).unwrap();
+            assert_eq!(bus.reserve_gap(ready, len), expected);
+            for u in expected..expected + len {
+                taken[u as usize] = true;
+            }
+        }
+        let r: Vec<_> = bus.reserved.iter().copied().collect();
+        assert!(r.windows(2).all(|w| w[0].1 < w[1].0), "{r:?}");
+        let last = taken.iter().rposition(|&b| b).map_or(0, |u| u as u64 + 1);
+        assert_eq!(bus.until(), last);
+        // Past the cap, the oldest reservation becomes the floor: nothing fits before its end.
+        let mut bus = Bus::default();
+        for k in 0..=MAX_BUS_INTERVALS as u64 {
+            assert_eq!(bus.reserve_gap(10 * k, 5), 10 * k);
+        }
+        assert_eq!((bus.reserved.len(), bus.floor), (MAX_BUS_INTERVALS, 5));
+        assert_eq!(bus.reserve_gap(0, 5), 5);
+        assert_eq!(bus.reserve_gap(0, 6), 10 * MAX_BUS_INTERVALS as u64 + 5);
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //! loop: a host keeping `queue_depth` requests in flight; completions may come out of order).
 //! The simulated clock is set to the arrival; every NAND operation the FTL issues for the request
 //! (GC and checkpoint work included, so GC is charged to the requests it delays) starts when its
-//! plane and its LUN's bus are free; the request completes when the last of them does. Partial
+//! plane (or, with `--scheduling luns`, its LUN) and its channel's bus are free (the timing model
+//! in `emulator/timing.rs`); the request completes when the last of them does. Requests in flight
+//! overlap wherever they use different planes, LUNs and channels. Partial
 //! pages of a write are read first (read-modify-write) and counted.
 //!
 //! `--features flex-ecc` runs take another path ([`flexecc`]): a write-back cache manager

@@ -36,6 +36,14 @@ pub struct DeviceReport {
     pub t_prog_us: f64,
     /// Erase time.
     pub t_bers_us: f64,
+    /// Bus transfer time per byte.
+    pub t_xfer_ns_per_byte: f64,
+    /// LUNs (dies).
+    pub luns: u32,
+    /// Channels the LUNs share.
+    pub channels: u32,
+    /// The timing model's scheduling: `planes` or `luns`.
+    pub scheduling: &'static str,
 }
 
 /// Everything a run measured (the measured part only; preconditioning excluded).
@@ -120,6 +128,10 @@ impl DeviceReport {
             t_r_us: timing.t_r_ns as f64 / 1000.0,
             t_prog_us: timing.t_prog_ns as f64 / 1000.0,
             t_bers_us: timing.t_bers_ns as f64 / 1000.0,
+            t_xfer_ns_per_byte: timing.t_xfer_ps_per_byte as f64 / 1000.0,
+            luns: geo.luns,
+            channels: if cfg.device.channels == 0 { geo.luns } else { cfg.device.channels },
+            scheduling: timing.scheduling.name(),
         }
     }
 }
