@@ -227,6 +227,15 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         self.blocks.iter().map(|(b, i)| (b, i.erase_count(), i.state() == BlockState::Bad))
     }
 
+    /// Erase count of every block wear leveling covers: good blocks outside the anchor (whose
+    /// blocks are erased once per `pages_per_block` records, see [`crate::anchor`]).
+    pub fn leveled_erase_counts(&self) -> impl Iterator<Item = (BlockId, u32)> + '_ {
+        self.blocks
+            .iter()
+            .filter(|(_, i)| !matches!(i.state(), BlockState::Bad | BlockState::Anchor))
+            .map(|(b, i)| (b, i.erase_count()))
+    }
+
     /// Pages one checkpoint of this FTL takes (its map's section: a flat map's every entry, a
     /// cached map's directory).
     pub fn checkpoint_pages(&self) -> u32 {

@@ -823,12 +823,10 @@ fn log_ram<B: OnfiBus>(ftl: &AppFtl<'_, B>, map: &MapLayout, published: &RamFigu
 
 /// Erase-count spread and the FTL's totals.
 fn report_device<B: OnfiBus>(ftl: &mut AppFtl<'_, B>) {
-    let (mut min, mut max, mut sum, mut good, mut bad) = (u32::MAX, 0u32, 0u64, 0u64, 0u32);
-    for (_, ec, is_bad) in ftl.erase_counts() {
-        if is_bad {
-            bad += 1;
-            continue;
-        }
+    let (mut min, mut max, mut sum, mut good) = (u32::MAX, 0u32, 0u64, 0u64);
+    let bad = ftl.erase_counts().filter(|&(_, _, bad)| bad).count();
+    // The anchor's blocks are outside wear leveling.
+    for (_, ec) in ftl.leveled_erase_counts() {
         min = min.min(ec);
         max = max.max(ec);
         sum += ec as u64;
@@ -836,7 +834,7 @@ fn report_device<B: OnfiBus>(ftl: &mut AppFtl<'_, B>) {
     }
     let avg_milli = sum * 1000 / good.max(1);
     info!(
-        "wear: erase counts min {} max {} mean {}.{:03} over {} good blocks; {} bad",
+        "wear: erase counts min {} max {} mean {}.{:03} over {} good blocks outside the anchor; {} bad",
         min,
         max,
         avg_milli / 1000,

@@ -102,7 +102,7 @@ impl SteadyState {
         }
         let c = *ftl.counters();
         let ram_bytes = ftl.ram_bytes();
-        let mut good = ftl.erase_counts().filter(|(_, _, bad)| !bad).map(|(_, ec, _)| ec);
+        let mut good = ftl.leveled_erase_counts().map(|(_, ec)| ec);
         let first = good.next().unwrap_or(0);
         let (mut min, mut max, mut sum, mut count) = (first, first, first as u64, 1u64);
         for e in good {

@@ -41,13 +41,7 @@ fn skewed_run(limit: u32) -> (u32, u64) {
     for _ in 0..150 * n {
         ftl.write(n - 1 - rng.random_range(0..hot), &page).unwrap();
     }
-    // The anchor's blocks are outside wear leveling by design (erased once per
-    // `pages_per_block` records, see ftl-core/src/anchor.rs).
-    let counts: Vec<u32> = ftl
-        .erase_counts()
-        .filter(|(b, _, bad)| !bad && b.0 >= ftl_core::anchor::ANCHOR_BLOCKS)
-        .map(|(_, e, _)| e)
-        .collect();
+    let counts: Vec<u32> = ftl.leveled_erase_counts().map(|(_, e)| e).collect();
     let spread = counts.iter().max().unwrap() - counts.iter().min().unwrap();
     (spread, ftl.counters().wear_level_moves)
 }

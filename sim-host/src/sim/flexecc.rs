@@ -622,8 +622,11 @@ pub fn simulate_flex(
     r.device_dirty_write_latency_us = run.lat.dirty.summary();
     r.device_clean_write_latency_us = run.lat.clean.summary();
     r.device_flush_read_latency_us = run.lat.flush.summary();
-    let erase_counts =
-        super::report::erases_since(run.ftl.erase_counts(), run.ftl.nand().emu.erase_counts(), &erase_base);
+    let erase_counts = super::report::erases_since(
+        run.ftl.leveled_erase_counts(),
+        run.ftl.nand().emu.erase_counts(),
+        &erase_base,
+    );
     let report = Report::from_run(RunStats {
         cfg,
         logical_pages: n,

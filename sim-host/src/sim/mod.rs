@@ -617,7 +617,8 @@ where
     let waf_series = waf_series(&samples, n, 200);
     let end_time = ftl.nand().idle_at_ns().max(last_time);
     let c = *ftl.counters();
-    let erase_counts = report::erases_since(ftl.erase_counts(), ftl.nand().erase_counts(), &erase_base);
+    let erase_counts =
+        report::erases_since(ftl.leveled_erase_counts(), ftl.nand().erase_counts(), &erase_base);
     let features = ftl
         .policies_mut()
         .classifier()

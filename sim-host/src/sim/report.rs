@@ -220,18 +220,11 @@ impl Report {
     }
 }
 
-/// Erases of each good block since `base`: `blocks` as the FTL lists them (block, its count,
-/// bad), `now` and `base` the device's per-block erase counts (a block missing from `base` had
-/// none).
-pub fn erases_since(
-    blocks: impl Iterator<Item = (BlockId, u32, bool)>,
-    now: &[u32],
-    base: &[u32],
-) -> Vec<u32> {
-    blocks
-        .filter(|(_, _, bad)| !bad)
-        .map(|(b, _, _)| now[b.0 as usize] - base.get(b.0 as usize).copied().unwrap_or(0))
-        .collect()
+/// Erases of each block wear leveling covers since `base`: `blocks` as the FTL lists them
+/// (`Ftl::leveled_erase_counts`: good blocks outside the anchor), `now` and `base` the device's
+/// per-block erase counts (a block missing from `base` had none).
+pub fn erases_since(blocks: impl Iterator<Item = (BlockId, u32)>, now: &[u32], base: &[u32]) -> Vec<u32> {
+    blocks.map(|(b, _)| now[b.0 as usize] - base.get(b.0 as usize).copied().unwrap_or(0)).collect()
 }
 
 /// Reads one metric from a report.
