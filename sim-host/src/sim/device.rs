@@ -6,6 +6,7 @@
 //! | `anchor` | 1024 blocks x 64 x 2 KiB, 2 planes (the WAF sanity anchor's shape) | MT29F4G08 |
 //! | `small` | 256 blocks x 64 x 2 KiB, 2 planes (quick runs) | MT29F4G08 |
 //! | `caftl` | 4 KiB pages (+128 B spare), 64-page blocks, 2 planes, 8192 blocks (2 GiB) | CAFTL paper: 25 us / 200 us / 1.5 ms |
+//! | `eti` | the ETI paper's simulator: 32768 blocks x 128 pages x 4 KiB (16 GiB), one plane (so the FTL's per-plane greedy is the paper's global greedy) | CAFTL paper: 25 us / 200 us / 1.5 ms |
 //! | `cdm` | the CDM talk's 64 GB SLC scaled to 4 GiB: 4 KiB pages, 64-page blocks, 16384 blocks | 25 us / 200 us / 1.5 ms, 100 us per 4 KiB transfer |
 //!
 //! The CDM device is scaled down by default (64 GB would need a 64 MiB map and 2 GiB of emulated
@@ -31,6 +32,9 @@ pub enum Preset {
     Caftl,
     /// The CDM talk's setup, scaled.
     Cdm,
+    /// The ETI paper's geometry: 32K blocks of 128 4-KiB pages, 7% spare, one plane (global
+    /// greedy).
+    Eti,
     /// Reusable SSD's setup: 4 KiB pages with a 9 % spare (368 bytes), 64 pages per block, two
     /// planes of 1024 blocks, NOP 4, pages reprogrammable in any order (second writes), the
     /// CAFTL paper's SLC latencies.
@@ -49,10 +53,11 @@ impl FromStr for Preset {
             "small" => Ok(Preset::Small),
             "caftl" => Ok(Preset::Caftl),
             "cdm" => Ok(Preset::Cdm),
+            "eti" => Ok(Preset::Eti),
             "wom" => Ok(Preset::Wom),
             "wom-fast-bus" => Ok(Preset::WomFastBus),
             _ => Err(format!(
-                "unknown device preset '{s}' (expected mt29f4g08, anchor, small, caftl, cdm, wom or wom-fast-bus)"
+                "unknown device preset '{s}' (expected mt29f4g08, anchor, small, caftl, eti, cdm, wom or wom-fast-bus)"
             )),
         }
     }
@@ -110,6 +115,12 @@ impl Preset {
             },
             Preset::Caftl => Device {
                 geometry: SLC_4K,
+                timing: TimingParams::CAFTL_PAPER,
+                default_op_percent: 7.0,
+                channels: 0,
+            },
+            Preset::Eti => Device {
+                geometry: Geometry { pages_per_block: 128, blocks_per_plane: 32768, planes_per_lun: 1, ..SLC_4K },
                 timing: TimingParams::CAFTL_PAPER,
                 default_op_percent: 7.0,
                 channels: 0,
@@ -197,7 +208,7 @@ mod tests {
 
     #[test]
     fn presets_parse_and_validate() {
-        for name in ["mt29f4g08", "anchor", "small", "caftl", "cdm", "wom", "wom-fast-bus"] {
+        for name in ["mt29f4g08", "anchor", "small", "caftl", "eti", "cdm", "wom", "wom-fast-bus"] {
             let d = name.parse::<Preset>().unwrap().device();
             assert_eq!(d.geometry.validate(), Ok(()), "{name}");
         }
