@@ -96,7 +96,14 @@ pub struct GuardConfig {
 impl GuardConfig {
     /// The defaults over `pages` logical pages.
     pub const fn with_address_pages(pages: u64) -> GuardConfig {
-        GuardConfig { address_pages: pages, op_permille: 70, lanes: 2, reserve: 2, window: 2048, margin_permille: 10 }
+        GuardConfig {
+            address_pages: pages,
+            op_permille: 70,
+            lanes: 2,
+            reserve: 2,
+            window: 2048,
+            margin_permille: 10,
+        }
     }
 }
 
@@ -197,7 +204,8 @@ impl<const PAGES: usize, const BLOCKS: usize> Ghost<PAGES, BLOCKS> {
             if b != NONE {
                 self.state[b as usize] = CLOSED;
             }
-            let Some(nb) = (lane..sh.blocks as usize).step_by(sh.lanes as usize).find(|&k| self.state[k] == FREE)
+            let Some(nb) =
+                (lane..sh.blocks as usize).step_by(sh.lanes as usize).find(|&k| self.state[k] == FREE)
             else {
                 self.open[stream][lane] = NONE;
                 return false;
@@ -297,13 +305,22 @@ impl<C: Classifier, const PAGES: usize, const BLOCKS: usize> Guarded<C, PAGES, B
                 return Err(ConfigError::Guard);
             }
         };
-        let shape = Shape { ppb: ppb as u16, blocks: blocks as u16, lanes: lanes as u16, reserve: cfg.reserve as u16 };
+        let shape = Shape {
+            ppb: ppb as u16,
+            blocks: blocks as u16,
+            lanes: lanes as u16,
+            reserve: cfg.reserve as u16,
+        };
         let mut one = Ghost::new();
         let mut sep = Ghost::new();
         one.start(shape);
         sep.start(shape);
-        let stats =
-            GuardStats { shift, ghost_blocks: blocks as u32, ghost_pages: pages as u32, ..GuardStats::default() };
+        let stats = GuardStats {
+            shift,
+            ghost_blocks: blocks as u32,
+            ghost_pages: pages as u32,
+            ..GuardStats::default()
+        };
         Ok(Guarded {
             inner,
             one,

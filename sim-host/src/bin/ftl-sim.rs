@@ -17,7 +17,8 @@ use sim_host::sim::ecc_model::{DecodeTiming, ErrorRates};
 use sim_host::sim::flexecc::{EccMode, FlexSimConfig};
 use sim_host::sim::report::compare_table;
 use sim_host::sim::{
-    parse_features, plot, simulate, parse_classifier, AddressMode, ClassifierKind, ClassifierOpts, Feature, Precondition, SimConfig, SimOutput,
+    parse_classifier, parse_features, plot, simulate, AddressMode, ClassifierKind, ClassifierOpts, Feature,
+    Precondition, SimConfig, SimOutput,
 };
 use sim_host::steady_state::SteadyState;
 use sim_host::trace::{footprint_pages, read_trace, Format, ParseOptions, Trace};

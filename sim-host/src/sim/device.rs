@@ -120,7 +120,12 @@ impl Preset {
                 channels: 0,
             },
             Preset::Eti => Device {
-                geometry: Geometry { pages_per_block: 128, blocks_per_plane: 32768, planes_per_lun: 1, ..SLC_4K },
+                geometry: Geometry {
+                    pages_per_block: 128,
+                    blocks_per_plane: 32768,
+                    planes_per_lun: 1,
+                    ..SLC_4K
+                },
                 timing: TimingParams::CAFTL_PAPER,
                 default_op_percent: 7.0,
                 channels: 0,

@@ -30,11 +30,11 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Instant;
 
+use ftl_core::policy::Classifier;
 use ftl_core::policy::{
     Greedy, NullCodec, Policies, PolicySet, RequestSizeClassifier, SeparateByTemperature, SingleHostStream,
 };
 use ftl_core::{Config, Ftl};
-use ftl_core::policy::Classifier;
 use ftl_policies::eti::{CrcPoly, Eti, EtiConfig, GuardConfig, Guarded, Mbf, MbfConfig, Mhf, MhfConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -96,7 +96,7 @@ impl<const V: usize, const W: usize> Observed for Mbf<V, W> {
     }
 }
 
-impl<C: Observed + Classifier> Observed for Guarded<C> {
+impl<C: Observed + Classifier, const P: usize, const B: usize> Observed for Guarded<C, P, B> {
     fn series_value(&self) -> Option<u64> {
         self.inner().series_value()
     }
@@ -115,7 +115,8 @@ impl<C: Observed + Classifier> Observed for Guarded<C> {
             "ghost_blocks": s.ghost_blocks,
             "memory_bytes": Self::MEMORY_BYTES,
         });
-        let (name, mut inner) = self.inner().feature_report().unwrap_or(("size".into(), serde_json::json!({})));
+        let (name, mut inner) =
+            self.inner().feature_report().unwrap_or(("size".into(), serde_json::json!({})));
         if let Some(o) = inner.as_object_mut() {
             o.insert("guard".into(), guard);
         }
@@ -178,9 +179,11 @@ impl ClassifierOpts {
     /// `guard`, `margin=N`, `window=N`).
     pub fn apply(&mut self, options: &str) -> Result<(), String> {
         for o in options.split(':').filter(|o| !o.is_empty()) {
-            let num = |v: &str| v.parse::<u32>().map_err(|_| format!("classifier option '{o}': not a number"));
+            let num =
+                |v: &str| v.parse::<u32>().map_err(|_| format!("classifier option '{o}': not a number"));
             let byte = |v: &str| {
-                num(v).and_then(|n| u8::try_from(n).map_err(|_| format!("classifier option '{o}': too large")))
+                num(v)
+                    .and_then(|n| u8::try_from(n).map_err(|_| format!("classifier option '{o}': too large")))
             };
             match o.split_once('=') {
                 Some(("alpha", v)) => self.eti_alpha = byte(v)?,
@@ -472,7 +475,9 @@ pub fn simulate(
     }
     let o = cfg.classifier_opts;
     match classifier {
-        ClassifierKind::None if !o.guard => simulate_with(cfg, policies(size, SingleHostStream), requests, progress),
+        ClassifierKind::None if !o.guard => {
+            simulate_with(cfg, policies(size, SingleHostStream), requests, progress)
+        }
         ClassifierKind::None => Err("--guard needs a classifier to guard".into()),
         ClassifierKind::Size => separated(cfg, size, requests, progress),
         ClassifierKind::Eti => {
@@ -522,7 +527,8 @@ fn separated<K: Classifier + Observed>(
         margin_permille: o.guard_margin_permille,
         ..GuardConfig::with_address_pages(cfg.logical_pages() as u64)
     };
-    let guarded = Guarded::new(classifier, gcfg).map_err(|e| format!("guard configuration: {e:?}"))?;
+    let guarded =
+        Guarded::<K, 16384, 256>::new(classifier, gcfg).map_err(|e| format!("guard configuration: {e:?}"))?;
     simulate_with(cfg, policies(guarded, SeparateByTemperature), requests, progress)
 }
 

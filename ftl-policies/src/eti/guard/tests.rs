@@ -45,7 +45,11 @@ impl Model {
     }
 
     fn valid(&self, b: usize) -> usize {
-        self.blocks[b].iter().enumerate().filter(|(i, l)| l.is_some_and(|l| self.map[l as usize] == Some((b, *i)))).count()
+        self.blocks[b]
+            .iter()
+            .enumerate()
+            .filter(|(i, l)| l.is_some_and(|l| self.map[l as usize] == Some((b, *i))))
+            .count()
     }
 
     fn program(&mut self, lpn: u16, s: usize, lane: usize) {
@@ -206,8 +210,7 @@ fn waf_permille(programs: u64, host: u64) -> u64 {
 
 #[test]
 fn shape_follows_the_address_space_and_over_provisioning() {
-    let g = G::<_>::new(Oracle { hot_pages: 0 }, GuardConfig::with_address_pages(SPACE as u64))
-        .unwrap();
+    let g = G::<_>::new(Oracle { hot_pages: 0 }, GuardConfig::with_address_pages(SPACE as u64)).unwrap();
     let s = g.stats();
     // 2^15 pages into a ghost of 8192: 2^13 ghost pages would need 8766 flash pages, so one page
     // in 8 is sampled: 4096 ghost pages, 4096 x 1.07 = 4383 flash pages in 16-page blocks: 274
@@ -247,7 +250,9 @@ fn does_not_separate_on_labels_unrelated_to_lifetime() {
     let s = *g.stats();
     // Coin-flip labels split every stream in two without sorting lifetimes: the separated ghost
     // is no better, and the guard keeps (nearly) everything on one stream.
-    assert!(waf_permille(s.sep_programs, s.ghost_host) * 1000 >= waf_permille(s.one_programs, s.ghost_host) * 990);
+    assert!(
+        waf_permille(s.sep_programs, s.ghost_host) * 1000 >= waf_permille(s.one_programs, s.ghost_host) * 990
+    );
     assert!(s.separate_decisions * 5 <= s.decisions, "{s:?}");
     assert!(hot >= s.pages - s.separated_pages, "pages not separated are answered hot");
 }
