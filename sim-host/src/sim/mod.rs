@@ -108,6 +108,7 @@ impl<C: Observed + Classifier, const P: usize, const B: usize> Observed for Guar
             "decisions": s.decisions,
             "separate_decisions": s.separate_decisions,
             "separated_pages": s.separated_pages,
+            "drained_pages": s.drained_pages,
             "ghost_waf_one": s.one_programs as f64 / s.ghost_host.max(1) as f64,
             "ghost_waf_separated": s.sep_programs as f64 / s.ghost_host.max(1) as f64,
             "sample_shift": s.shift,
@@ -525,10 +526,11 @@ fn separated<K: Classifier + Observed>(
         lanes: (geo.planes_per_lun * geo.luns).clamp(1, ftl_policies::eti::guard::MAX_LANES as u32) as u8,
         window: o.guard_window,
         margin_permille: o.guard_margin_permille,
+        pages_per_block: geo.pages_per_block,
         ..GuardConfig::with_address_pages(cfg.logical_pages() as u64)
     };
     let guarded =
-        Guarded::<K, 16384, 256>::new(classifier, gcfg).map_err(|e| format!("guard configuration: {e:?}"))?;
+        Guarded::<K, 32768, 1024>::new(classifier, gcfg).map_err(|e| format!("guard configuration: {e:?}"))?;
     simulate_with(cfg, policies(guarded, SeparateByTemperature), requests, progress)
 }
 

@@ -212,10 +212,12 @@ fn waf_permille(programs: u64, host: u64) -> u64 {
 fn shape_follows_the_address_space_and_over_provisioning() {
     let g = G::<_>::new(Oracle { hot_pages: 0 }, GuardConfig::with_address_pages(SPACE as u64)).unwrap();
     let s = g.stats();
-    // 2^15 pages into a ghost of 8192: 2^13 ghost pages would need 8766 flash pages, so one page
-    // in 8 is sampled: 4096 ghost pages, 4096 x 1.07 = 4383 flash pages in 16-page blocks: 274
-    // blocks, which also leaves the 2 x (3 open + 2 reserve) + 1 blocks the ghost needs.
-    assert_eq!((s.shift, s.ghost_pages, s.ghost_blocks), (3, 4096, 274));
+    // 2^15 pages x 1.07 = 35062 flash pages: 548 blocks of 64 on the device, more than the
+    // ghost's 512, so the ghost aims at 512 blocks. Sampling one page in 2 or 4 still needs more
+    // than its 8192 flash pages; one in 8 gives 4096 ghost pages, 4383 flash pages in 9-page
+    // blocks: 487 blocks, rounded up to the 2 lanes (this also leaves the 2 x (3 open + 2
+    // reserve) + 1 blocks the ghost needs).
+    assert_eq!((s.shift, s.ghost_pages, s.ghost_blocks), (3, 4096, 488));
     // Exactly one page of every 8-page group is sampled.
     for group in [0u32, 1, 500, 4095] {
         let hits: Vec<u16> = (group * 8..group * 8 + 8).filter_map(|l| g.sample(l)).collect();
@@ -249,12 +251,11 @@ fn does_not_separate_on_labels_unrelated_to_lifetime() {
     let hot = drive(&mut g, 12, true, 11);
     let s = *g.stats();
     // Coin-flip labels split every stream in two without sorting lifetimes: the separated ghost
-    // is no better, and the guard keeps (nearly) everything on one stream.
-    assert!(
-        waf_permille(s.sep_programs, s.ghost_host) * 1000 >= waf_permille(s.one_programs, s.ghost_host) * 990
-    );
-    assert!(s.separate_decisions * 5 <= s.decisions, "{s:?}");
-    assert!(hot >= s.pages - s.separated_pages, "pages not separated are answered hot");
+    // is no better than one stream (within 1%), so separation never clears the margin for long:
+    // it wins only the windows where sampling noise favours it, a minority.
+    assert!(s.sep_programs * 1000 >= s.one_programs * 990, "{s:?}");
+    assert!(s.separate_decisions * 2 < s.decisions, "{s:?}");
+    assert!(hot >= s.pages - s.separated_pages - s.drained_pages, "pages not separated are answered hot");
 }
 
 #[test]
@@ -278,4 +279,37 @@ fn the_inner_classifier_sees_every_page() {
     for l in 0..1 << 12 {
         assert_eq!(g.inner().estimate(l), alone.estimate(l));
     }
+}
+
+#[test]
+fn cold_blocks_left_open_are_filled_then_left_alone() {
+    // No decisions (an endless window): separation is switched by hand.
+    let cfg = GuardConfig { window: u32::MAX, lanes: 3, pages_per_block: 16, ..GuardConfig::with_address_pages(1 << 12) };
+    let mut g = G::<_>::new(Oracle { hot_pages: 1 << 11 }, cfg).unwrap();
+    let mut cold = [0u32; 3];
+    let mut k = 0usize;
+    let mut write = |g: &mut G<Oracle>, cold: &mut [u32; 3], lpn: u32| {
+        let t = g.classify_request(&WriteRequest { lpn, pages: 1, page_bytes: 4096 });
+        if g.classify_page(lpn, t) == Temperature::Cold {
+            cold[k % 3] += 1;
+        }
+        k += 1;
+    };
+    let mut rng = Rng(9);
+    g.separate = true;
+    for _ in 0..1000 {
+        write(&mut g, &mut cold, rng.below(1 << 12));
+    }
+    let during = cold;
+    assert!(during.iter().all(|&c| c % 16 != 0), "the episode leaves partial cold blocks: {during:?}");
+    g.separate = false;
+    for _ in 0..2000 {
+        write(&mut g, &mut cold, rng.below(1 << 12));
+    }
+    // The FTL deals pages to the 3 planes in turn: each plane's cold block is now exactly full, and
+    // no page more than that went to the cold frontier.
+    for p in 0..3 {
+        assert_eq!(cold[p], during[p].next_multiple_of(16), "plane {p}: {cold:?} after {during:?}");
+    }
+    assert_eq!(g.stats().drained_pages, (0..3).map(|p| (cold[p] - during[p]) as u64).sum::<u64>());
 }
