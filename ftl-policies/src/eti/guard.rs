@@ -97,10 +97,10 @@ pub struct GuardConfig {
     pub lanes: u8,
     /// Free blocks GC keeps per lane, at least 2 (default 2).
     pub reserve: u8,
-    /// Sampled writes between decisions, at least 1 (default 2048).
+    /// Sampled writes between decisions, at least 1 (default 512).
     pub window: u32,
     /// Separation is used when its ghost programs at least this many per mille fewer pages than
-    /// one stream's (default 10: 1%).
+    /// one stream's (default 20: 2%).
     pub margin_permille: u32,
     /// The device's pages per block, for draining the cold frontier after separation ends (see
     /// the module documentation); 0 turns draining off (default 64).
@@ -115,8 +115,8 @@ impl GuardConfig {
             op_permille: 70,
             lanes: 2,
             reserve: 2,
-            window: 2048,
-            margin_permille: 10,
+            window: 512,
+            margin_permille: 20,
             pages_per_block: 64,
         }
     }
@@ -314,7 +314,8 @@ impl<C: Classifier, const PAGES: usize, const BLOCKS: usize> Guarded<C, PAGES, B
         // The ghosts keep the device's number of blocks where they can (BLOCKS at most), so that
         // open blocks and reserves take the same share of the spare space as on the device;
         // sampling shrinks the blocks instead.
-        let dev_ppb = if cfg.pages_per_block >= 2 { cfg.pages_per_block as u64 } else { (PAGES / BLOCKS) as u64 };
+        let dev_ppb =
+            if cfg.pages_per_block >= 2 { cfg.pages_per_block as u64 } else { (PAGES / BLOCKS) as u64 };
         let max_blocks = (BLOCKS as u64 / lanes) * lanes;
         let want = ((cfg.address_pages * op).div_ceil(1000).div_ceil(dev_ppb).div_ceil(lanes) * lanes)
             .clamp(lanes, max_blocks);

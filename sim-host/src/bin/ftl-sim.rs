@@ -248,10 +248,10 @@ struct ClassifierArgs {
     #[arg(long)]
     guard: bool,
     /// The guard's margin: separate when its ghost programs this many per mille fewer pages.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 20)]
     guard_margin: u32,
     /// The guard's decision window in sampled writes.
-    #[arg(long, default_value_t = 2048)]
+    #[arg(long, default_value_t = 512)]
     guard_window: u32,
 }
 

@@ -529,8 +529,8 @@ fn separated<K: Classifier + Observed>(
         pages_per_block: geo.pages_per_block,
         ..GuardConfig::with_address_pages(cfg.logical_pages() as u64)
     };
-    let guarded =
-        Guarded::<K, 32768, 1024>::new(classifier, gcfg).map_err(|e| format!("guard configuration: {e:?}"))?;
+    let guarded = Guarded::<K, 32768, 1024>::new(classifier, gcfg)
+        .map_err(|e| format!("guard configuration: {e:?}"))?;
     simulate_with(cfg, policies(guarded, SeparateByTemperature), requests, progress)
 }
 

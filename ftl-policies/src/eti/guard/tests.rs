@@ -268,10 +268,13 @@ fn the_inner_classifier_sees_every_page() {
     for _ in 0..20_000 {
         let lpn = rng.below(1 << 12);
         let t = g.classify_request(&WriteRequest { lpn, pages: 1, page_bytes: 4096 });
+        let drained = g.stats().drained_pages;
         let guarded = g.classify_page(lpn, t);
         let inner = alone.classify_page(lpn, Temperature::Cold);
         if g.separating() {
             assert_eq!(guarded, inner);
+        } else if g.stats().drained_pages > drained {
+            assert_eq!(guarded, Temperature::Cold, "filling a cold block left open");
         } else {
             assert_eq!(guarded, Temperature::Hot);
         }
@@ -284,7 +287,12 @@ fn the_inner_classifier_sees_every_page() {
 #[test]
 fn cold_blocks_left_open_are_filled_then_left_alone() {
     // No decisions (an endless window): separation is switched by hand.
-    let cfg = GuardConfig { window: u32::MAX, lanes: 3, pages_per_block: 16, ..GuardConfig::with_address_pages(1 << 12) };
+    let cfg = GuardConfig {
+        window: u32::MAX,
+        lanes: 3,
+        pages_per_block: 16,
+        ..GuardConfig::with_address_pages(1 << 12)
+    };
     let mut g = G::<_>::new(Oracle { hot_pages: 1 << 11 }, cfg).unwrap();
     let mut cold = [0u32; 3];
     let mut k = 0usize;
