@@ -5,7 +5,8 @@
 # preconditioned (sequential fill, then two uniform passes), then the trace replayed until twice
 # the logical capacity is written. Each input runs with SEEDS preconditioning seeds (default 3);
 # then the paper's variants (three hash pairs for MHF and MBF, MBF at 2x and 4x), the alpha/beta
-# sensitivity and a one-plane device (per-plane greedy = the paper's global greedy).
+# sensitivity, a one-plane device (per-plane greedy = the paper's global greedy) and on-demand GC
+# (--gc-pacing off).
 # ETI_PAPER=1 adds the paper's geometry (32K x 128-page blocks, `--device eti`) on Zipf 1 (minutes).
 # Writes docs/eval/eti/ (JSON per run) and docs/eval/eti/README.md (scripts/eval/eti_report.py).
 set -euo pipefail
@@ -42,6 +43,7 @@ for item in "${inputs[@]}"; do
     run "$name" "$args" "$sweep" sweep "$s" &
     run "$name" "$args" baseline,baseline@mhf,baseline@eti,baseline@eti:guard planes1 "$s" --planes 1 &
     wait
+    run "$name" "$args" baseline,baseline@mhf,baseline@eti,baseline@eti:guard nopacing "$s" --gc-pacing off
   done
 done
 if [ -n "${ETI_PAPER:-}" ]; then

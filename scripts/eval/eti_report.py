@@ -127,6 +127,25 @@ def main():
     pl = ["baseline", "baseline@mhf", "baseline@eti", "baseline@eti:guard"]
     p(table(runs, "planes1", pl, names, ["one stream", "MHF", "ETI", "ETI + guard"]))
     p()
+    if any(t == "nopacing" for (_, t) in runs):
+        p("## Paced GC and separation")
+        p()
+        p("The same runs with `--gc-pacing off` (whole victims on demand, as in the paper's simulator and")
+        p("in the guard's ghosts) instead of the FTL's default paced GC:")
+        p()
+        p(table(runs, "nopacing", pl, names, ["one stream", "MHF", "ETI", "ETI + guard"]))
+        p()
+    p("## ETI's extent table")
+    p()
+    p("Requests ETI handled (preconditioning included), the share that needed a split the full table")
+    p("could not make, extents in use at the end (of 2048), first seed:")
+    p()
+    p("| input | requests | table full | extents at the end |")
+    p("|---|---|---|---|")
+    for n in names:
+        e = runs[(n, "main")]["baseline@eti"][0]["features"]["eti"]
+        p(f"| {n} | {e['requests']} | {e['table_full'] / max(e['requests'], 1):.0%} | {e['extents_in_use']} |")
+    p()
     if "paper-zipf1.json" in extra:
         rs = extra["paper-zipf1.json"]
         base = rs[0]["waf"]

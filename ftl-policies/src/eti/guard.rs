@@ -166,6 +166,9 @@ struct Ghost<const PAGES: usize, const BLOCKS: usize> {
     free: [u16; MAX_LANES],
     next_lane: usize,
     programs: u64,
+    /// The frontier GC copies go to (the GC frontier; tests set another to model an FTL without
+    /// one).
+    gc_dest: usize,
 }
 
 /// The shape a ghost runs with (shared by both ghosts).
@@ -189,6 +192,7 @@ impl<const PAGES: usize, const BLOCKS: usize> Ghost<PAGES, BLOCKS> {
             free: [0; MAX_LANES],
             next_lane: 0,
             programs: 0,
+            gc_dest: GC,
         }
     }
 
@@ -258,7 +262,7 @@ impl<const PAGES: usize, const BLOCKS: usize> Ghost<PAGES, BLOCKS> {
                 let l = self.rev[p];
                 if l != NONE && self.map[l as usize] as usize == p {
                     self.valid[v] = self.valid[v].saturating_sub(1);
-                    if !self.program(sh, l, GC, lane) {
+                    if !self.program(sh, l, self.gc_dest, lane) {
                         return;
                     }
                 }

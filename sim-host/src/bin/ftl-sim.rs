@@ -53,7 +53,8 @@ enum Command {
         #[arg(long, default_value = "")]
         features: String,
         /// Hot/cold classifier: none (one host stream), size (64 KiB rule, hot and cold streams),
-        /// mhf, mbf, eti.
+        /// mhf, mbf, eti; options after colons: eti:alpha=N:beta=N:decay=N, mhf:hN, mbf:xN:hN,
+        /// and :guard (see --guard).
         #[arg(long, default_value = "none")]
         classifier: String,
     },
