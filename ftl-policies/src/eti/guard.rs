@@ -52,7 +52,12 @@
 //! bounded by one window of the worse choice. It is an estimate: the sample's WAF differs from the
 //! device's (smaller blocks, sampling noise, no checkpoint or wear-leveling writes), so the
 //! device can still be a little worse than one stream where the two are within noise of each
-//! other; `margin_permille` trades that against missed gains.
+//! other; `margin_permille` trades that against missed gains. The ghosts collect whole victims on
+//! demand; they do not model the FTL's paced GC, under which separation can cost where on-demand
+//! GC gains (docs/eval/eti/README.md, Heimdall 1370).
+//!
+//! The ghost FTL is written here rather than taken from a crate: it is a few hundred lines tied
+//! to this FTL's frontier and plane rules, and no `no_std` crate offers a greedy FTL model.
 //!
 //! # Memory
 //!
