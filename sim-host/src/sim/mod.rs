@@ -476,10 +476,8 @@ pub fn simulate(
     }
     let o = cfg.classifier_opts;
     match classifier {
-        ClassifierKind::None if !o.guard => {
-            simulate_with(cfg, policies(size, SingleHostStream), requests, progress)
-        }
-        ClassifierKind::None => Err("--guard needs a classifier to guard".into()),
+        // One stream: nothing to guard (`--guard` applies to the configurations with a classifier).
+        ClassifierKind::None => simulate_with(cfg, policies(size, SingleHostStream), requests, progress),
         ClassifierKind::Size => separated(cfg, size, requests, progress),
         ClassifierKind::Eti => {
             let ecfg = EtiConfig {
@@ -828,6 +826,26 @@ mod tests {
         // An interval wholly after the switch has the later WAF.
         assert!(s[99].1 > 3.9 && s[99].1 < 4.1, "{:?}", s[99]);
         assert!((s[99].2 - samples[999].1 as f64 / samples[999].0 as f64).abs() < 1e-12);
+    }
+
+    #[test]
+    fn classifier_options_parse() {
+        let d = ClassifierOpts::default();
+        let (k, o) = parse_classifier("mbf:x2:h3", d).unwrap();
+        assert_eq!((k, o.mbf_scale, o.hashes, o.guard), (ClassifierKind::Mbf, 2, 3, false));
+        assert_eq!(o.hash_pair(), Ok([CrcPoly::CdRom, CrcPoly::Castagnoli]));
+        let (k, o) = parse_classifier("eti:alpha=90:beta=2:decay=1000:guard:margin=5:window=64", d).unwrap();
+        assert_eq!(k, ClassifierKind::Eti);
+        assert_eq!((o.eti_alpha, o.eti_beta, o.eti_decay), (90, 2, 1000));
+        assert_eq!((o.guard, o.guard_margin_permille, o.guard_window), (true, 5, 64));
+        // Options start from the given base (the command-line flags).
+        let base = ClassifierOpts { hashes: 2, ..d };
+        assert_eq!(parse_classifier("mhf", base).unwrap().1.hashes, 2);
+        assert!(parse_classifier("mhf:h4", d).unwrap_err().contains("1, 2 or 3"));
+        assert!(parse_classifier("mbf:x3", d).unwrap_err().contains("x1, x2 or x4"));
+        assert!(parse_classifier("eti:alpha=300", d).unwrap_err().contains("too large"));
+        assert!(parse_classifier("eti:bogus", d).unwrap_err().contains("unknown classifier option"));
+        assert!(parse_classifier("lru", d).is_err());
     }
 
     #[test]
