@@ -25,6 +25,7 @@ fn config(dedup: &str) -> SimConfig {
         wom_recycle_max_valid_permille: 0,
         gc_pacing: true,
         map: sim_host::memory::MapChoice::Flat,
+        classifier_opts: Default::default(),
     }
 }
 

@@ -17,7 +17,8 @@ use sim_host::sim::ecc_model::{DecodeTiming, ErrorRates};
 use sim_host::sim::flexecc::{EccMode, FlexSimConfig};
 use sim_host::sim::report::compare_table;
 use sim_host::sim::{
-    parse_features, plot, simulate, AddressMode, ClassifierKind, Feature, Precondition, SimConfig, SimOutput,
+    parse_classifier, parse_features, plot, simulate, AddressMode, ClassifierKind, ClassifierOpts, Feature,
+    Precondition, SimConfig, SimOutput,
 };
 use sim_host::steady_state::SteadyState;
 use sim_host::trace::{footprint_pages, read_trace, Format, ParseOptions, Trace};
@@ -52,7 +53,8 @@ enum Command {
         #[arg(long, default_value = "")]
         features: String,
         /// Hot/cold classifier: none (one host stream), size (64 KiB rule, hot and cold streams),
-        /// mhf, mbf, eti.
+        /// mhf, mbf, eti; options after colons: eti:alpha=N:beta=N:decay=N, mhf:hN, mbf:xN:hN,
+        /// and :guard (see --guard).
         #[arg(long, default_value = "none")]
         classifier: String,
     },
@@ -126,8 +128,8 @@ enum Command {
 
 #[derive(Args, Clone)]
 struct DeviceArgs {
-    /// Device preset: mt29f4g08, anchor, small, caftl, cdm, wom, wom-fast-bus, wom-ssd, flexecc
-    /// (each one's sources: sim-host/src/sim/device.rs).
+    /// Device preset: mt29f4g08, anchor, small, caftl, eti, cdm, wom, wom-fast-bus, wom-ssd,
+    /// flexecc (each one's sources: sim-host/src/sim/device.rs).
     #[arg(long, default_value = "anchor")]
     device: String,
     /// Override: data bytes per page.
@@ -232,6 +234,54 @@ struct InputArgs {
     seed: u64,
 }
 
+/// The classifiers' parameters (defaults: the ETI paper's Table 2).
+#[derive(Args, Clone)]
+struct ClassifierArgs {
+    /// ETI's split threshold alpha in percent (the paper's 100); `eti:alpha=N` per configuration.
+    #[arg(long, default_value_t = 100)]
+    eti_alpha: u8,
+    /// ETI's merge threshold beta (the paper's 4); `eti:beta=N` per configuration.
+    #[arg(long, default_value_t = 4)]
+    eti_beta: u8,
+    /// ETI's decay period in write requests (the paper's 4096); `eti:decay=N` per configuration.
+    #[arg(long, default_value_t = 4096)]
+    eti_decay: u32,
+    /// MHF's and MBF's hash pair: 1 = CRC-32C + CRC-32, 2 = CRC-32 + CD-ROM, 3 = CD-ROM + CRC-32C
+    /// (the paper's three variants); `mhf:hN` per configuration.
+    #[arg(long, default_value_t = 1)]
+    hashes: u8,
+    /// MBF's filter size, times the paper's 2048 bits: 1, 2 or 4; `mbf:xN` per configuration.
+    #[arg(long, default_value_t = 1)]
+    mbf_size: u8,
+    /// Guard the classifier: separate hot and cold only while a miniature simulation of both
+    /// choices says separation lowers WAF (`ftl_policies::eti::guard`); `eti:guard` per
+    /// configuration.
+    #[arg(long)]
+    guard: bool,
+    /// The guard's margin: separate when its ghost programs this many per mille fewer pages.
+    #[arg(long, default_value_t = 20)]
+    guard_margin: u32,
+    /// The guard's decision window in sampled writes.
+    #[arg(long, default_value_t = 512)]
+    guard_window: u32,
+}
+
+impl Default for ClassifierArgs {
+    fn default() -> Self {
+        let d = ClassifierOpts::default();
+        ClassifierArgs {
+            eti_alpha: d.eti_alpha,
+            eti_beta: d.eti_beta,
+            eti_decay: d.eti_decay,
+            hashes: d.hashes,
+            mbf_size: d.mbf_scale,
+            guard: d.guard,
+            guard_margin: d.guard_margin_permille,
+            guard_window: d.guard_window,
+        }
+    }
+}
+
 #[derive(Args, Clone)]
 struct RunOpts {
     /// Second writes (wom): GC recycles only victims with at most this share (per mille) of
@@ -258,6 +308,9 @@ struct RunOpts {
     /// Map cache size in KiB (with --map cached; default 16).
     #[arg(long)]
     map_cache_kib: Option<u32>,
+    /// Classifier parameters.
+    #[command(flatten)]
+    classifier: ClassifierArgs,
     /// Write the JSON report here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -581,7 +634,18 @@ fn base_config(
             other => return Err(format!("--gc-pacing {other}: expected on or off")),
         },
         map: MapChoice::Flat,
+        classifier_opts: ClassifierOpts {
+            eti_alpha: opts.classifier.eti_alpha,
+            eti_beta: opts.classifier.eti_beta,
+            eti_decay: opts.classifier.eti_decay,
+            hashes: opts.classifier.hashes,
+            mbf_scale: opts.classifier.mbf_size,
+            guard: opts.classifier.guard,
+            guard_margin_permille: opts.classifier.guard_margin,
+            guard_window: opts.classifier.guard_window,
+        },
     };
+    cfg.classifier_opts.apply("")?;
     cfg.map = map_choice(&opts.map, opts.map_cache_kib)?;
     if cfg.map != MapChoice::Flat && !cfg.features.is_empty() {
         return Err(
@@ -734,7 +798,7 @@ fn cmd_run(
     cfg.nv_cache = with_read_fill(nv, opts)?;
     cfg.dedup = DedupOptions::from_features(&rest)?.unwrap_or_default();
     cfg.flex = flex.config(cfg.logical_pages())?;
-    cfg.classifier = classifier.parse()?;
+    (cfg.classifier, cfg.classifier_opts) = parse_classifier(classifier, cfg.classifier_opts)?;
     let mut names: Vec<&str> = rest.split([',', '+']).map(str::trim).filter(|f| !f.is_empty()).collect();
     if let Some(spec) = nv.filter(|s| s.policy == NvPolicy::Basic) {
         names.retain(|n| *n != "cdm");
@@ -790,7 +854,7 @@ fn cmd_compare(
         c.features = parse_features(&rest)?;
         c.nv_cache = with_read_fill(nv, opts)?;
         c.dedup = DedupOptions::from_features(&rest)?.unwrap_or_default();
-        c.classifier = class.parse()?;
+        (c.classifier, c.classifier_opts) = parse_classifier(class, c.classifier_opts)?;
         c.label = item.to_string();
         cfgs.push(c);
     }
@@ -985,6 +1049,7 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         nv_cache_percent: None,
         nv_policy: None,
         nv_read_fill: "lru".into(),
+        classifier: ClassifierArgs::default(),
     };
     cmd_compare(&device, &input, &opts, None, "baseline,baseline@size,baseline@mhf,eti")?;
     println!("(JSON and plots in {})", out.display());
@@ -1054,6 +1119,7 @@ fn map_table(quick: bool) -> Result<(), String> {
             nv_cache_percent: None,
             nv_policy: None,
             nv_read_fill: "lru".into(),
+            classifier: ClassifierArgs::default(),
         };
         let inp = Input::load(&input)?;
         let mut cfg = base_config(&device, &input, &opts, &inp)?;

@@ -273,6 +273,7 @@ mod tests {
             dedup: crate::sim::dedup::DedupOptions::default(),
             flex: crate::sim::flexecc::FlexSimConfig::default(),
             wom_recycle_max_valid_permille: 0,
+            classifier_opts: Default::default(),
             gc_pacing: true,
             map: crate::memory::MapChoice::Flat,
         };

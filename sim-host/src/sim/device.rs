@@ -6,6 +6,7 @@
 //! | `anchor` | 1024 blocks x 64 x 2 KiB, 2 planes (the WAF sanity anchor's shape) | MT29F4G08 |
 //! | `small` | 256 blocks x 64 x 2 KiB, 2 planes (quick runs) | MT29F4G08 |
 //! | `caftl` | 4 KiB pages (+128 B spare), 64-page blocks, 2 planes, 8192 blocks (2 GiB) | CAFTL paper: 25 us / 200 us / 1.5 ms |
+//! | `eti` | the ETI paper's simulator: 32768 blocks x 128 pages x 4 KiB (16 GiB), one plane (so the FTL's per-plane greedy is the paper's global greedy) | CAFTL paper: 25 us / 200 us / 1.5 ms |
 //! | `cdm` | the CDM talk's 64 GB SLC scaled to 4 GiB: 4 KiB pages, 64-page blocks, 16384 blocks | 25 us / 200 us / 1.5 ms, 100 us per 4 KiB transfer |
 //! | `wom` | one chip: 4 KiB (+368 B) pages, 64-page blocks, 2 planes of 1024 blocks, any program order | CAFTL paper |
 //! | `wom-fast-bus` | `wom` | `wom` at 5 ns/byte |
@@ -62,6 +63,9 @@ pub enum Preset {
     Caftl,
     /// The CDM talk's setup, scaled.
     Cdm,
+    /// The ETI paper's geometry: 32K blocks of 128 4-KiB pages, 7% spare, one plane (global
+    /// greedy).
+    Eti,
     /// Reusable SSD's setup: 4 KiB pages with a 9 % spare (368 bytes), 64 pages per block, two
     /// planes of 1024 blocks, NOP 4, pages reprogrammable in any order (second writes), the
     /// CAFTL paper's SLC latencies.
@@ -76,8 +80,8 @@ pub enum Preset {
 }
 
 /// Every preset's CLI name.
-pub const PRESET_NAMES: [&str; 9] =
-    ["mt29f4g08", "anchor", "small", "caftl", "cdm", "wom", "wom-fast-bus", "wom-ssd", "flexecc"];
+pub const PRESET_NAMES: [&str; 10] =
+    ["mt29f4g08", "anchor", "small", "caftl", "eti", "cdm", "wom", "wom-fast-bus", "wom-ssd", "flexecc"];
 
 impl FromStr for Preset {
     type Err = String;
@@ -88,6 +92,7 @@ impl FromStr for Preset {
             "small" => Ok(Preset::Small),
             "caftl" => Ok(Preset::Caftl),
             "cdm" => Ok(Preset::Cdm),
+            "eti" => Ok(Preset::Eti),
             "wom" => Ok(Preset::Wom),
             "wom-fast-bus" => Ok(Preset::WomFastBus),
             "wom-ssd" => Ok(Preset::WomSsd),
@@ -149,6 +154,17 @@ impl Preset {
             },
             Preset::Caftl => Device {
                 geometry: SLC_4K,
+                timing: TimingParams::CAFTL_PAPER,
+                default_op_percent: 7.0,
+                channels: 0,
+            },
+            Preset::Eti => Device {
+                geometry: Geometry {
+                    pages_per_block: 128,
+                    blocks_per_plane: 32768,
+                    planes_per_lun: 1,
+                    ..SLC_4K
+                },
                 timing: TimingParams::CAFTL_PAPER,
                 default_op_percent: 7.0,
                 channels: 0,

@@ -32,11 +32,12 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Instant;
 
+use ftl_core::policy::Classifier;
 use ftl_core::policy::{
     Greedy, NullCodec, Policies, PolicySet, RequestSizeClassifier, SeparateByTemperature, SingleHostStream,
 };
 use ftl_core::{Config, Ftl};
-use ftl_policies::eti::{Eti, EtiConfig, Mbf, Mhf};
+use ftl_policies::eti::{CrcPoly, Eti, EtiConfig, GuardConfig, Guarded, Mbf, MbfConfig, Mhf, MhfConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -95,6 +96,124 @@ impl<const V: usize, const W: usize> Observed for Mbf<V, W> {
     fn feature_report(&self) -> Option<(String, serde_json::Value)> {
         Some(("mbf".into(), serde_json::json!({ "memory_bytes": core::mem::size_of::<Self>() })))
     }
+}
+
+impl<C: Observed + Classifier, const P: usize, const B: usize> Observed for Guarded<C, P, B> {
+    fn series_value(&self) -> Option<u64> {
+        self.inner().series_value()
+    }
+    fn feature_report(&self) -> Option<(String, serde_json::Value)> {
+        let s = self.stats();
+        let guard = serde_json::json!({
+            "pages": s.pages,
+            "sampled": s.sampled,
+            "decisions": s.decisions,
+            "separate_decisions": s.separate_decisions,
+            "separated_pages": s.separated_pages,
+            "drained_pages": s.drained_pages,
+            "ghost_waf_one": s.one_programs as f64 / s.ghost_host.max(1) as f64,
+            "ghost_waf_separated": s.sep_programs as f64 / s.ghost_host.max(1) as f64,
+            "sample_shift": s.shift,
+            "ghost_pages": s.ghost_pages,
+            "ghost_blocks": s.ghost_blocks,
+            "memory_bytes": Self::MEMORY_BYTES,
+        });
+        let (name, mut inner) =
+            self.inner().feature_report().unwrap_or(("size".into(), serde_json::json!({})));
+        if let Some(o) = inner.as_object_mut() {
+            o.insert("guard".into(), guard);
+        }
+        Some((name, inner))
+    }
+}
+
+/// Parameters of the classifiers, from `--eti-*`, `--hashes`, `--mbf-size` and `--guard*` or a
+/// classifier name's `:` options (`eti:alpha=90:beta=2`, `mhf:h2`, `mbf:x4:h3`, `eti:guard`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ClassifierOpts {
+    /// ETI's alpha in percent (the paper's 100).
+    pub eti_alpha: u8,
+    /// ETI's beta (the paper's 4).
+    pub eti_beta: u8,
+    /// ETI's decay period in requests (the paper's 4096).
+    pub eti_decay: u32,
+    /// MHF's and MBF's hash pair: 1 = CRC-32C + CRC-32 (default), 2 = CRC-32 + CD-ROM, 3 =
+    /// CD-ROM + CRC-32C (the paper's three variants).
+    pub hashes: u8,
+    /// MBF's filter size as a multiple of the paper's 2048 bits: 1, 2 or 4.
+    pub mbf_scale: u8,
+    /// Wrap the classifier in `ftl_policies::eti::Guarded` (separate only while a miniature
+    /// simulation says it lowers WAF).
+    pub guard: bool,
+    /// The guard's margin in per mille.
+    pub guard_margin_permille: u32,
+    /// The guard's window in sampled writes.
+    pub guard_window: u32,
+}
+
+impl Default for ClassifierOpts {
+    fn default() -> Self {
+        let g = GuardConfig::with_address_pages(1);
+        ClassifierOpts {
+            eti_alpha: 100,
+            eti_beta: 4,
+            eti_decay: 4096,
+            hashes: 1,
+            mbf_scale: 1,
+            guard: false,
+            guard_margin_permille: g.margin_permille,
+            guard_window: g.window,
+        }
+    }
+}
+
+impl ClassifierOpts {
+    /// The hash pair of variant `hashes`.
+    pub fn hash_pair(&self) -> Result<[CrcPoly; 2], String> {
+        match self.hashes {
+            1 => Ok([CrcPoly::Castagnoli, CrcPoly::Ieee]),
+            2 => Ok([CrcPoly::Ieee, CrcPoly::CdRom]),
+            3 => Ok([CrcPoly::CdRom, CrcPoly::Castagnoli]),
+            h => Err(format!("hash variant {h}: expected 1, 2 or 3")),
+        }
+    }
+
+    /// Applies a classifier name's options (`alpha=N`, `beta=N`, `decay=N`, `hN`, `xN`,
+    /// `guard`, `margin=N`, `window=N`).
+    pub fn apply(&mut self, options: &str) -> Result<(), String> {
+        for o in options.split(':').filter(|o| !o.is_empty()) {
+            let num =
+                |v: &str| v.parse::<u32>().map_err(|_| format!("classifier option '{o}': not a number"));
+            let byte = |v: &str| {
+                num(v)
+                    .and_then(|n| u8::try_from(n).map_err(|_| format!("classifier option '{o}': too large")))
+            };
+            match o.split_once('=') {
+                Some(("alpha", v)) => self.eti_alpha = byte(v)?,
+                Some(("beta", v)) => self.eti_beta = byte(v)?,
+                Some(("decay", v)) => self.eti_decay = num(v)?,
+                Some(("margin", v)) => self.guard_margin_permille = num(v)?,
+                Some(("window", v)) => self.guard_window = num(v)?,
+                None if o == "guard" => self.guard = true,
+                None if o.starts_with('h') => self.hashes = byte(&o[1..])?,
+                None if o.starts_with('x') => self.mbf_scale = byte(&o[1..])?,
+                _ => return Err(format!("unknown classifier option '{o}' (alpha=, beta=, decay=, hN, xN, guard, margin=, window=)")),
+            }
+        }
+        self.hash_pair()?;
+        if ![1, 2, 4].contains(&self.mbf_scale) {
+            return Err(format!("MBF size x{}: expected x1, x2 or x4", self.mbf_scale));
+        }
+        Ok(())
+    }
+}
+
+/// Parses a classifier name with its options (`mbf:x2:h3`): the kind, and `base` updated.
+pub fn parse_classifier(s: &str, base: ClassifierOpts) -> Result<(ClassifierKind, ClassifierOpts), String> {
+    let (kind, options) = s.split_once(':').unwrap_or((s, ""));
+    let mut opts = base;
+    opts.apply(options)?;
+    Ok((kind.parse()?, opts))
 }
 
 /// Hot/cold classifier choice.
@@ -273,6 +392,8 @@ pub struct SimConfig {
     pub gc_pacing: bool,
     /// The map: flat, or on flash behind a cache of a given size.
     pub map: MapChoice,
+    /// The classifiers' parameters.
+    pub classifier_opts: ClassifierOpts,
 }
 
 /// What one simulation produced.
@@ -355,21 +476,62 @@ pub fn simulate(
         }
         return simulate_with(cfg, policies(size, SingleHostStream), requests, progress);
     }
+    let o = cfg.classifier_opts;
     match classifier {
+        // One stream: nothing to guard (`--guard` applies to the configurations with a classifier).
         ClassifierKind::None => simulate_with(cfg, policies(size, SingleHostStream), requests, progress),
-        ClassifierKind::Size => simulate_with(cfg, policies(size, SeparateByTemperature), requests, progress),
+        ClassifierKind::Size => separated(cfg, size, requests, progress),
         ClassifierKind::Eti => {
-            let eti = Eti::<2048>::new(EtiConfig::with_address_pages(cfg.logical_pages() as u64))
-                .map_err(|e| format!("ETI configuration: {e:?}"))?;
-            simulate_with(cfg, policies(eti, SeparateByTemperature), requests, progress)
+            let ecfg = EtiConfig {
+                alpha_percent: o.eti_alpha,
+                beta: o.eti_beta,
+                decay_period: o.eti_decay,
+                ..EtiConfig::with_address_pages(cfg.logical_pages() as u64)
+            };
+            let eti = Eti::<2048>::new(ecfg).map_err(|e| format!("ETI configuration: {e:?}"))?;
+            separated(cfg, eti, requests, progress)
         }
         ClassifierKind::Mhf => {
-            simulate_with(cfg, policies(Mhf::<128>::default(), SeparateByTemperature), requests, progress)
+            let mhf = Mhf::<128>::new(MhfConfig { hashes: o.hash_pair()?, ..MhfConfig::PAPER })
+                .map_err(|e| format!("MHF configuration: {e:?}"))?;
+            separated(cfg, mhf, requests, progress)
         }
         ClassifierKind::Mbf => {
-            simulate_with(cfg, policies(Mbf::<4, 32>::default(), SeparateByTemperature), requests, progress)
+            let mcfg = MbfConfig { hashes: o.hash_pair()?, ..MbfConfig::PAPER };
+            let e = |e| format!("MBF configuration: {e:?}");
+            match o.mbf_scale {
+                1 => separated(cfg, Mbf::<4, 32>::new(mcfg).map_err(e)?, requests, progress),
+                2 => separated(cfg, Mbf::<4, 64>::new(mcfg).map_err(e)?, requests, progress),
+                4 => separated(cfg, Mbf::<4, 128>::new(mcfg).map_err(e)?, requests, progress),
+                x => Err(format!("MBF size x{x}: expected x1, x2 or x4")),
+            }
         }
     }
+}
+
+/// Hot and cold host streams by `classifier`, behind the guard when the options ask for it.
+fn separated<K: Classifier + Observed>(
+    cfg: &SimConfig,
+    classifier: K,
+    requests: impl Iterator<Item = Request>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<SimOutput, String> {
+    let o = cfg.classifier_opts;
+    if !o.guard {
+        return simulate_with(cfg, policies(classifier, SeparateByTemperature), requests, progress);
+    }
+    let geo = cfg.device.geometry;
+    let gcfg = GuardConfig {
+        op_permille: (cfg.op_percent * 10.0).round() as u32,
+        lanes: (geo.planes_per_lun * geo.luns).clamp(1, ftl_policies::eti::guard::MAX_LANES as u32) as u8,
+        window: o.guard_window,
+        margin_permille: o.guard_margin_permille,
+        pages_per_block: geo.pages_per_block,
+        ..GuardConfig::with_address_pages(cfg.logical_pages() as u64)
+    };
+    let guarded = Guarded::<K, 32768, 1024>::new(classifier, gcfg)
+        .map_err(|e| format!("guard configuration: {e:?}"))?;
+    simulate_with(cfg, policies(guarded, SeparateByTemperature), requests, progress)
 }
 
 fn simulate_with<P: PolicySet>(
@@ -667,6 +829,26 @@ mod tests {
         // An interval wholly after the switch has the later WAF.
         assert!(s[99].1 > 3.9 && s[99].1 < 4.1, "{:?}", s[99]);
         assert!((s[99].2 - samples[999].1 as f64 / samples[999].0 as f64).abs() < 1e-12);
+    }
+
+    #[test]
+    fn classifier_options_parse() {
+        let d = ClassifierOpts::default();
+        let (k, o) = parse_classifier("mbf:x2:h3", d).unwrap();
+        assert_eq!((k, o.mbf_scale, o.hashes, o.guard), (ClassifierKind::Mbf, 2, 3, false));
+        assert_eq!(o.hash_pair(), Ok([CrcPoly::CdRom, CrcPoly::Castagnoli]));
+        let (k, o) = parse_classifier("eti:alpha=90:beta=2:decay=1000:guard:margin=5:window=64", d).unwrap();
+        assert_eq!(k, ClassifierKind::Eti);
+        assert_eq!((o.eti_alpha, o.eti_beta, o.eti_decay), (90, 2, 1000));
+        assert_eq!((o.guard, o.guard_margin_permille, o.guard_window), (true, 5, 64));
+        // Options start from the given base (the command-line flags).
+        let base = ClassifierOpts { hashes: 2, ..d };
+        assert_eq!(parse_classifier("mhf", base).unwrap().1.hashes, 2);
+        assert!(parse_classifier("mhf:h4", d).unwrap_err().contains("1, 2 or 3"));
+        assert!(parse_classifier("mbf:x3", d).unwrap_err().contains("x1, x2 or x4"));
+        assert!(parse_classifier("eti:alpha=300", d).unwrap_err().contains("too large"));
+        assert!(parse_classifier("eti:bogus", d).unwrap_err().contains("unknown classifier option"));
+        assert!(parse_classifier("lru", d).is_err());
     }
 
     #[test]

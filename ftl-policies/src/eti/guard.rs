@@ -1,0 +1,467 @@
+//! [`Guarded`]: hot/cold separation that pays for itself. A wrapper around any [`Classifier`]
+//! (ETI, MHF, MBF, ...) that sends every host page to one stream unless separating by the inner
+//! classifier's answer is measured to lower write amplification.
+//!
+//! # Why
+//!
+//! Two host frontiers (hot and cold) only help when the pages labelled hot die clearly younger
+//! than those labelled cold. On the repository's traces they often do not (docs/eval/eti): a
+//! mislabelled page in the hot frontier's blocks, or hot data that is only lukewarm, leaves the
+//! hot blocks as full as the cold ones at GC time, and the second frontier's open blocks (one
+//! per plane) are spare space taken from GC. Then separation raises WAF above one stream's.
+//!
+//! # How: a miniature simulation of both choices
+//!
+//! The wrapper measures the invalidation behaviour of each choice directly, on a spatial sample
+//! of the logical pages (the idea of miniature simulations, Waldspurger et al., ATC'17). The
+//! logical space is cut into groups of `2^s` consecutive pages and one page of each group, chosen
+//! by a CRC-32C hash of the group number, is sampled; `s` is the smallest shift for which the
+//! sampled space fits the ghosts (below). Every write of a sampled page is replayed into two
+//! *ghost FTLs*, page maps of the sampled space on a scaled-down flash:
+//!
+//! * `one`: every host page on one host frontier (plus the GC frontier);
+//! * `sep`: hot pages (by the inner classifier's answer) on the hot frontier, cold pages on the
+//!   cold frontier (plus the GC frontier).
+//!
+//! Both ghosts have the device's over-provisioning and, up to `BLOCKS`, its number of blocks
+//! (`address_pages x (1 + op) / pages_per_block`; the ghost's blocks are smaller by the
+//! sampling ratio), so that open blocks and GC reserves take the same share of the spare space as
+//! on the device: a ghost with fewer, larger blocks overstated the cost of the third frontier and
+//! refused separation where it paid. They have `lanes` (the device's planes) blocks open
+//! per frontier with writes dealt round robin over the lanes, and per-lane greedy GC (fewest valid
+//! pages) that keeps `reserve` free blocks per lane, as the FTL does per plane. Each counts its
+//! programs (host pages and GC copies). Every `window` sampled writes the wrapper compares the
+//! two ghosts' programs over the recent past (counts halved after each comparison, so each
+//! window weighs twice the one before it) and separates for the next window only if `sep`
+//! programmed at least `margin_permille` per mille fewer pages than `one`. Until the ghosts have
+//! GC'd at all, both count one program per host page and the wrapper stays on one stream.
+//!
+//! When separating, a page gets the inner classifier's answer. When not, it is answered
+//! [`Temperature::Hot`] (the host stream of `SeparateByTemperature`, the same stream as one-stream
+//! placement), except while a cold open block is left partly written by an earlier separation:
+//! such a block would hold its free pages out of GC's reach for the rest of the run (on the
+//! small trace-sized devices, two 64-page blocks are a tenth of the spare space, which measured
+//! +1..5% WAF after a few separated windows). The FTL deals host pages to planes round robin, so
+//! the wrapper follows the plane of each page and the fill of the cold block in each plane
+//! (`lanes` planes, `pages_per_block` pages) and sends pages to the cold frontier until those
+//! blocks are full, then to the host frontier only. The inner classifier sees every request and
+//! page either way, so its state is the same as without the wrapper.
+//!
+//! What this guarantees and what it does not: the decision is the measured better of the two on
+//! the sample, so separation is kept only where it paid on the sample, and the cost of trying is
+//! bounded by one window of the worse choice. It is an estimate: the sample's WAF differs from the
+//! device's (smaller blocks, sampling noise, no checkpoint or wear-leveling writes), so the
+//! device can still be a little worse than one stream where the two are within noise of each
+//! other; `margin_permille` trades that against missed gains. The ghosts collect whole victims on
+//! demand; they do not model the FTL's paced GC, under which separation can cost where on-demand
+//! GC gains (docs/eval/eti/README.md, Heimdall 1370).
+//!
+//! The ghost FTL is written here rather than taken from a crate: it is a few hundred lines tied
+//! to this FTL's frontier and plane rules, and no `no_std` crate offers a greedy FTL model.
+//!
+//! # Memory
+//!
+//! `Guarded<C, PAGES, BLOCKS>` holds the inner classifier and two ghosts of at most `PAGES` flash
+//! pages in at most `BLOCKS` blocks (`PAGES < 65535`, `PAGES >= 2 * BLOCKS`), each ghost `4 *
+//! PAGES + 3 * BLOCKS` bytes plus a few words: the default `Guarded<C, 8192, 512>` is about 68 KiB
+//! beyond the inner classifier ([`Guarded::MEMORY_BYTES`]); the simulator runs `Guarded<C, 32768,
+//! 1024>` (about 260 KiB, the whole of the small trace-sized devices unsampled). Fewer ghost
+//! pages mean a sparser sample and a noisier decision.
+//!
+//! Guarantees: `no_std`, no `alloc`, no floating point, no panics. Per page: the inner
+//! classifier's cost, plus for a sampled page two ghost writes, each O(1) except when it opens a
+//! block or runs GC, which scan the lane's blocks (O(BLOCKS)).
+
+use ftl_core::policy::{Classifier, Temperature, WriteRequest};
+
+use super::hash::CrcPoly;
+use super::ConfigError;
+
+const NONE: u16 = u16::MAX;
+const FREE: u8 = 0;
+const OPEN: u8 = 1;
+const CLOSED: u8 = 2;
+/// Frontiers of a ghost: host (hot), cold, GC.
+const STREAMS: usize = 3;
+const HOST: usize = 0;
+const COLD: usize = 1;
+const GC: usize = 2;
+/// The most lanes (planes) a ghost models.
+pub const MAX_LANES: usize = 8;
+
+/// The guard's parameters.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct GuardConfig {
+    /// Logical pages of the device, `1 ..= 2^32`.
+    pub address_pages: u64,
+    /// The device's over-provisioning in per mille (physical = logical x (1 + op / 1000));
+    /// default 70 (the ETI paper's 7%).
+    pub op_permille: u32,
+    /// Open blocks per frontier and GC domains: the device's planes, `1 ..= MAX_LANES` (default 2).
+    pub lanes: u8,
+    /// Free blocks GC keeps per lane, at least 2 (default 2).
+    pub reserve: u8,
+    /// Sampled writes between decisions, at least 1 (default 512).
+    pub window: u32,
+    /// Separation is used when its ghost programs at least this many per mille fewer pages than
+    /// one stream's (default 20: 2%).
+    pub margin_permille: u32,
+    /// The device's pages per block, for draining the cold frontier after separation ends (see
+    /// the module documentation); 0 turns draining off (default 64).
+    pub pages_per_block: u32,
+}
+
+impl GuardConfig {
+    /// The defaults over `pages` logical pages.
+    pub const fn with_address_pages(pages: u64) -> GuardConfig {
+        GuardConfig {
+            address_pages: pages,
+            op_permille: 70,
+            lanes: 2,
+            reserve: 2,
+            window: 512,
+            margin_permille: 20,
+            pages_per_block: 64,
+        }
+    }
+}
+
+/// What the guard did, for evaluation.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct GuardStats {
+    /// Pages classified.
+    pub pages: u64,
+    /// Of them, sampled into the ghosts.
+    pub sampled: u64,
+    /// Decisions taken (windows ended).
+    pub decisions: u64,
+    /// Decisions that chose separation.
+    pub separate_decisions: u64,
+    /// Pages answered with the inner classifier's temperature (separating).
+    pub separated_pages: u64,
+    /// Pages sent to the cold frontier while not separating, to fill its open blocks.
+    pub drained_pages: u64,
+    /// Ghost programs (host and GC), one stream, over the whole run.
+    pub one_programs: u64,
+    /// Ghost programs, separated, over the whole run.
+    pub sep_programs: u64,
+    /// Sampled host writes over the whole run.
+    pub ghost_host: u64,
+    /// Sampling shift: one page in `2^shift` is sampled.
+    pub shift: u8,
+    /// Blocks of each ghost in use.
+    pub ghost_blocks: u32,
+    /// Logical pages of each ghost.
+    pub ghost_pages: u32,
+}
+
+/// A scaled-down page-mapped FTL: per-lane greedy GC, `lanes` open blocks per frontier.
+#[derive(Clone, Debug)]
+struct Ghost<const PAGES: usize, const BLOCKS: usize> {
+    /// Logical page -> flash page (`NONE` if never written).
+    map: [u16; PAGES],
+    /// Flash page -> the logical page programmed there (valid iff `map` points back).
+    rev: [u16; PAGES],
+    valid: [u16; BLOCKS],
+    state: [u8; BLOCKS],
+    open: [[u16; MAX_LANES]; STREAMS],
+    fill: [[u16; MAX_LANES]; STREAMS],
+    free: [u16; MAX_LANES],
+    next_lane: usize,
+    programs: u64,
+    /// The frontier GC copies go to (the GC frontier; tests set another to model an FTL without
+    /// one).
+    gc_dest: usize,
+}
+
+/// The shape a ghost runs with (shared by both ghosts).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct Shape {
+    ppb: u16,
+    blocks: u16,
+    lanes: u16,
+    reserve: u16,
+}
+
+impl<const PAGES: usize, const BLOCKS: usize> Ghost<PAGES, BLOCKS> {
+    const fn new() -> Self {
+        Ghost {
+            map: [NONE; PAGES],
+            rev: [NONE; PAGES],
+            valid: [0; BLOCKS],
+            state: [FREE; BLOCKS],
+            open: [[NONE; MAX_LANES]; STREAMS],
+            fill: [[0; MAX_LANES]; STREAMS],
+            free: [0; MAX_LANES],
+            next_lane: 0,
+            programs: 0,
+            gc_dest: GC,
+        }
+    }
+
+    fn start(&mut self, sh: Shape) {
+        for b in 0..sh.blocks as usize {
+            self.free[b % sh.lanes as usize] += 1;
+        }
+    }
+
+    /// A host write of logical page `lpn` on frontier `stream`.
+    fn write(&mut self, sh: Shape, lpn: u16, stream: usize) {
+        let Some(&old) = self.map.get(lpn as usize) else { return };
+        if old != NONE {
+            if let Some(v) = self.valid.get_mut((old / sh.ppb) as usize) {
+                *v = v.saturating_sub(1);
+            }
+            self.map[lpn as usize] = NONE;
+        }
+        let lane = self.next_lane;
+        self.next_lane = (lane + 1) % sh.lanes as usize;
+        self.collect(sh, lane);
+        self.program(sh, lpn, stream, lane);
+    }
+
+    /// Programs `lpn` on `stream`'s open block in `lane`, opening one if needed. False if the
+    /// lane has no free block (the shape check makes that unreachable).
+    fn program(&mut self, sh: Shape, lpn: u16, stream: usize, lane: usize) -> bool {
+        let mut b = self.open[stream][lane];
+        if b == NONE || self.fill[stream][lane] >= sh.ppb {
+            if b != NONE {
+                self.state[b as usize] = CLOSED;
+            }
+            let Some(nb) =
+                (lane..sh.blocks as usize).step_by(sh.lanes as usize).find(|&k| self.state[k] == FREE)
+            else {
+                self.open[stream][lane] = NONE;
+                return false;
+            };
+            self.state[nb] = OPEN;
+            self.free[lane] = self.free[lane].saturating_sub(1);
+            b = nb as u16;
+            self.open[stream][lane] = b;
+            self.fill[stream][lane] = 0;
+        }
+        let p = b * sh.ppb + self.fill[stream][lane];
+        self.fill[stream][lane] += 1;
+        self.map[lpn as usize] = p;
+        self.rev[p as usize] = lpn;
+        self.valid[b as usize] += 1;
+        self.programs += 1;
+        true
+    }
+
+    /// Greedy GC in `lane` until it has `reserve` free blocks or no victim frees anything.
+    fn collect(&mut self, sh: Shape, lane: usize) {
+        while self.free[lane] < sh.reserve {
+            let victim = (lane..sh.blocks as usize)
+                .step_by(sh.lanes as usize)
+                .filter(|&k| self.state[k] == CLOSED)
+                .min_by_key(|&k| self.valid[k]);
+            let Some(v) = victim else { return };
+            if self.valid[v] >= sh.ppb {
+                return;
+            }
+            let first = v * sh.ppb as usize;
+            for p in first..first + sh.ppb as usize {
+                let l = self.rev[p];
+                if l != NONE && self.map[l as usize] as usize == p {
+                    self.valid[v] = self.valid[v].saturating_sub(1);
+                    if !self.program(sh, l, self.gc_dest, lane) {
+                        return;
+                    }
+                }
+            }
+            self.state[v] = FREE;
+            self.valid[v] = 0;
+            self.free[lane] += 1;
+        }
+    }
+}
+
+/// A classifier whose hot/cold answer is used only while separation measurably lowers WAF (see
+/// the module documentation). At most `PAGES` flash pages in at most `BLOCKS` blocks per ghost
+/// (default 8192 and 512).
+#[derive(Clone, Debug)]
+pub struct Guarded<C, const PAGES: usize = 8192, const BLOCKS: usize = 512> {
+    inner: C,
+    one: Ghost<PAGES, BLOCKS>,
+    sep: Ghost<PAGES, BLOCKS>,
+    shape: Shape,
+    cfg: GuardConfig,
+    shift: u8,
+    ghost_pages: u32,
+    separate: bool,
+    since: u32,
+    /// Decayed counts: sampled host writes and each ghost's programs since the last halving.
+    recent: [u64; 3],
+    /// The plane the FTL puts the next host page on (it deals pages round robin).
+    lane: usize,
+    /// Pages on the cold frontier's open block of each plane (mod `pages_per_block`).
+    cold_fill: [u32; MAX_LANES],
+    stats: GuardStats,
+}
+
+impl<C: Classifier, const PAGES: usize, const BLOCKS: usize> Guarded<C, PAGES, BLOCKS> {
+    /// Bytes of the whole wrapper, inner classifier included.
+    pub const MEMORY_BYTES: usize = core::mem::size_of::<Self>();
+
+    /// Wraps `inner`, or the first parameter out of range.
+    pub fn new(inner: C, cfg: GuardConfig) -> Result<Self, ConfigError> {
+        const { assert!(BLOCKS >= 8 && PAGES < NONE as usize && PAGES >= 2 * BLOCKS) };
+        if cfg.address_pages == 0 || cfg.address_pages > 1 << 32 {
+            return Err(ConfigError::AddressPages);
+        }
+        if cfg.lanes == 0 || cfg.lanes as usize > MAX_LANES || cfg.reserve < 2 || cfg.window == 0 {
+            return Err(ConfigError::Guard);
+        }
+        let lanes = cfg.lanes as u64;
+        // Blocks needed besides the data: the open blocks of three frontiers and the reserve,
+        // per lane, and one block's worth of invalid pages for GC to work with.
+        let overhead = lanes * (STREAMS as u64 + cfg.reserve as u64) + 1;
+        let op = 1000 + cfg.op_permille as u64;
+        // The ghosts keep the device's number of blocks where they can (BLOCKS at most), so that
+        // open blocks and reserves take the same share of the spare space as on the device;
+        // sampling shrinks the blocks instead.
+        let dev_ppb =
+            if cfg.pages_per_block >= 2 { cfg.pages_per_block as u64 } else { (PAGES / BLOCKS) as u64 };
+        let max_blocks = (BLOCKS as u64 / lanes) * lanes;
+        let want = ((cfg.address_pages * op).div_ceil(1000).div_ceil(dev_ppb).div_ceil(lanes) * lanes)
+            .clamp(lanes, max_blocks);
+        let mut shift = 0u8;
+        let (pages, blocks, ppb) = loop {
+            let g = cfg.address_pages.div_ceil(1 << shift);
+            let raw = (g * op).div_ceil(1000);
+            let ppb = raw.div_ceil(want).max(2);
+            let blocks = raw.div_ceil(ppb).max(g.div_ceil(ppb) + overhead).div_ceil(lanes) * lanes;
+            if blocks <= max_blocks && blocks * ppb <= PAGES as u64 {
+                break (g, blocks, ppb);
+            }
+            shift += 1;
+            if shift > 32 {
+                return Err(ConfigError::Guard);
+            }
+        };
+        let shape = Shape {
+            ppb: ppb as u16,
+            blocks: blocks as u16,
+            lanes: lanes as u16,
+            reserve: cfg.reserve as u16,
+        };
+        let mut one = Ghost::new();
+        let mut sep = Ghost::new();
+        one.start(shape);
+        sep.start(shape);
+        let stats = GuardStats {
+            shift,
+            ghost_blocks: blocks as u32,
+            ghost_pages: pages as u32,
+            ..GuardStats::default()
+        };
+        Ok(Guarded {
+            inner,
+            one,
+            sep,
+            shape,
+            cfg,
+            shift,
+            ghost_pages: pages as u32,
+            separate: false,
+            since: 0,
+            recent: [0; 3],
+            lane: 0,
+            cold_fill: [0; MAX_LANES],
+            stats,
+        })
+    }
+
+    /// The wrapped classifier.
+    pub fn inner(&self) -> &C {
+        &self.inner
+    }
+
+    /// The parameters.
+    pub fn config(&self) -> &GuardConfig {
+        &self.cfg
+    }
+
+    /// What it did so far.
+    pub fn stats(&self) -> &GuardStats {
+        &self.stats
+    }
+
+    /// Whether pages are separated now.
+    pub fn separating(&self) -> bool {
+        self.separate
+    }
+
+    /// The ghost page of `lpn`, if `lpn` is sampled.
+    pub fn sample(&self, lpn: u32) -> Option<u16> {
+        let group = lpn >> self.shift;
+        let mask = (1u32 << self.shift) - 1;
+        let pick = CrcPoly::Castagnoli.hash(group) & mask;
+        (lpn & mask == pick && group < self.ghost_pages).then_some(group as u16)
+    }
+
+    fn observe(&mut self, g: u16, t: Temperature) {
+        let (p1, p2) = (self.one.programs, self.sep.programs);
+        self.one.write(self.shape, g, HOST);
+        self.sep.write(self.shape, g, if t == Temperature::Hot { HOST } else { COLD });
+        let (d1, d2) = (self.one.programs - p1, self.sep.programs - p2);
+        self.recent[0] += 1;
+        self.recent[1] += d1;
+        self.recent[2] += d2;
+        self.stats.sampled += 1;
+        self.stats.ghost_host += 1;
+        self.stats.one_programs += d1;
+        self.stats.sep_programs += d2;
+        self.since += 1;
+        if self.since >= self.cfg.window {
+            self.since = 0;
+            let [_, one, sep] = self.recent;
+            let m = self.cfg.margin_permille.min(1000) as u64;
+            self.separate = sep * 1000 <= one * (1000 - m) && sep < one;
+            self.stats.decisions += 1;
+            self.stats.separate_decisions += self.separate as u64;
+            for r in &mut self.recent {
+                *r /= 2;
+            }
+        }
+    }
+}
+
+impl<C: Classifier, const PAGES: usize, const BLOCKS: usize> Classifier for Guarded<C, PAGES, BLOCKS> {
+    /// The inner classifier's request answer (it is handed back to `classify_page`).
+    fn classify_request(&mut self, req: &WriteRequest) -> Temperature {
+        self.inner.classify_request(req)
+    }
+
+    /// The inner classifier's page answer while separating, else hot (one stream) except to
+    /// finish a cold block left open; sampled pages are replayed into the ghosts with the inner
+    /// answer.
+    fn classify_page(&mut self, lpn: u32, request: Temperature) -> Temperature {
+        let t = self.inner.classify_page(lpn, request);
+        self.stats.pages += 1;
+        if let Some(g) = self.sample(lpn) {
+            self.observe(g, t);
+        }
+        let lane = self.lane;
+        self.lane = (lane + 1) % self.cfg.lanes as usize;
+        let out = if self.separate {
+            self.stats.separated_pages += 1;
+            t
+        } else if self.cold_fill[lane] != 0 {
+            self.stats.drained_pages += 1;
+            Temperature::Cold
+        } else {
+            Temperature::Hot
+        };
+        if out == Temperature::Cold && self.cfg.pages_per_block != 0 {
+            self.cold_fill[lane] = (self.cold_fill[lane] + 1) % self.cfg.pages_per_block;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;
