@@ -275,6 +275,7 @@ mod tests {
             wom_recycle_max_valid_permille: 0,
             gc_pacing: true,
             map: crate::memory::MapChoice::Flat,
+            write_buffer_bytes: None,
         };
         let spec = WorkloadSpec {
             pattern: Pattern::Uniform,

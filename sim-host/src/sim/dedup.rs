@@ -342,12 +342,15 @@ impl DedupSim {
         r.live_after = pass.live_after;
     }
 
-    /// Before a write request arriving at `now` (ns): the dynamic switch's decision.
+    /// Before a write request arriving at `now` (ns): the dynamic switch's decision, from the
+    /// write buffer's (occupied, capacity) pages when the run models one, else from the device's
+    /// outstanding writes against `buffer=PAGES`.
     pub fn before_write<N: NandFlash, P: PolicySet, M: MappingTable>(
         &mut self,
         ftl: &mut Ftl<'_, N, P, M>,
         now: u64,
         pages: u64,
+        buffer: Option<(u64, u64)>,
     ) {
         while self.outstanding.front().is_some_and(|&(done, _)| done <= now) {
             if let Some((_, p)) = self.outstanding.pop_front() {
@@ -355,11 +358,11 @@ impl DedupSim {
             }
         }
         if self.opts.dynamic_switch {
-            let b = self.opts.buffer_pages;
-            if self.inline_on && self.outstanding_pages * 100 >= b * 95 {
+            let (used, b) = buffer.unwrap_or((self.outstanding_pages, self.opts.buffer_pages));
+            if self.inline_on && used * 100 >= b * 95 {
                 self.inline_on = false;
                 self.switch_offs += 1;
-            } else if !self.inline_on && self.outstanding_pages * 100 <= b * 50 {
+            } else if !self.inline_on && used * 100 <= b * 50 {
                 self.inline_on = true;
             }
             ftl.set_inline_dedup(self.inline_on);
