@@ -30,6 +30,9 @@
 //!
 //! Counters are plain `u64`s updated on every operation; they cost a few additions.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
 /// Operation latencies of a device.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct TimingParams {
@@ -118,6 +121,9 @@ pub(crate) struct TimingState {
     /// Latest completion of the operations issued since the window was opened.
     window_end: u64,
     total_array_busy: u64,
+    /// Work outside the NAND that delays the operations issued after it (the hash processor of
+    /// a deduplicating write, `sim::dedup::TimedIndex`): ns added to "now".
+    delay: Option<Arc<AtomicU64>>,
 }
 
 impl TimingState {
@@ -131,6 +137,7 @@ impl TimingState {
             last_completion: 0,
             window_end: 0,
             total_array_busy: 0,
+            delay: None,
         }
     }
 
@@ -183,7 +190,8 @@ impl TimingState {
     }
 
     fn planes_free(&self, planes: &[(usize, u64)]) -> u64 {
-        planes.iter().map(|&(p, _)| self.plane_busy[p]).fold(self.now, u64::max)
+        let now = self.now.saturating_add(self.delay.as_ref().map_or(0, |d| d.load(Ordering::Relaxed)));
+        planes.iter().map(|&(p, _)| self.plane_busy[p]).fold(now, u64::max)
     }
 
     /// Reads of `ops` = (device-wide plane, bytes out) on LUN `lun`, their tR in parallel.
@@ -241,6 +249,12 @@ impl super::Emulator {
     /// Moves the simulated "now" (forwards or backwards); later operations start no earlier.
     pub fn set_now_ns(&mut self, t: u64) {
         self.timing.set_now(t);
+    }
+
+    /// Operations start no earlier than "now" plus the value of `delay` at their issue (work of
+    /// the controller between them, e.g. hashing); `None` (the default) turns it off.
+    pub fn set_delay_source(&mut self, delay: Option<Arc<AtomicU64>>) {
+        self.timing.delay = delay;
     }
 
     /// When the most recently issued operation that took time completed (its last plane or

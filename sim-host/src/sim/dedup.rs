@@ -31,14 +31,17 @@
 //! `buffer=PAGES`, `mhz=MHZ`, `ool`, `oolmem=RECORDS`, `idle=MS`.
 
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
-use ftl_core::dedup::{DedupSettings, DedupStats};
+use ftl_core::dedup::{ContentIndex, ContentKey, ContentProbe, DedupSettings, DedupStats};
 use ftl_core::map::MappingTable;
 use ftl_core::policy::PolicySet;
 use ftl_core::Ftl;
 use nand_hal::NandFlash;
 
 use crate::dedup_memory::DedupSizes;
+use ftl_policies::dedup::CaftlIndex;
 
 /// CRC-32 of a 4 KiB page, cycles (the paper's Table 2).
 pub const CRC_CYCLES: u64 = 4_120;
@@ -46,6 +49,65 @@ pub const CRC_CYCLES: u64 = 4_120;
 pub const SHA1_CYCLES: u64 = 47_548;
 /// Entries per fingerprint-store bucket (a 4 KiB bucket, as in the paper).
 pub const BUCKET_ENTRIES: usize = ftl_policies::dedup::ENTRIES_4K;
+
+/// Hashing time in ns of `crcs` CRC-32s and `sha1s` SHA-1s of `page_bytes` pages at `mhz` (the
+/// paper's cycles per 4 KiB, scaled to the page size).
+pub fn hash_ns(crcs: u64, sha1s: u64, mhz: u64, page_bytes: u64) -> u64 {
+    (crcs * CRC_CYCLES + sha1s * SHA1_CYCLES) * 1000 / mhz.max(1) * page_bytes / 4096
+}
+
+/// The CAFTL index with its hashing on the clock (runs with the write buffer model): each probe's
+/// hashing time is added to `delay`, which the emulator adds to "now" for the NAND operations
+/// issued after it (`Emulator::set_delay_source`), so a write's pages are hashed one after the
+/// other on one processor while the flash programs the pages already hashed. Fingerprints taken
+/// after a page is written (pre-hash misses) are off the critical path and cost no delay.
+pub struct TimedIndex<'i, 'b, const K: usize> {
+    inner: &'i mut CaftlIndex<'b, K>,
+    delay: Arc<AtomicU64>,
+    mhz: u64,
+    page_bytes: u64,
+}
+
+impl<'i, 'b, const K: usize> TimedIndex<'i, 'b, K> {
+    /// Wraps `inner`; hashing at `mhz` on pages of `page_bytes` is added to `delay`.
+    pub fn new(inner: &'i mut CaftlIndex<'b, K>, delay: Arc<AtomicU64>, mhz: u64, page_bytes: u64) -> Self {
+        TimedIndex { inner, delay, mhz, page_bytes }
+    }
+}
+
+impl<const K: usize> ContentIndex for TimedIndex<'_, '_, K> {
+    fn probe(&mut self, page: &[u8]) -> ContentProbe {
+        let (c0, s0) = self.inner.hashing();
+        let p = self.inner.probe(page);
+        let (c1, s1) = self.inner.hashing();
+        self.delay.fetch_add(hash_ns(c1 - c0, s1 - s0, self.mhz, self.page_bytes), Ordering::Relaxed);
+        p
+    }
+    fn fingerprint(&mut self, page: &[u8]) -> ContentKey {
+        self.inner.fingerprint(page)
+    }
+    fn sample(&self, unit: &[u8], page_bytes: usize) -> usize {
+        self.inner.sample(unit, page_bytes)
+    }
+    fn insert(&mut self, key: &ContentKey, location: u32) {
+        self.inner.insert(key, location)
+    }
+    fn forget(&mut self, key: &ContentKey) {
+        self.inner.forget(key)
+    }
+    fn moved(&mut self, from: u32, to: u32) {
+        self.inner.moved(from, to)
+    }
+    fn invalidated(&mut self, location: u32) {
+        self.inner.invalidated(location)
+    }
+    fn clear(&mut self) {
+        self.inner.clear()
+    }
+    fn hashing(&self) -> (u64, u64) {
+        self.inner.hashing()
+    }
+}
 
 /// Options of `--features dedup[:OPT...]`.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -386,14 +448,12 @@ impl DedupSim {
         let after = ftl.dedup_stats().fingerprinted_after_write;
         let background = after - self.after_write_sha1s;
         let critical_sha1s = (sha1s - self.hashing.1).saturating_sub(background);
-        let cycles = (crcs - self.hashing.0) * CRC_CYCLES + critical_sha1s * SHA1_CYCLES;
+        let pb = self.page_bytes as u64;
+        let ns = hash_ns(crcs - self.hashing.0, critical_sha1s, self.opts.mhz, pb);
         self.hashing = (crcs, sha1s);
         self.after_write_sha1s = after;
-        // Cycles per 4 KiB, scaled to the page size.
-        let to_ns = |c: u64| c * 1000 / self.opts.mhz * self.page_bytes as u64 / 4096;
-        let ns = to_ns(cycles);
         self.hash_ns += ns;
-        self.hash_ns_background += to_ns(background * SHA1_CYCLES);
+        self.hash_ns_background += hash_ns(0, background, self.opts.mhz, pb);
         let done = done + ns;
         let at = self.outstanding.partition_point(|&(d, _)| d <= done);
         self.outstanding.insert(at, (done, pages));

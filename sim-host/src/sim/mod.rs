@@ -29,6 +29,8 @@ pub mod write_buffer;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use ftl_core::policy::{
@@ -419,6 +421,21 @@ where
     };
     let mut dsim = dedup_on.then(|| dedup::DedupSim::new(cfg.dedup, fcfg.logical_pages, geo.data_bytes));
     let mut wbuf = cfg.write_buffer_bytes.map(|b| write_buffer::WriteBuffer::new(b / page_bytes));
+    // With the write buffer, hashing is on the clock page by page (dedup::TimedIndex); without
+    // it, a write's hashing time is added to its completion (the model of docs/eval/dedup).
+    let hash_delay = Arc::new(AtomicU64::new(0));
+    let (mut timed, mut plain) = (None, None);
+    match dindex.as_mut() {
+        Some(i) if wbuf.is_some() => {
+            timed = Some(dedup::TimedIndex::new(i, hash_delay.clone(), cfg.dedup.mhz, page_bytes))
+        }
+        Some(i) => plain = Some(i),
+        None => {}
+    }
+    let index: Option<&mut dyn ftl_core::dedup::ContentIndex> = match timed.as_mut() {
+        Some(t) => Some(t),
+        None => plain.map(|i| i as &mut dyn ftl_core::dedup::ContentIndex),
+    };
     if dedup_on && cfg.nv_cache.is_some() {
         return Err("dedup and an NV cache are not combined at run time; use one of them".to_string());
     }
@@ -426,7 +443,7 @@ where
         return Err("wom and an NV cache are not combined at run time; use one of them".to_string());
     }
     let mut nv_mem = cfg.nv_cache.map(|s| cdm::SimNvCache::new(s, geo.data_bytes)).transpose()?;
-    let formatted = match (wom_cfg, nv_mem.as_mut(), dindex.as_mut(), dmem) {
+    let formatted = match (wom_cfg, nv_mem.as_mut(), index, dmem) {
         (Some(rc), _, _, _) => {
             let reuse = ftl_core::reuse::Reuse::new(&mut wom_codec, reuse_buffers.memory(), rc);
             Ftl::format_reusable(&mut emu, policies, map, m, fcfg, reuse)
@@ -479,6 +496,9 @@ where
     ftl.reset_nv_counters();
     if let Some(d) = dsim.as_mut() {
         d.start_measuring(&ftl);
+    }
+    if wbuf.is_some() && dedup_on {
+        ftl.nand_mut().set_delay_source(Some(hash_delay.clone()));
     }
     let erase_base: Vec<u32> = ftl.nand().erase_counts().to_vec();
     let t0 = ftl.nand().idle_at_ns();
@@ -560,6 +580,7 @@ where
         if let (Some(d), Op::Write) = (dsim.as_mut(), req.op) {
             d.before_write(&mut ftl, arrival, lpns.len() as u64, buffer_view);
         }
+        hash_delay.store(0, Ordering::Relaxed);
         let emu = ftl.nand_mut();
         emu.set_now_ns(issue_at);
         emu.open_window();
@@ -606,7 +627,14 @@ where
         let mut hash_ns = 0;
         if let (Some(d), Op::Write) = (dsim.as_mut(), req.op) {
             hash_ns = d.after_write(&ftl, done, lpns.len() as u64);
-            done += hash_ns;
+            if wbuf.is_some() {
+                // The hashing delayed the operations issued after it; a request hashed but not
+                // written (all duplicates) is done when its hashing is.
+                hash_ns = hash_delay.load(Ordering::Relaxed);
+                done = done.max(issue_at + hash_ns);
+            } else {
+                done += hash_ns;
+            }
         }
         if let Some(d) = dsim.as_mut() {
             d.note_done(done);
