@@ -114,3 +114,31 @@ fn write_buffer_latencies_by_hand() {
     assert_eq!(out.read_latency.sorted(), &[0]);
     assert_eq!(out.report.host_read_pages, 0, "the read was served from the buffer");
 }
+
+/// Hashing is on the clock page by page: a two-page write (distinct contents, no pre-hash) at
+/// t=0 through a two-page buffer hashes page 1 in [0, h], programs it from h (bus x, then
+/// tPROG on plane 0), hashes page 2 in [h, 2h] and programs it on plane 1 once the bus is free
+/// (at h + x, later than 2h since x > h); a one-page write arriving at t=0 finds the buffer full
+/// until the two-page write leaves at h + x + (x + tPROG). x + tPROG is the
+/// write-through latency of one page without deduplication (`program`).
+#[test]
+fn hashing_is_pipelined_with_programs() {
+    use sim_host::trace::{Op, Request};
+    let mut plain = config("dedup");
+    plain.features.clear();
+    plain.open_loop = true;
+    let one = Request { time_ns: Some(0), op: Op::Write, offset: 0, len: 2048, content: Some(vec![7]) };
+    let program =
+        simulate(&plain, vec![one.clone()].into_iter(), &mut |_| {}).unwrap().write_latency.sorted()[0];
+    let x = program - 200_000;
+    let h = 23_774;
+    assert!(x > h);
+
+    let mut cfg = config("dedup:nosample:noprehash:mhz=1000");
+    cfg.open_loop = true;
+    cfg.write_buffer_bytes = Some(2 * 2048);
+    let two = Request { time_ns: Some(0), op: Op::Write, offset: 2048, len: 4096, content: Some(vec![8, 9]) };
+    let third = Request { offset: 3 * 2048, content: Some(vec![10]), ..one };
+    let mut out = simulate(&cfg, vec![two, third].into_iter(), &mut |_| {}).unwrap();
+    assert_eq!(out.write_latency.sorted(), &[0, h + x + program]);
+}
