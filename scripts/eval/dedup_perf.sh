@@ -41,5 +41,13 @@ for arrival in 3000 6000; do
       --json "$json/a${arrival}_b16_mhz${mhz}.json" --quiet
   done
 done
+# Idle-time reorganisation of the fingerprint store (the paper's Figure 12 metric): the FIU mail
+# sample (open loop, idle gaps), no pre-hash (every page looked up), one segment so that the
+# store has several buckets per segment; a reorganisation in every gap >= 100 ms after writes.
+fiu="--device caftl --trace testdata/traces/fiu_mail_sample/fiu_mail_cheetah_sample.blkparse --format fiu --compact --fit"
+for reorg in none sorted hotness; do
+  extra=$([ "$reorg" = none ] && echo "" || echo ":reorg=$reorg")
+  $sim run $fiu --features "dedup:nosample:noprehash:segments=1$extra" --json "$json/fiu_reorg_$reorg.json" --quiet
+done
 python3 scripts/eval/dedup_perf.py "$json" > "$out/perf.md"
 echo "wrote $out/perf.md"

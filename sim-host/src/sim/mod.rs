@@ -30,7 +30,7 @@ pub mod write_buffer;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use ftl_core::policy::{
@@ -424,18 +424,14 @@ where
     // With the write buffer, hashing is on the clock page by page (dedup::TimedIndex); without
     // it, a write's hashing time is added to its completion (the model of docs/eval/dedup).
     let hash_delay = Arc::new(AtomicU64::new(0));
-    let (mut timed, mut plain) = (None, None);
-    match dindex.as_mut() {
-        Some(i) if wbuf.is_some() => {
-            timed = Some(dedup::TimedIndex::new(i, hash_delay.clone(), cfg.dedup.mhz, page_bytes))
-        }
-        Some(i) => plain = Some(i),
-        None => {}
+    let index_shared = Arc::new(Mutex::new(dedup::IndexShared::default()));
+    let mut timed = dindex.as_mut().map(|i| {
+        dedup::TimedIndex::new(i, hash_delay.clone(), cfg.dedup.mhz, page_bytes, index_shared.clone())
+    });
+    let index = timed.as_mut().map(|t| t as &mut dyn ftl_core::dedup::ContentIndex);
+    if let Some(d) = dsim.as_mut() {
+        d.set_index_shared(index_shared.clone());
     }
-    let index: Option<&mut dyn ftl_core::dedup::ContentIndex> = match timed.as_mut() {
-        Some(t) => Some(t),
-        None => plain.map(|i| i as &mut dyn ftl_core::dedup::ContentIndex),
-    };
     if dedup_on && cfg.nv_cache.is_some() {
         return Err("dedup and an NV cache are not combined at run time; use one of them".to_string());
     }
