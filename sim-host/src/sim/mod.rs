@@ -626,7 +626,8 @@ where
             if wbuf.is_some() {
                 // The hashing delayed the operations issued after it; a request hashed but not
                 // written (all duplicates) is done when its hashing is.
-                hash_ns = hash_delay.load(Ordering::Relaxed);
+                // Later work (idle-time passes, the next request) starts from a zero delay.
+                hash_ns = hash_delay.swap(0, Ordering::Relaxed);
                 done = done.max(issue_at + hash_ns);
             } else {
                 done += hash_ns;

@@ -32,6 +32,8 @@ pub struct WriteBuffer {
     resident: HashMap<u32, u64>,
     /// The latest admission so far (admission is FIFO).
     last_admit: u64,
+    /// The latest arrival so far (arrivals come in time order).
+    last_arrival: u64,
     /// When the hash processor is next free.
     cpu_free: u64,
 }
@@ -45,6 +47,7 @@ impl WriteBuffer {
             occupied: 0,
             resident: HashMap::new(),
             last_admit: 0,
+            last_arrival: 0,
             cpu_free: 0,
         }
     }
@@ -79,6 +82,7 @@ impl WriteBuffer {
     /// admission (FIFO) and once its pages fit. A request with no pages (a read served wholly
     /// from the buffer) is admitted at `t`.
     pub fn admit(&mut self, t: u64, pages: u64) -> u64 {
+        self.last_arrival = self.last_arrival.max(t);
         if pages == 0 {
             return t;
         }
@@ -115,8 +119,9 @@ impl WriteBuffer {
         if let Some(c) = cpu_busy_until {
             self.cpu_free = self.cpu_free.max(c);
         }
+        // Pages released before the latest arrival cannot serve a later read.
         if self.resident.len() > 4 * self.capacity as usize {
-            let now = self.last_admit;
+            let now = self.last_arrival;
             self.resident.retain(|_, r| *r > now);
         }
     }
