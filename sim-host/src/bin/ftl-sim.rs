@@ -9,6 +9,8 @@ use ftl_core::cdm::NvPolicy;
 use ftl_core::Config;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nand_hal::Geometry;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use sim_host::memory::MapChoice;
 use sim_host::sim::cdm::{parse_read_fill, take_nv_cache, NvCacheSpec};
 use sim_host::sim::dedup::DedupOptions;
@@ -229,6 +231,10 @@ struct InputArgs {
     /// Fraction of written pages whose content repeats earlier content (synthetic workloads).
     #[arg(long, default_value_t = 0.0)]
     dup_ratio: f64,
+    /// Synthetic workload: requests arrive open loop, at exponential intervals of this mean in
+    /// microseconds (default: closed loop at --queue-depth).
+    #[arg(long)]
+    arrival_us: Option<f64>,
     /// Seed of the synthetic workload and of the preconditioning.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -311,6 +317,11 @@ struct RunOpts {
     /// Classifier parameters.
     #[command(flatten)]
     classifier: ClassifierArgs,
+    /// On-device write buffer in MiB (the CAFTL paper's 2-16 MB): writes complete when they
+    /// enter it, reads of buffered pages are served from it, the hash processor fingerprints one
+    /// write at a time (sim::write_buffer). Default: none (write-through).
+    #[arg(long)]
+    write_buffer_mib: Option<u64>,
     /// Write the JSON report here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -465,8 +476,14 @@ impl FlexArgs {
 
 /// The requests of an input, replayable.
 enum Input {
-    Trace { trace: Trace, has_times: bool, skipped: u64 },
-    Workload(WorkloadSpec),
+    Trace {
+        trace: Trace,
+        has_times: bool,
+        skipped: u64,
+    },
+    /// A synthetic workload; with a mean interarrival time (ns), its requests arrive open loop at
+    /// exponentially distributed intervals (seeded by the workload's seed).
+    Workload(WorkloadSpec, Option<f64>),
 }
 
 impl Input {
@@ -488,14 +505,23 @@ impl Input {
                 if !(0.0..=1.0).contains(&a.dup_ratio) {
                     return Err(format!("--dup-ratio {} is not between 0 and 1", a.dup_ratio));
                 }
-                Ok(Input::Workload(WorkloadSpec {
-                    pattern: w.parse::<Pattern>()?,
-                    writes: a.writes,
-                    read_ratio: a.read_ratio,
-                    request_pages: a.request_pages.parse::<RequestPages>()?,
-                    duplicate_ratio: a.dup_ratio,
-                    seed: a.seed,
-                }))
+                let arrival = match a.arrival_us {
+                    Some(us) if !(us.is_finite() && us > 0.0) => {
+                        return Err(format!("--arrival-us {us} must be a positive number"))
+                    }
+                    other => other.map(|us| us * 1000.0),
+                };
+                Ok(Input::Workload(
+                    WorkloadSpec {
+                        pattern: w.parse::<Pattern>()?,
+                        writes: a.writes,
+                        read_ratio: a.read_ratio,
+                        request_pages: a.request_pages.parse::<RequestPages>()?,
+                        duplicate_ratio: a.dup_ratio,
+                        seed: a.seed,
+                    },
+                    arrival,
+                ))
             }
             _ => Err("give either --trace FILE or --workload PATTERN".into()),
         }
@@ -504,7 +530,7 @@ impl Input {
     fn len_hint(&self, loops: u32) -> Option<u64> {
         match self {
             Input::Trace { trace, .. } => Some(trace.requests.len() as u64 * loops as u64),
-            Input::Workload(w) => {
+            Input::Workload(w, _) => {
                 (w.read_ratio < 1.0).then(|| (w.writes as f64 / (1.0 - w.read_ratio)).round() as u64)
             }
         }
@@ -537,7 +563,7 @@ impl Input {
                 });
                 simulate(cfg, iter, &mut progress)
             }
-            Input::Workload(spec) => {
+            Input::Workload(spec, arrival) => {
                 let n = if cfg.features.contains(&Feature::FlexEcc) {
                     cfg.flex.workload_pages_for(cfg.logical_pages())
                 } else {
@@ -545,7 +571,19 @@ impl Input {
                 };
                 let w =
                     generate(spec, n, cfg.device.geometry.data_bytes as u64).map_err(|e| e.to_string())?;
-                simulate(cfg, w, &mut progress)
+                match arrival {
+                    Some(mean_ns) => {
+                        let mut rng = ChaCha8Rng::seed_from_u64(spec.seed ^ 0x00a7_71a1);
+                        let mut t = 0f64;
+                        let timed = w.map(move |mut r| {
+                            t += -mean_ns * (1.0 - rng.random::<f64>()).ln();
+                            r.time_ns = Some(t as u64);
+                            r
+                        });
+                        simulate(cfg, timed, &mut progress)
+                    }
+                    None => simulate(cfg, w, &mut progress),
+                }
             }
         }
     }
@@ -557,7 +595,7 @@ fn base_config(
     opts: &RunOpts,
     inp: &Input,
 ) -> Result<SimConfig, String> {
-    let has_times = matches!(inp, Input::Trace { has_times: true, .. });
+    let has_times = matches!(inp, Input::Trace { has_times: true, .. } | Input::Workload(_, Some(_)));
     if !(1..=4096).contains(&opts.queue_depth) {
         return Err(format!("--queue-depth {} is not between 1 and 4096", opts.queue_depth));
     }
@@ -644,6 +682,7 @@ fn base_config(
             guard_margin_permille: opts.classifier.guard_margin,
             guard_window: opts.classifier.guard_window,
         },
+        write_buffer_bytes: opts.write_buffer_mib.map(|m| m * (1 << 20)),
     };
     cfg.classifier_opts.apply("")?;
     cfg.map = map_choice(&opts.map, opts.map_cache_kib)?;
@@ -789,7 +828,7 @@ fn cmd_run(
     let inp = Input::load(input)?;
     let skipped = match &inp {
         Input::Trace { skipped, .. } => *skipped,
-        Input::Workload(_) => 0,
+        Input::Workload(..) => 0,
     };
     let mut cfg = base_config(device, input, opts, &inp)?;
     let pages = nv_cache_pages(opts, &cfg)?;
@@ -1032,6 +1071,7 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         read_ratio: 0.0,
         request_pages: "1".into(),
         dup_ratio: 0.0,
+        arrival_us: None,
         seed: 1,
     };
     let opts = RunOpts {
@@ -1042,6 +1082,7 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         gc_pacing: "on".into(),
         map: "flat".into(),
         map_cache_kib: None,
+        write_buffer_mib: None,
         json: Some(out.join("heimdall1370_compare.json")),
         plots: Some(out.join("heimdall1370_plots")),
         quiet: false,
@@ -1089,6 +1130,7 @@ fn map_table(quick: bool) -> Result<(), String> {
         read_ratio: 0.5,
         request_pages: "1".into(),
         dup_ratio: 0.0,
+        arrival_us: None,
         seed: 2,
     };
     let cuts = if quick { 3 } else { 10 };
@@ -1112,6 +1154,7 @@ fn map_table(quick: bool) -> Result<(), String> {
             gc_pacing: "on".into(),
             map: map.into(),
             map_cache_kib: None,
+            write_buffer_mib: None,
             json: None,
             plots: None,
             quiet: true,

@@ -46,6 +46,8 @@
 //! Counters are plain `u64`s updated on every operation; they cost a few additions.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// How the planes of a LUN and the buses of the channels are scheduled (see the module doc).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -261,6 +263,9 @@ pub(crate) struct TimingState {
     /// Latest completion of the operations issued since the window was opened.
     window_end: u64,
     total_array_busy: u64,
+    /// Work outside the NAND that delays the operations issued after it (the hash processor of
+    /// a deduplicating write, `sim::dedup::TimedIndex`): ns added to "now".
+    delay: Option<Arc<AtomicU64>>,
 }
 
 impl TimingState {
@@ -275,6 +280,7 @@ impl TimingState {
             last_completion: 0,
             window_end: 0,
             total_array_busy: 0,
+            delay: None,
         }
     }
 
@@ -331,9 +337,11 @@ impl TimingState {
         self.total_array_busy
     }
 
-    /// When the planes of `ops` (and, with LUN queues, LUN `lun`) are all free, not before now.
+    /// When the planes of `ops` (and, with LUN queues, LUN `lun`) are all free, not before now
+    /// plus the delay source's value (work outside the NAND, see `set_delay_source`).
     fn start_at(&self, lun: usize, planes: &[(usize, u64)]) -> u64 {
-        let t = planes.iter().map(|&(p, _)| self.plane_busy[p]).fold(self.now, u64::max);
+        let now = self.now.saturating_add(self.delay.as_ref().map_or(0, |d| d.load(Ordering::Relaxed)));
+        let t = planes.iter().map(|&(p, _)| self.plane_busy[p]).fold(now, u64::max);
         if self.lun_queues() {
             t.max(self.lun_busy.get(lun).copied().unwrap_or(0))
         } else {
@@ -415,6 +423,12 @@ impl super::Emulator {
     /// Moves the simulated "now" (forwards or backwards); later operations start no earlier.
     pub fn set_now_ns(&mut self, t: u64) {
         self.timing.set_now(t);
+    }
+
+    /// Operations start no earlier than "now" plus the value of `delay` at their issue (work of
+    /// the controller between them, e.g. hashing); `None` (the default) turns it off.
+    pub fn set_delay_source(&mut self, delay: Option<Arc<AtomicU64>>) {
+        self.timing.delay = delay;
     }
 
     /// When the most recently issued operation that took time completed (its last plane or

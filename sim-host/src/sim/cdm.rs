@@ -276,6 +276,7 @@ mod tests {
             classifier_opts: Default::default(),
             gc_pacing: true,
             map: crate::memory::MapChoice::Flat,
+            write_buffer_bytes: None,
         };
         let spec = WorkloadSpec {
             pattern: Pattern::Uniform,

@@ -26,19 +26,30 @@
 //!   (from the device's last completion; work it has not finished when the next request arrives
 //!   delays that request: the paper aborts it instead) once pages were written without a probe.
 //!
+//! * Idle-time reorganisation (`reorg=sorted|hotness`): after every idle gap of at least
+//!   `reorgidle=MS` (default 100) that followed writes, the fingerprint store is reorganised
+//!   ([`TimedIndex`]); the report's `fingerprint_store` gives lookups, comparisons and the
+//!   reorganisations run.
+//! * With the write buffer model (`--write-buffer-mib`, [`super::write_buffer`]) hashing is on
+//!   the emulator's clock page by page ([`TimedIndex`]) instead of added to the completion.
+//!
 //! Options: `nosample` | `sample=PAGES` (default 32), `noprehash`, `compare` (full compare),
-//! `store=ENTRIES` (fingerprint store budget, default: the logical pages), `switch`,
-//! `buffer=PAGES`, `mhz=MHZ`, `ool`, `oolmem=RECORDS`, `idle=MS`.
+//! `store=ENTRIES` (fingerprint store budget, default: the logical pages), `segments=N`,
+//! `switch`, `buffer=PAGES`, `mhz=MHZ`, `ool`, `oolmem=RECORDS`, `idle=MS`,
+//! `reorg=sorted|hotness`, `reorgidle=MS`.
 
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use ftl_core::dedup::{DedupSettings, DedupStats};
+use ftl_core::dedup::{ContentIndex, ContentKey, ContentProbe, DedupSettings, DedupStats};
 use ftl_core::map::MappingTable;
 use ftl_core::policy::PolicySet;
 use ftl_core::Ftl;
 use nand_hal::NandFlash;
 
 use crate::dedup_memory::DedupSizes;
+use ftl_policies::dedup::{CaftlIndex, Layout, StoreStats};
 
 /// CRC-32 of a 4 KiB page, cycles (the paper's Table 2).
 pub const CRC_CYCLES: u64 = 4_120;
@@ -46,6 +57,99 @@ pub const CRC_CYCLES: u64 = 4_120;
 pub const SHA1_CYCLES: u64 = 47_548;
 /// Entries per fingerprint-store bucket (a 4 KiB bucket, as in the paper).
 pub const BUCKET_ENTRIES: usize = ftl_policies::dedup::ENTRIES_4K;
+
+/// Hashing time in ns of `crcs` CRC-32s and `sha1s` SHA-1s of `page_bytes` pages at `mhz` (the
+/// paper's cycles per 4 KiB, scaled to the page size).
+pub fn hash_ns(crcs: u64, sha1s: u64, mhz: u64, page_bytes: u64) -> u64 {
+    (crcs * CRC_CYCLES + sha1s * SHA1_CYCLES) * 1000 / mhz.max(1) * page_bytes / 4096
+}
+
+/// What the simulator and the index share while the FTL holds the index: a reorganisation the
+/// simulator asked for in idle time, and the store's counters.
+#[derive(Debug, Default)]
+pub struct IndexShared {
+    /// Reorganisation to run before the index's next use (set in an idle gap).
+    pub reorganize: Option<Layout>,
+    /// Reorganisations run.
+    pub reorganizations: u64,
+    /// The fingerprint store's counters after the index's latest use.
+    pub stats: StoreStats,
+}
+
+/// The CAFTL index as the simulator runs it. Hashing on the clock (runs with the write buffer
+/// model): each probe's hashing time is added to `delay`, which the emulator adds to "now" for the
+/// NAND operations issued after it (`Emulator::set_delay_source`), so a write's pages are hashed
+/// one after the other on one processor while the flash programs the pages already hashed.
+/// Fingerprints taken after a page is written (pre-hash misses) are off the critical path and
+/// cost no delay. Idle-time reorganisation: a [`Layout`] the simulator puts in `shared` in an idle
+/// gap is applied to the store before the index's next use (nothing uses the store in between,
+/// so this is the same as running it in the gap; it is not charged any time).
+pub struct TimedIndex<'i, 'b, const K: usize> {
+    inner: &'i mut CaftlIndex<'b, K>,
+    delay: Arc<AtomicU64>,
+    mhz: u64,
+    page_bytes: u64,
+    shared: Arc<Mutex<IndexShared>>,
+}
+
+impl<'i, 'b, const K: usize> TimedIndex<'i, 'b, K> {
+    /// Wraps `inner`; hashing at `mhz` on pages of `page_bytes` is added to `delay`.
+    pub fn new(
+        inner: &'i mut CaftlIndex<'b, K>,
+        delay: Arc<AtomicU64>,
+        mhz: u64,
+        page_bytes: u64,
+        shared: Arc<Mutex<IndexShared>>,
+    ) -> Self {
+        TimedIndex { inner, delay, mhz, page_bytes, shared }
+    }
+
+    /// Runs a pending reorganisation, then `f`, then publishes the store's counters.
+    fn with<T>(&mut self, f: impl FnOnce(&mut CaftlIndex<'b, K>) -> T) -> T {
+        let mut sh = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(layout) = sh.reorganize.take() {
+            self.inner.store_mut().reorganize(layout);
+            sh.reorganizations += 1;
+        }
+        let r = f(self.inner);
+        sh.stats = self.inner.store().stats();
+        r
+    }
+}
+
+impl<const K: usize> ContentIndex for TimedIndex<'_, '_, K> {
+    fn probe(&mut self, page: &[u8]) -> ContentProbe {
+        let (c0, s0) = self.inner.hashing();
+        let p = self.with(|ix| ix.probe(page));
+        let (c1, s1) = self.inner.hashing();
+        self.delay.fetch_add(hash_ns(c1 - c0, s1 - s0, self.mhz, self.page_bytes), Ordering::Relaxed);
+        p
+    }
+    fn fingerprint(&mut self, page: &[u8]) -> ContentKey {
+        self.inner.fingerprint(page)
+    }
+    fn sample(&self, unit: &[u8], page_bytes: usize) -> usize {
+        self.inner.sample(unit, page_bytes)
+    }
+    fn insert(&mut self, key: &ContentKey, location: u32) {
+        self.with(|ix| ix.insert(key, location))
+    }
+    fn forget(&mut self, key: &ContentKey) {
+        self.with(|ix| ix.forget(key))
+    }
+    fn moved(&mut self, from: u32, to: u32) {
+        self.with(|ix| ix.moved(from, to))
+    }
+    fn invalidated(&mut self, location: u32) {
+        self.with(|ix| ix.invalidated(location))
+    }
+    fn clear(&mut self) {
+        self.inner.clear()
+    }
+    fn hashing(&self) -> (u64, u64) {
+        self.inner.hashing()
+    }
+}
 
 /// Options of `--features dedup[:OPT...]`.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -72,6 +176,13 @@ pub struct DedupOptions {
     /// the device's last completion and the next arrival) once unprobed pages were written since
     /// the last pass (0: only after the run).
     pub idle_ms: u64,
+    /// Reorganise the fingerprint store in idle gaps (`reorg=sorted|hotness`).
+    pub reorganize: Option<Layout>,
+    /// Idle gap (ms) that triggers a reorganisation (`reorgidle=MS`, default 100), when pages
+    /// were written since the last one.
+    pub reorg_idle_ms: u64,
+    /// Fingerprint-store segments (`segments=N`; default: one per bucket, at most 1024).
+    pub segments: Option<usize>,
 }
 
 impl Default for DedupOptions {
@@ -87,6 +198,9 @@ impl Default for DedupOptions {
             out_of_line: false,
             ool_memory_records: 65536,
             idle_ms: 0,
+            reorganize: None,
+            reorg_idle_ms: 100,
+            segments: None,
         }
     }
 }
@@ -116,10 +230,24 @@ impl DedupOptions {
                     o.idle_ms = num(v)?;
                     o.out_of_line = true;
                 }
+                "reorg" => {
+                    o.reorganize = Some(match v {
+                        Some("sorted") => Layout::Sorted,
+                        Some("hotness") => Layout::Hotness,
+                        _ => {
+                            return Err(format!(
+                                "dedup option '{opt}': expected reorg=sorted or reorg=hotness"
+                            ))
+                        }
+                    })
+                }
+                "reorgidle" => o.reorg_idle_ms = num(v)?,
+                "segments" => o.segments = Some(num(v)?.max(1) as usize),
                 _ => {
                     return Err(format!(
                         "unknown dedup option '{opt}' (expected nosample, sample=N, noprehash, compare, \
-                         store=N, switch, buffer=N, mhz=N, ool, oolmem=N, idle=MS)"
+                         store=N, switch, buffer=N, mhz=N, ool, oolmem=N, idle=MS, reorg=sorted|hotness, \
+                         reorgidle=MS, segments=N)"
                     ))
                 }
             }
@@ -157,7 +285,7 @@ impl DedupOptions {
         DedupSizes {
             virtual_pages: logical_pages as usize,
             buckets,
-            segments: buckets.clamp(1, 1024),
+            segments: self.segments.unwrap_or(1024).clamp(1, buckets.max(1)),
             page_bytes,
         }
     }
@@ -188,6 +316,10 @@ pub struct DedupSim {
     ool: Option<OolReport>,
     last_done: u64,
     unprobed_at_pass: u64,
+    index_shared: Option<Arc<Mutex<IndexShared>>>,
+    store_base: StoreStats,
+    reorgs_base: u64,
+    written_at_reorg: u64,
 }
 
 /// The clock of a device the simulator can run idle-time work on.
@@ -251,7 +383,20 @@ impl DedupSim {
             ool: None,
             last_done: 0,
             unprobed_at_pass: 0,
+            index_shared: None,
+            store_base: StoreStats::default(),
+            reorgs_base: 0,
+            written_at_reorg: 0,
         }
+    }
+
+    /// The state shared with the run's index (reorganisation requests, store counters).
+    pub fn set_index_shared(&mut self, shared: Arc<Mutex<IndexShared>>) {
+        self.index_shared = Some(shared);
+    }
+
+    fn shared(&self) -> Option<std::sync::MutexGuard<'_, IndexShared>> {
+        self.index_shared.as_ref().map(|s| s.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// The options.
@@ -270,6 +415,10 @@ impl DedupSim {
         self.live_duplicates = 0;
         self.hash_ns = 0;
         self.hash_ns_background = 0;
+        if let Some((stats, reorgs)) = self.shared().map(|s| (s.stats, s.reorganizations)) {
+            (self.store_base, self.reorgs_base) = (stats, reorgs);
+        }
+        self.written_at_reorg = 0;
     }
 
     /// Fills `page` with content `c`; counts the write against the references (`lpn` written).
@@ -308,6 +457,19 @@ impl DedupSim {
         ftl: &mut Ftl<'_, N, P, M>,
         now: u64,
     ) -> Result<(), String> {
+        // Idle-time reorganisation of the fingerprint store, if pages were written since the last.
+        let reorg_ns = self.opts.reorg_idle_ms.saturating_mul(1_000_000);
+        if let Some(layout) = self.opts.reorganize {
+            if self.last_done > 0
+                && now >= self.last_done.saturating_add(reorg_ns)
+                && self.written > self.written_at_reorg
+            {
+                self.written_at_reorg = self.written;
+                if let Some(mut sh) = self.shared() {
+                    sh.reorganize = Some(layout);
+                }
+            }
+        }
         let idle_ns = self.opts.idle_ms.saturating_mul(1_000_000);
         let unprobed = ftl.dedup_stats().unprobed;
         if !self.opts.out_of_line
@@ -342,12 +504,15 @@ impl DedupSim {
         r.live_after = pass.live_after;
     }
 
-    /// Before a write request arriving at `now` (ns): the dynamic switch's decision.
+    /// Before a write request arriving at `now` (ns): the dynamic switch's decision, from the
+    /// write buffer's (occupied, capacity) pages when the run models one, else from the device's
+    /// outstanding writes against `buffer=PAGES`.
     pub fn before_write<N: NandFlash, P: PolicySet, M: MappingTable>(
         &mut self,
         ftl: &mut Ftl<'_, N, P, M>,
         now: u64,
         pages: u64,
+        buffer: Option<(u64, u64)>,
     ) {
         while self.outstanding.front().is_some_and(|&(done, _)| done <= now) {
             if let Some((_, p)) = self.outstanding.pop_front() {
@@ -355,11 +520,11 @@ impl DedupSim {
             }
         }
         if self.opts.dynamic_switch {
-            let b = self.opts.buffer_pages;
-            if self.inline_on && self.outstanding_pages * 100 >= b * 95 {
+            let (used, b) = buffer.unwrap_or((self.outstanding_pages, self.opts.buffer_pages));
+            if self.inline_on && used * 100 >= b * 95 {
                 self.inline_on = false;
                 self.switch_offs += 1;
-            } else if !self.inline_on && self.outstanding_pages * 100 <= b * 50 {
+            } else if !self.inline_on && used * 100 <= b * 50 {
                 self.inline_on = true;
             }
             ftl.set_inline_dedup(self.inline_on);
@@ -383,14 +548,12 @@ impl DedupSim {
         let after = ftl.dedup_stats().fingerprinted_after_write;
         let background = after - self.after_write_sha1s;
         let critical_sha1s = (sha1s - self.hashing.1).saturating_sub(background);
-        let cycles = (crcs - self.hashing.0) * CRC_CYCLES + critical_sha1s * SHA1_CYCLES;
+        let pb = self.page_bytes as u64;
+        let ns = hash_ns(crcs - self.hashing.0, critical_sha1s, self.opts.mhz, pb);
         self.hashing = (crcs, sha1s);
         self.after_write_sha1s = after;
-        // Cycles per 4 KiB, scaled to the page size.
-        let to_ns = |c: u64| c * 1000 / self.opts.mhz * self.page_bytes as u64 / 4096;
-        let ns = to_ns(cycles);
         self.hash_ns += ns;
-        self.hash_ns_background += to_ns(background * SHA1_CYCLES);
+        self.hash_ns_background += hash_ns(0, background, self.opts.mhz, pb);
         let done = done + ns;
         let at = self.outstanding.partition_point(|&(d, _)| d <= done);
         self.outstanding.insert(at, (done, pages));
@@ -425,7 +588,21 @@ impl DedupSim {
         let offline = n.saturating_sub(self.contents.len() as u64);
         let mapped = (0..ftl.capacity_pages()).filter(|&l| ftl.physical_page_of(l).is_some()).count() as u64;
         let live = ftl.live_physical_pages();
+        let store = self.shared().map(|sh| {
+            let (s, b) = (sh.stats, self.store_base);
+            let lookups = s.lookups - b.lookups;
+            let comparisons = s.comparisons - b.comparisons;
+            serde_json::json!({
+                "lookups": lookups,
+                "comparisons": comparisons,
+                "comparisons_per_lookup": if lookups == 0 { 0.0 } else { comparisons as f64 / lookups as f64 },
+                "buckets_searched": s.buckets_searched - b.buckets_searched,
+                "buckets_skipped": s.buckets_skipped - b.buckets_skipped,
+                "reorganizations": sh.reorganizations - self.reorgs_base,
+            })
+        });
         serde_json::json!({
+            "fingerprint_store": store,
             "options": format!("{:?}", self.opts),
             "pages_written_n": n,
             "pages_to_flash_m": m,
@@ -546,6 +723,9 @@ mod tests {
         assert_eq!((o.buffer_pages, o.out_of_line, o.ool_memory_records), (64, true, 100));
         let i = DedupOptions::parse("idle=100").unwrap();
         assert_eq!((i.idle_ms, i.out_of_line), (100, true));
+        let r = DedupOptions::parse("reorg=hotness:reorgidle=5:segments=4").unwrap();
+        assert_eq!((r.reorganize, r.reorg_idle_ms, r.segments), (Some(Layout::Hotness), 5, Some(4)));
+        assert!(DedupOptions::parse("reorg=bogus").unwrap_err().contains("reorg=sorted"));
         assert!(DedupOptions::parse("sample=x").unwrap_err().contains("whole number"));
         assert!(DedupOptions::parse("bogus").unwrap_err().contains("unknown dedup option"));
     }

@@ -27,9 +27,12 @@ pub mod metrics;
 pub mod plot;
 pub mod report;
 pub mod wom;
+pub mod write_buffer;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use ftl_core::policy::Classifier;
@@ -394,6 +397,9 @@ pub struct SimConfig {
     pub map: MapChoice,
     /// The classifiers' parameters.
     pub classifier_opts: ClassifierOpts,
+    /// The on-device write buffer in bytes ([`write_buffer`]; None: requests go straight to the
+    /// flash, write-through).
+    pub write_buffer_bytes: Option<u64>,
 }
 
 /// What one simulation produced.
@@ -578,6 +584,18 @@ where
         None => (None, None),
     };
     let mut dsim = dedup_on.then(|| dedup::DedupSim::new(cfg.dedup, fcfg.logical_pages, geo.data_bytes));
+    let mut wbuf = cfg.write_buffer_bytes.map(|b| write_buffer::WriteBuffer::new(b / page_bytes));
+    // With the write buffer, hashing is on the clock page by page (dedup::TimedIndex); without
+    // it, a write's hashing time is added to its completion (the model of docs/eval/dedup).
+    let hash_delay = Arc::new(AtomicU64::new(0));
+    let index_shared = Arc::new(Mutex::new(dedup::IndexShared::default()));
+    let mut timed = dindex.as_mut().map(|i| {
+        dedup::TimedIndex::new(i, hash_delay.clone(), cfg.dedup.mhz, page_bytes, index_shared.clone())
+    });
+    let index = timed.as_mut().map(|t| t as &mut dyn ftl_core::dedup::ContentIndex);
+    if let Some(d) = dsim.as_mut() {
+        d.set_index_shared(index_shared.clone());
+    }
     if dedup_on && cfg.nv_cache.is_some() {
         return Err("dedup and an NV cache are not combined at run time; use one of them".to_string());
     }
@@ -585,7 +603,7 @@ where
         return Err("wom and an NV cache are not combined at run time; use one of them".to_string());
     }
     let mut nv_mem = cfg.nv_cache.map(|s| cdm::SimNvCache::new(s, geo.data_bytes)).transpose()?;
-    let formatted = match (wom_cfg, nv_mem.as_mut(), dindex.as_mut(), dmem) {
+    let formatted = match (wom_cfg, nv_mem.as_mut(), index, dmem) {
         (Some(rc), _, _, _) => {
             let reuse = ftl_core::reuse::Reuse::new(&mut wom_codec, reuse_buffers.memory(), rc);
             Ftl::format_reusable(&mut emu, policies, map, m, fcfg, reuse)
@@ -610,6 +628,15 @@ where
         let mut lpn = 0;
         while lpn < n {
             let k = chunk.min(n - lpn);
+            // With deduplication, every preconditioned page gets unique content (a full drive
+            // of distinct data), not one all-zero content shared by the whole device.
+            if let Some(d) = dsim.as_mut() {
+                for (i, page) in
+                    buf[..(k as u64 * page_bytes) as usize].chunks_exact_mut(page_bytes as usize).enumerate()
+                {
+                    d.fill_and_count(lpn + i as u32, None, page);
+                }
+            }
             ftl.write(lpn, &buf[..(k as u64 * page_bytes) as usize])
                 .map_err(|e| format!("precondition: {e}"))?;
             lpn += k;
@@ -617,8 +644,11 @@ where
         if let Precondition::SequentialRandom { passes } = cfg.precondition {
             let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
             for _ in 0..(passes * n as f64) as u64 {
-                ftl.write(rng.random_range(0..n), &buf[..page_bytes as usize])
-                    .map_err(|e| format!("precondition: {e}"))?;
+                let l = rng.random_range(0..n);
+                if let Some(d) = dsim.as_mut() {
+                    d.fill_and_count(l, None, &mut buf[..page_bytes as usize]);
+                }
+                ftl.write(l, &buf[..page_bytes as usize]).map_err(|e| format!("precondition: {e}"))?;
             }
         }
     }
@@ -626,6 +656,9 @@ where
     ftl.reset_nv_counters();
     if let Some(d) = dsim.as_mut() {
         d.start_measuring(&ftl);
+    }
+    if wbuf.is_some() && dedup_on {
+        ftl.nand_mut().set_delay_source(Some(hash_delay.clone()));
     }
     let erase_base: Vec<u32> = ftl.nand().erase_counts().to_vec();
     let t0 = ftl.nand().idle_at_ns();
@@ -692,11 +725,24 @@ where
         if let Some(d) = dsim.as_mut() {
             d.idle_time(&mut ftl, arrival)?;
         }
-        if let (Some(d), Op::Write) = (dsim.as_mut(), req.op) {
-            d.before_write(&mut ftl, arrival, lpns.len() as u64);
+        // With the write buffer: reads of buffered pages are served from it; the request enters
+        // the buffer when its pages fit, and its flash work starts then (a write's once the hash
+        // processor is free too).
+        let (mut admitted, mut issue_at, mut buffer_view) = (arrival, arrival, None);
+        if let Some(wb) = wbuf.as_mut() {
+            if req.op == Op::Read {
+                lpns.retain(|&l| !wb.holds(l, arrival));
+            }
+            admitted = wb.admit(arrival, lpns.len() as u64);
+            buffer_view = Some((wb.occupied_at(admitted), wb.capacity()));
+            issue_at = if req.op == Op::Write { wb.issue_at(admitted) } else { admitted };
         }
+        if let (Some(d), Op::Write) = (dsim.as_mut(), req.op) {
+            d.before_write(&mut ftl, arrival, lpns.len() as u64, buffer_view);
+        }
+        hash_delay.store(0, Ordering::Relaxed);
         let emu = ftl.nand_mut();
-        emu.set_now_ns(arrival);
+        emu.set_now_ns(issue_at);
         emu.open_window();
         let mut run_start = 0;
         while run_start < lpns.len() {
@@ -738,13 +784,36 @@ where
         let nv_ns =
             nv_run.request(nv_before, ftl.nv_counters(), ftl.nv_cache().map_or(0, |c| c.only_copies()));
         let mut done = ftl.nand().window_completion_ns() + nv_ns;
+        let mut hash_ns = 0;
         if let (Some(d), Op::Write) = (dsim.as_mut(), req.op) {
-            done += d.after_write(&ftl, done, lpns.len() as u64);
+            hash_ns = d.after_write(&ftl, done, lpns.len() as u64);
+            if wbuf.is_some() {
+                // The hashing delayed the operations issued after it; a request hashed but not
+                // written (all duplicates) is done when its hashing is.
+                // Later work (idle-time passes, the next request) starts from a zero delay.
+                hash_ns = hash_delay.swap(0, Ordering::Relaxed);
+                done = done.max(issue_at + hash_ns);
+            } else {
+                done += hash_ns;
+            }
         }
         if let Some(d) = dsim.as_mut() {
             d.note_done(done);
         }
-        let latency = done - arrival;
+        // The host sees a buffered write complete when it was admitted; the device is busy with
+        // it (and its pages stay buffered) until `done`.
+        let host_done = match (wbuf.as_mut(), req.op) {
+            (Some(wb), Op::Write) => {
+                wb.hold(done, lpns.len() as u64, &lpns, Some(issue_at + hash_ns));
+                admitted
+            }
+            (Some(wb), Op::Read) => {
+                wb.hold(done, lpns.len() as u64, &[], None);
+                done
+            }
+            (None, _) => done,
+        };
+        let latency = host_done - arrival;
         // Background work after the request: the prefetch of the next pair of invalid pages
         // (its reads queue on the planes and delay only requests that arrive meanwhile).
         if wom_cfg.is_some_and(|c| c.prefetch) {
@@ -754,7 +823,7 @@ where
             Op::Read => read_latency.push(latency),
             Op::Write => write_latency.push(latency),
         }
-        inflight.push(Reverse(done));
+        inflight.push(Reverse(host_done));
         last_time = last_time.max(arrival);
         requests_done += 1;
         if requests_done.is_multiple_of(4096) {
