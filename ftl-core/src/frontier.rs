@@ -129,6 +129,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         lpn: u32,
         data: &[u8],
     ) -> Result<PageId, Error> {
+        self.note_host_stream(stream);
         self.append(plane, stream, PageKind::Data, lpn, 0, Source::Host(data))
     }
 

@@ -76,6 +76,9 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     pub(crate) anchor: crate::anchor::AnchorState,
     /// The victim paced GC is collecting in each plane.
     pub(crate) paced: [PacedVictim; MAX_TOTAL_PLANES],
+    /// Recent host pages on the host and cold streams (pacing's estimate of when a host-side
+    /// block opens, see `pacing.rs`).
+    pub(crate) host_stream_pages: [u32; 2],
     /// Second writes, when on (see [`crate::reuse`]).
     #[cfg(feature = "wom")]
     pub(crate) reuse: Option<crate::reuse::Reuse<'m>>,
@@ -131,6 +134,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             gc_pacing: true,
             anchor: crate::anchor::AnchorState::NONE,
             paced: [PacedVictim::NONE; MAX_TOTAL_PLANES],
+            host_stream_pages: [0; 2],
             #[cfg(feature = "wom")]
             reuse: None,
             #[cfg(feature = "cdm")]
