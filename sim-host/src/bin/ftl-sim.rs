@@ -179,6 +179,25 @@ struct DeviceArgs {
 }
 
 impl DeviceArgs {
+    /// A preset with its defaults, `op` percent over-provisioning and `fit` (for the demo).
+    fn preset(device: &str, op: f64, fit: bool) -> Self {
+        DeviceArgs {
+            device: device.into(),
+            page_bytes: None,
+            spare_bytes: None,
+            pages_per_block: None,
+            blocks: None,
+            planes: None,
+            luns: None,
+            xfer_ns_per_byte: None,
+            channels: None,
+            luns_per_channel: None,
+            scheduling: None,
+            op: Some(op),
+            fit,
+        }
+    }
+
     /// The geometry overrides given.
     fn geometry_flags(&self) -> GeometryFlags {
         GeometryFlags {
@@ -1043,21 +1062,7 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
     println!("   closed loop at queue depth 8: one stream vs the 64 KiB size rule vs MHF vs ETI");
     let trace = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../testdata/traces/msr_cuts_heimdall/msr.cut.per_10k.rw_40_60.1370.trace");
-    let device = DeviceArgs {
-        device: "caftl".into(),
-        page_bytes: None,
-        spare_bytes: None,
-        pages_per_block: None,
-        blocks: None,
-        planes: None,
-        luns: None,
-        xfer_ns_per_byte: None,
-        channels: None,
-        luns_per_channel: None,
-        scheduling: None,
-        op: Some(7.0),
-        fit: true,
-    };
+    let device = DeviceArgs::preset("caftl", 7.0, true);
     let input = InputArgs {
         trace: Some(trace),
         format: "heimdall".into(),
@@ -1102,21 +1107,7 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
 /// Demo section 4: the flat and the cached map side by side on the anchor geometry at 90% of raw
 /// in use (uniform random, half reads), with dhara's figures from an independent harness.
 fn map_table(quick: bool) -> Result<(), String> {
-    let device = DeviceArgs {
-        device: "anchor".into(),
-        page_bytes: None,
-        spare_bytes: None,
-        pages_per_block: None,
-        blocks: None,
-        planes: None,
-        luns: None,
-        xfer_ns_per_byte: None,
-        channels: None,
-        luns_per_channel: None,
-        scheduling: None,
-        op: Some(11.111),
-        fit: false,
-    };
+    let device = DeviceArgs::preset("anchor", 11.111, false);
     let input = InputArgs {
         trace: None,
         format: "heimdall".into(),
