@@ -132,7 +132,7 @@ pub(crate) fn listed_block(data: &[u8], i: usize) -> u32 {
 }
 
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
-    /// Region blocks: `(block, bad)`.
+    /// The anchor's region: its first `ANCHOR_BLOCKS` blocks.
     fn anchor_region(&self) -> impl Iterator<Item = BlockId> {
         (0..ANCHOR_BLOCKS.min(self.geo.total_blocks())).map(BlockId)
     }
@@ -179,7 +179,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 let mut whole = false;
                 for p in (lo.saturating_sub(WALK_BACK)..=lo).rev() {
                     let page = self.geo.page(b, p);
-                    if let Some((seq, clean, ckpt_seq)) = self.anchor_read(page)? {
+                    if let Some((seq, clean, ckpt_seq, _)) = self.anchor_read(page)? {
                         if let SpareState::Valid(m) = first {
                             self.blocks.set_erase_count(b, m.erase_count);
                         }
@@ -213,9 +213,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(self.anchor_meta(page)?.1 == SpareState::Erased)
     }
 
-    /// Reads the record at `page` into the page buffer: `(seq, clean, checkpoint sequence)` if
-    /// its metadata, codec and CRC check out.
-    pub(crate) fn anchor_read(&mut self, page: PageId) -> Result<Option<(u64, bool, u64)>, Error> {
+    /// Reads the record at `page` into the page buffer: `(seq, clean, checkpoint sequence,
+    /// listed blocks)` if its metadata, codec and CRC check out.
+    pub(crate) fn anchor_read(&mut self, page: PageId) -> Result<Option<(u64, bool, u64, usize)>, Error> {
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
         self.counters.nand_reads += 1;
@@ -226,7 +226,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         {
             return Ok(None);
         }
-        Ok(parse(data).map(|(seq, clean, ckpt, _)| (seq, clean, ckpt)))
+        Ok(parse(data))
     }
 
     /// Format: every good region block becomes an (erased) anchor copy.
@@ -248,7 +248,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// only when the checkpoint's blocks fit in one record and no technique keeps state the fast
     /// mount does not rebuild; otherwise nothing is written (the next mount surveys).
     pub(crate) fn write_anchor(&mut self, clean: bool) -> Result<(), Error> {
-        let clean = clean && self.anchor_fast_allowed() && self.anchor_fill(0, true);
+        let listed = self.blocks.iter().filter(|(_, i)| i.state() == BlockState::Checkpoint).count();
+        let clean = clean && self.anchor_fast_allowed() && listed <= max_listed_blocks(self.geo.data_bytes);
         if !clean && !self.anchor.clean_on_flash {
             return Ok(());
         }
@@ -277,9 +278,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(())
     }
 
-    /// Builds record `seq` in the page buffer; false if the checkpoint's blocks do not fit in
-    /// one record (then no clean record can be written).
-    fn anchor_fill(&mut self, seq: u64, clean: bool) -> bool {
+    /// Builds record `seq` in the page buffer (a clean one lists the checkpoint's blocks, which
+    /// `write_anchor` checked fit).
+    fn anchor_fill(&mut self, seq: u64, clean: bool) {
         let d = self.geo.data_bytes as usize;
         let max = max_listed_blocks(self.geo.data_bytes);
         let mut n = 0usize;
@@ -287,10 +288,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.buf[..d].fill(0);
         if clean {
             for b in 0..self.geo.total_blocks() {
-                if self.blocks.state(BlockId(b)) == BlockState::Checkpoint {
-                    if n == max {
-                        return false;
-                    }
+                if self.blocks.state(BlockId(b)) == BlockState::Checkpoint && n < max {
                     put(self.buf, FIXED_WORDS + n, b);
                     n += 1;
                 }
@@ -311,7 +309,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         let crc = crc32c_append(0, &self.buf[..(FIXED_WORDS + n) * 4]);
         put(self.buf, FIXED_WORDS + n, crc);
-        true
     }
 
     /// Programs record `seq` to copy `i` and reads it back; a page that does not read back (a
@@ -360,7 +357,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let page = self.geo.page(b, next);
             match self.nand.program_page(page, &self.buf[..d], &self.buf[d..d + spare_len]) {
                 Ok(()) => {
-                    if matches!(self.anchor_read(page)?, Some((s, _, _)) if s == seq) {
+                    if matches!(self.anchor_read(page)?, Some((s, ..)) if s == seq) {
                         return Ok(true);
                     }
                 }

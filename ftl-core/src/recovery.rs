@@ -198,7 +198,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         #[cfg(feature = "wom")]
         self.reuse_after_mount();
-        self.dirty = replayed.pages > 0;
+        // The flash may differ from the checkpoint even when nothing replayed (a torn page
+        // rolled back and voided, a frontier resumed past it): the next `unmount` writes a
+        // checkpoint before its clean anchor record, which says nothing changed since it.
+        self.dirty = true;
         if !voids_complete {
             // Step 6: a void this mount needed did not complete; a checkpoint makes it moot.
             self.write_checkpoint()?;
@@ -230,7 +233,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let ppb = self.geo.pages_per_block;
         let ckpt_seq = found.ckpt_seq;
         let n = match self.anchor_read(found.page)? {
-            Some((_, true, c)) if c == ckpt_seq => crate::anchor::parse(&self.buf[..d]).map_or(0, |r| r.3),
+            Some((_, true, c, n)) if c == ckpt_seq => n,
             _ => return Ok(false),
         };
         if n == 0 {

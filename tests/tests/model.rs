@@ -302,3 +302,22 @@ fn cached_map_trim_failing_halfway_is_journaled_for_what_it_did() {
     let (geo, cfg) = large_block_config();
     run_on(geo, cfg, Verify::Touched, &ops, 0.5, 0.5, true).unwrap();
 }
+
+/// Regression (found by `ftl_matches_model_with_large_blocks`): a write torn by a cut, rolled back
+/// and voided by the recovery mount, then a clean unmount that wrote no checkpoint (nothing had
+/// replayed) and so a clean anchor record naming the checkpoint from before the torn write; the
+/// fast mount then resumed the host frontier at the voided page and the next write of lpn 0 was
+/// programmed over it (Uncorrectable). A survey mount now always leaves the next unmount a
+/// checkpoint to write first.
+#[test]
+fn clean_record_after_a_rolled_back_write_names_a_checkpoint_of_that_state() {
+    let ops = [
+        Op::Cut { after: 24, mount_after: None },
+        Op::Remount,
+        Op::Write { lpn: 0, pages: 1 },
+        Op::Remount,
+        Op::Write { lpn: 0, pages: 1 },
+    ];
+    let (geo, cfg) = large_block_config();
+    run_on(geo, cfg, Verify::Touched, &ops, 0.5, 0.5, false).unwrap();
+}
