@@ -5,8 +5,8 @@
 //! Where: the first [`ANCHOR_BLOCKS`] blocks of the device (the region). Good region blocks are
 //! never allocated nor collected ([`BlockState::Anchor`]); each holds one copy of the anchor log.
 //! A record is one page (`PageKind::Anchor`, protected by the codec and a CRC-32C): words `magic,
-//! version, seq (2 words), flags (bit 0: clean), checkpoint sequence (2 words), n, n checkpoint
-//! block numbers (in block order), CRC`. Each record is appended to copy 0, then to copy 1, and
+//! version, seq (2 words), flags (bit 0: clean, bit 1: bounded), checkpoint sequence (2 words),
+//! n, m, n checkpoint block numbers (in block order), m pool block numbers, CRC`. Each record is appended to copy 0, then to copy 1, and
 //! read back (a page that does not read back is passed over); a full copy, or one whose next page
 //! the chip refuses, is erased before its next record (the other copy holds the newest
 //! meanwhile). A copy
@@ -22,7 +22,10 @@
 //!
 //! Contract (power loss): a *clean* record is written last by `unmount`, after its checkpoint;
 //! every mount that finds a clean record newest writes a *not clean* record before anything else
-//! is programmed or erased. So a clean record is newest only if nothing changed on flash after its
+//! is programmed or erased. A *bounded* record (not clean) names the current checkpoint and the
+//! mount pool (see `pool.rs`): every block holding a page written after that checkpoint which a
+//! mount must replay is in its pool, so a mount after a cut reads the pool instead of every block.
+//! A record that is neither makes the next mount survey every block. So a clean record is newest only if nothing changed on flash after its
 //! checkpoint, and mount may then take that checkpoint's block table as the truth (see
 //! `recovery.rs`, the fast path). A cut while writing a record leaves it torn (skipped: the record
 //! before it is newest, which was true when it was written, since nothing else happened in
@@ -31,7 +34,7 @@
 
 use nand_hal::{BlockId, ErrorKind, NandFlash, PageId};
 
-use crate::blocks::BlockState;
+use crate::blocks::{BlockState, FLAG_POOL};
 use crate::crc32c::crc32c_append;
 use crate::map::MappingTable;
 use crate::meta::{is_bad_block_marker, PageKind, PageMeta, SpareState, META_LEN};
@@ -42,9 +45,12 @@ use crate::{Error, Ftl};
 pub const ANCHOR_BLOCKS: u32 = 2;
 /// "ANCR".
 const MAGIC: u32 = 0x5243_4E41;
-const VERSION: u32 = 1;
-/// Words before the block list.
-const FIXED_WORDS: usize = 8;
+const VERSION: u32 = 2;
+/// Words before the block lists.
+const FIXED_WORDS: usize = 9;
+/// Flag bits of a record.
+const FLAG_CLEAN: u32 = 1;
+const FLAG_BOUNDED: u32 = 2;
 /// Pages before the last programmed one searched for a whole record.
 pub const WALK_BACK: u32 = 4;
 const NIL: u32 = u32::MAX;
@@ -75,12 +81,14 @@ pub struct AnchorState {
     /// Whether the newest record on flash says clean (the next change must be preceded by a
     /// not-clean record).
     pub clean_on_flash: bool,
+    /// Whether the newest record on flash is bounded (names a pool a mount after a cut trusts).
+    pub bounded_on_flash: bool,
 }
 
 impl AnchorState {
     /// No copy known.
     pub const NONE: AnchorState =
-        AnchorState { seq: 0, copies: [AnchorCopy::NONE; 2], clean_on_flash: false };
+        AnchorState { seq: 0, copies: [AnchorCopy::NONE; 2], clean_on_flash: false, bounded_on_flash: false };
 }
 
 /// The newest record mount found.
@@ -90,8 +98,23 @@ pub(crate) struct Found {
     pub page: PageId,
     /// Nothing was written after its checkpoint.
     pub clean: bool,
+    /// It lists the mount pool.
+    pub bounded: bool,
     /// The checkpoint it names.
     pub ckpt_seq: u64,
+}
+
+/// A record's fixed fields, parsed.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Record {
+    pub seq: u64,
+    pub clean: bool,
+    pub bounded: bool,
+    pub ckpt_seq: u64,
+    /// Checkpoint blocks listed.
+    pub blocks: usize,
+    /// Pool blocks listed (after the checkpoint blocks).
+    pub pool: usize,
 }
 
 fn word(buf: &[u8], i: usize) -> u32 {
@@ -103,30 +126,36 @@ fn put(buf: &mut [u8], i: usize, w: u32) {
     buf[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
 }
 
-/// Most checkpoint blocks one record lists for pages of `data_bytes`.
+/// Most blocks (checkpoint and pool together) one record lists for pages of `data_bytes`.
 pub const fn max_listed_blocks(data_bytes: u32) -> usize {
     (data_bytes as usize / 4).saturating_sub(FIXED_WORDS + 1)
 }
 
-/// Parses a record in `data`: (seq, clean, checkpoint sequence, listed blocks), if whole.
-pub(crate) fn parse(data: &[u8]) -> Option<(u64, bool, u64, usize)> {
+/// Parses a record in `data`, if whole.
+pub(crate) fn parse(data: &[u8]) -> Option<Record> {
     if data.len() < (FIXED_WORDS + 1) * 4 || word(data, 0) != MAGIC || word(data, 1) != VERSION {
         return None;
     }
-    let n = word(data, 7) as usize;
-    if n > max_listed_blocks(data.len() as u32) {
+    let (n, m) = (word(data, 7) as usize, word(data, 8) as usize);
+    if n.saturating_add(m) > max_listed_blocks(data.len() as u32) {
         return None;
     }
-    let body = FIXED_WORDS + n;
+    let body = FIXED_WORDS + n + m;
     if crc32c_append(0, &data[..body * 4]) != word(data, body) {
         return None;
     }
-    let seq = word(data, 2) as u64 | (word(data, 3) as u64) << 32;
-    let ckpt = word(data, 5) as u64 | (word(data, 6) as u64) << 32;
-    Some((seq, word(data, 4) & 1 != 0, ckpt, n))
+    let flags = word(data, 4);
+    Some(Record {
+        seq: word(data, 2) as u64 | (word(data, 3) as u64) << 32,
+        clean: flags & FLAG_CLEAN != 0,
+        bounded: flags & FLAG_BOUNDED != 0,
+        ckpt_seq: word(data, 5) as u64 | (word(data, 6) as u64) << 32,
+        blocks: n,
+        pool: m,
+    })
 }
 
-/// Block `i` of the list of a record parsed from `data`.
+/// Entry `i` of the lists of a record parsed from `data` (checkpoint blocks first, then the pool).
 pub(crate) fn listed_block(data: &[u8], i: usize) -> u32 {
     word(data, FIXED_WORDS + i)
 }
@@ -179,13 +208,15 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 let mut whole = false;
                 for p in (lo.saturating_sub(WALK_BACK)..=lo).rev() {
                     let page = self.geo.page(b, p);
-                    if let Some((seq, clean, ckpt_seq, _)) = self.anchor_read(page)? {
+                    if let Some(r) = self.anchor_read(page)? {
                         if let SpareState::Valid(m) = first {
                             self.blocks.set_erase_count(b, m.erase_count);
                         }
                         whole = true;
-                        if best.is_none_or(|(s, _)| seq > s) {
-                            best = Some((seq, Found { page, clean, ckpt_seq }));
+                        if best.is_none_or(|(s, _)| r.seq > s) {
+                            let found =
+                                Found { page, clean: r.clean, bounded: r.bounded, ckpt_seq: r.ckpt_seq };
+                            best = Some((r.seq, found));
                         }
                         break;
                     }
@@ -203,6 +234,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         if let Some((seq, f)) = best {
             self.anchor.seq = seq;
             self.anchor.clean_on_flash = f.clean;
+            self.anchor.bounded_on_flash = f.bounded;
             return Ok(Some(f));
         }
         Ok(None)
@@ -213,9 +245,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(self.anchor_meta(page)?.1 == SpareState::Erased)
     }
 
-    /// Reads the record at `page` into the page buffer: `(seq, clean, checkpoint sequence,
-    /// listed blocks)` if its metadata, codec and CRC check out.
-    pub(crate) fn anchor_read(&mut self, page: PageId) -> Result<Option<(u64, bool, u64, usize)>, Error> {
+    /// Reads the record at `page` into the page buffer; its fields if its metadata, codec and CRC
+    /// check out.
+    pub(crate) fn anchor_read(&mut self, page: PageId) -> Result<Option<Record>, Error> {
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
         self.counters.nand_reads += 1;
@@ -244,29 +276,38 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
     }
 
-    /// Appends a record naming the current checkpoint to every copy. A clean record is written
-    /// only when the checkpoint's blocks fit in one record and no technique keeps state the fast
-    /// mount does not rebuild; otherwise nothing is written (the next mount surveys).
-    pub(crate) fn write_anchor(&mut self, clean: bool) -> Result<(), Error> {
-        let listed = self.blocks.iter().filter(|(_, i)| i.state() == BlockState::Checkpoint).count();
-        let clean = clean && self.anchor_fast_allowed() && listed <= max_listed_blocks(self.geo.data_bytes);
-        if !clean && !self.anchor.clean_on_flash {
-            return Ok(());
+    /// Appends a record naming the current checkpoint to every copy: clean (`clean`, written by
+    /// `unmount`), else bounded while the mount pool is kept (`self.pool.bounded`), else neither.
+    /// A clean or bounded record is written only when its lists fit in one record and no
+    /// technique keeps state the fast mount does not rebuild; one that is neither is written only
+    /// when the newest record on flash is clean or bounded (it must stop being trusted). Returns
+    /// whether the newest record on flash is now bounded.
+    pub(crate) fn write_anchor(&mut self, clean: bool) -> Result<bool, Error> {
+        let ckpt = self.blocks.iter().filter(|(_, i)| i.state() == BlockState::Checkpoint).count();
+        let pool = self.pool.listed as usize;
+        let max = max_listed_blocks(self.geo.data_bytes);
+        let allowed = self.anchor_fast_allowed() && self.anchor.copies.iter().any(|c| c.block != NIL);
+        let clean = clean && allowed && ckpt <= max;
+        let bounded = !clean && allowed && self.pool.bounded && ckpt + pool <= max;
+        if !clean && !bounded && !self.anchor.clean_on_flash && !self.anchor.bounded_on_flash {
+            return Ok(false);
         }
         let seq = self.anchor.seq + 1;
         let mut written = 0;
         for i in 0..self.anchor.copies.len() {
-            written += self.anchor_program_copy(i, seq, clean)? as u32;
+            written += self.anchor_program_copy(i, seq, clean, bounded)? as u32;
         }
         self.anchor.seq = seq;
         if written > 0 {
             self.anchor.clean_on_flash = clean;
-        } else if self.anchor.clean_on_flash {
-            // No copy took the not-clean record: a clean one may still be on flash. Every region
-            // block goes, so no mount can take it.
+            self.anchor.bounded_on_flash = bounded;
+        } else if self.anchor.clean_on_flash || self.anchor.bounded_on_flash {
+            // No copy took the record: a clean or bounded one may still be on flash, naming a
+            // state that is no longer true. Every region block goes, so no mount can take it.
             for b in self.anchor_region() {
                 if self.blocks.state(b) == BlockState::Anchor {
                     self.counters.nand_erases += 1;
+                    self.counters.anchor_erases += 1;
                     if self.nand.erase_block(b).is_err() {
                         self.retire_now(b);
                     }
@@ -274,19 +315,20 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             }
             self.anchor.copies = [AnchorCopy::NONE; 2];
             self.anchor.clean_on_flash = false;
+            self.anchor.bounded_on_flash = false;
         }
-        Ok(())
+        Ok(self.anchor.bounded_on_flash)
     }
 
-    /// Builds record `seq` in the page buffer (a clean one lists the checkpoint's blocks, which
-    /// `write_anchor` checked fit).
-    fn anchor_fill(&mut self, seq: u64, clean: bool) {
+    /// Builds record `seq` in the page buffer (a clean or bounded one lists the checkpoint's
+    /// blocks, a bounded one the pool's after them; `write_anchor` checked they fit).
+    fn anchor_fill(&mut self, seq: u64, clean: bool, bounded: bool) {
         let d = self.geo.data_bytes as usize;
         let max = max_listed_blocks(self.geo.data_bytes);
-        let mut n = 0usize;
+        let (mut n, mut m) = (0usize, 0usize);
         let ckpt = self.ckpt.seq;
         self.buf[..d].fill(0);
-        if clean {
+        if clean || bounded {
             for b in 0..self.geo.total_blocks() {
                 if self.blocks.state(BlockId(b)) == BlockState::Checkpoint && n < max {
                     put(self.buf, FIXED_WORDS + n, b);
@@ -294,27 +336,37 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 }
             }
         }
+        if bounded {
+            for b in 0..self.geo.total_blocks() {
+                if self.blocks.get(BlockId(b)).flags() & FLAG_POOL != 0 && n + m < max {
+                    put(self.buf, FIXED_WORDS + n + m, b);
+                    m += 1;
+                }
+            }
+        }
+        let flags = if clean { FLAG_CLEAN } else { 0 } | if bounded { FLAG_BOUNDED } else { 0 };
         let fixed = [
             MAGIC,
             VERSION,
             seq as u32,
             (seq >> 32) as u32,
-            clean as u32,
+            flags,
             ckpt as u32,
             (ckpt >> 32) as u32,
             n as u32,
+            m as u32,
         ];
         for (i, w) in fixed.into_iter().enumerate() {
             put(self.buf, i, w);
         }
-        let crc = crc32c_append(0, &self.buf[..(FIXED_WORDS + n) * 4]);
-        put(self.buf, FIXED_WORDS + n, crc);
+        let crc = crc32c_append(0, &self.buf[..(FIXED_WORDS + n + m) * 4]);
+        put(self.buf, FIXED_WORDS + n + m, crc);
     }
 
     /// Programs record `seq` to copy `i` and reads it back; a page that does not read back (a
     /// program cut before its metadata left it not quite erased) is passed over. `Ok(false)` if
     /// the copy is gone (or went bad now).
-    fn anchor_program_copy(&mut self, i: usize, seq: u64, clean: bool) -> Result<bool, Error> {
+    fn anchor_program_copy(&mut self, i: usize, seq: u64, clean: bool, bounded: bool) -> Result<bool, Error> {
         let d = self.geo.data_bytes as usize;
         let ppb = self.geo.pages_per_block;
         let spare_len = META_LEN + self.codec_len;
@@ -327,6 +379,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let mut next = c.next_page;
             if next >= ppb {
                 self.counters.nand_erases += 1;
+                self.counters.anchor_erases += 1;
                 match self.nand.erase_block(b) {
                     Ok(()) => self.blocks.count_erase(b),
                     Err(e) if nand_hal::Error::kind(&e) == ErrorKind::EraseFailed => {
@@ -339,7 +392,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 next = 0;
             }
             self.anchor.copies[i].next_page = next + 1;
-            self.anchor_fill(seq, clean);
+            self.anchor_fill(seq, clean, bounded);
             let meta = PageMeta {
                 kind: PageKind::Anchor,
                 tag: next,
@@ -357,7 +410,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let page = self.geo.page(b, next);
             match self.nand.program_page(page, &self.buf[..d], &self.buf[d..d + spare_len]) {
                 Ok(()) => {
-                    if matches!(self.anchor_read(page)?, Some((s, ..)) if s == seq) {
+                    if matches!(self.anchor_read(page)?, Some(r) if r.seq == seq) {
                         return Ok(true);
                     }
                 }

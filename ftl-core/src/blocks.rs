@@ -51,6 +51,9 @@ pub enum BlockState {
 /// Flag: the block holds a journal page newer than the current checkpoint, so it must not be
 /// erased before the next checkpoint.
 pub const FLAG_LIVE_JOURNAL: u8 = 1;
+/// Flag: the block is in the mount pool, the blocks a mount after a power cut reads (see
+/// [`crate::pool`]).
+pub const FLAG_POOL: u8 = 2;
 
 /// One block-table entry: 12 bytes, 2-byte aligned, so the table costs `12 x blocks` bytes.
 ///
@@ -172,13 +175,16 @@ pub struct BlockTable<'m> {
     heads: &'m mut [u32],
     geo: Geometry,
     free: [u32; MAX_TOTAL_PLANES],
+    /// Free blocks with `FLAG_POOL`, per plane (recounted by `relink_all` after a mount).
+    pool_free: [u32; MAX_TOTAL_PLANES],
 }
 
 impl<'m> BlockTable<'m> {
     /// A table over `info` (one per block) and `heads` ([`list_heads`] entries), all blocks
     /// `Bad` and in no list until the caller sets them up.
     pub fn new(geo: Geometry, info: &'m mut [BlockInfo], heads: &'m mut [u32]) -> Self {
-        let mut t = BlockTable { info, heads, geo, free: [0; MAX_TOTAL_PLANES] };
+        let mut t =
+            BlockTable { info, heads, geo, free: [0; MAX_TOTAL_PLANES], pool_free: [0; MAX_TOTAL_PLANES] };
         t.reset();
         t
     }
@@ -191,6 +197,7 @@ impl<'m> BlockTable<'m> {
         }
         self.heads.fill(NIL);
         self.free = [0; MAX_TOTAL_PLANES];
+        self.pool_free = [0; MAX_TOTAL_PLANES];
     }
 
     /// Blocks in the table.
@@ -229,8 +236,13 @@ impl<'m> BlockTable<'m> {
     /// Sets or clears flag bits of `b`.
     pub fn set_flags(&mut self, b: BlockId, flags: u8, on: bool) {
         let i = &mut self.info[b.0 as usize];
-        let f = if on { i.flags() | flags } else { i.flags() & !flags };
+        let before = i.flags();
+        let f = if on { before | flags } else { before & !flags };
         i.set_flag_bits(f);
+        if (before ^ f) & FLAG_POOL != 0 && matches!(i.state(), BlockState::Free | BlockState::Dirty) {
+            let p = self.plane(b) as usize;
+            self.pool_free[p] = if on { self.pool_free[p] + 1 } else { self.pool_free[p].saturating_sub(1) };
+        }
     }
 
     /// Clears `flags` on every block.
@@ -238,6 +250,15 @@ impl<'m> BlockTable<'m> {
         for i in self.info.iter_mut() {
             i.set_flag_bits(i.flags() & !flags);
         }
+        if flags & FLAG_POOL != 0 {
+            self.pool_free = [0; MAX_TOTAL_PLANES];
+        }
+    }
+
+    /// Free blocks with `FLAG_POOL` in plane `plane` (O(1)).
+    #[inline]
+    pub fn pool_free_count(&self, plane: u32) -> u32 {
+        self.pool_free[plane as usize]
     }
 
     /// Free blocks (free and dirty) in device-wide plane `plane`.
@@ -300,8 +321,12 @@ impl<'m> BlockTable<'m> {
             i.set_prev(NIL);
             i.set_next(NIL);
             if matches!(i.state(), BlockState::Free | BlockState::Dirty) {
+                let pooled = i.flags() & FLAG_POOL != 0;
                 let p = self.plane(b) as usize;
                 self.free[p] -= 1;
+                if pooled {
+                    self.pool_free[p] = self.pool_free[p].saturating_sub(1);
+                }
             }
         }
     }
@@ -317,8 +342,12 @@ impl<'m> BlockTable<'m> {
             i.set_next(old);
             self.heads[h] = b.0;
             if matches!(i.state(), BlockState::Free | BlockState::Dirty) {
+                let pooled = i.flags() & FLAG_POOL != 0;
                 let p = self.plane(b) as usize;
                 self.free[p] += 1;
+                if pooled {
+                    self.pool_free[p] += 1;
+                }
             }
         }
     }
@@ -369,16 +398,50 @@ impl<'m> BlockTable<'m> {
 
     /// The free block with the lowest erase count in `plane` (dynamic wear leveling).
     pub fn coolest_free(&self, plane: u32) -> Option<BlockId> {
-        let mut cur = self.heads[self.free_head(plane)];
+        self.coolest_free_with(plane, 0, 0)
+    }
+
+    /// The free block with the lowest erase count in `plane` among those whose flags masked by
+    /// `mask` equal `want` (`mask` 0: every free block). O(free blocks of the plane).
+    pub fn coolest_free_with(&self, plane: u32, mask: u8, want: u8) -> Option<BlockId> {
         let mut best: Option<(u32, u32)> = None;
+        self.each_free(plane, |b, i| {
+            if i.flags() & mask == want && best.is_none_or(|(_, ec)| i.erase_count() < ec) {
+                best = Some((b, i.erase_count()));
+            }
+        });
+        best.map(|(b, _)| BlockId(b))
+    }
+
+    fn each_free(&self, plane: u32, mut f: impl FnMut(u32, &BlockInfo)) {
+        let mut cur = self.heads[self.free_head(plane)];
         while cur != NIL {
             let i = &self.info[cur as usize];
-            if best.is_none_or(|(_, ec)| i.erase_count() < ec) {
-                best = Some((cur, i.erase_count()));
-            }
+            f(cur, i);
             cur = i.next();
         }
-        best.map(|(b, _)| BlockId(b))
+    }
+
+    /// Sets `flag` on up to `k` used blocks of `plane`, fewest valid pages first (the order
+    /// greedy GC takes them in); returns how many did not have it. O(k + pages per block).
+    pub fn flag_fewest_valid(&mut self, plane: u32, k: u32, flag: u8) -> u32 {
+        let (mut left, mut added) = (k, 0);
+        for v in 0..=self.geo.pages_per_block {
+            let mut cur = self.heads[self.bucket_head(plane, v)];
+            while cur != NIL && left > 0 {
+                let i = &mut self.info[cur as usize];
+                if i.flags() & flag == 0 {
+                    i.set_flag_bits(i.flags() | flag);
+                    added += 1;
+                }
+                left -= 1;
+                cur = i.next();
+            }
+            if left == 0 {
+                break;
+            }
+        }
+        added
     }
 
     /// A block waiting to be retired, if any.
@@ -426,6 +489,7 @@ impl<'m> BlockTable<'m> {
     pub(crate) fn relink_all(&mut self) {
         self.heads.fill(NIL);
         self.free = [0; MAX_TOTAL_PLANES];
+        self.pool_free = [0; MAX_TOTAL_PLANES];
         for i in self.info.iter_mut() {
             i.set_prev(NIL);
             i.set_next(NIL);

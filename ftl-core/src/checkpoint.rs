@@ -170,9 +170,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
     }
 
-    /// Whether a periodic checkpoint is due (`checkpoint_interval_blocks` opened since the last).
+    /// Whether a periodic checkpoint is due (`checkpoint_interval_blocks` opened since the last,
+    /// or the mount pool asks to be renewed).
     pub(crate) fn checkpoint_due(&self) -> bool {
-        self.ckpt.blocks_since >= self.cfg.checkpoint_interval_blocks
+        self.ckpt.blocks_since >= self.cfg.checkpoint_interval_blocks || self.pool.renew_due
     }
 
     /// Writes the periodic checkpoint if it is due.
@@ -185,6 +186,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// Writes a checkpoint of the current state and makes it current.
     pub(crate) fn write_checkpoint(&mut self) -> Result<(), Error> {
+        // The checkpoint's blocks (and a block for the map's write-back) come from the mount pool.
+        let need = checkpoint_pages(&self.geo, self.map.section_words()).div_ceil(self.geo.pages_per_block);
+        self.pool_reserve(need + 1)?;
         // A flash-resident map's checkpoint stores only the directory: every entry goes to its
         // map page first (each with a sequence number below the checkpoint's).
         self.map_flush()?;
@@ -280,6 +284,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.dedup.pending.clear();
         self.counters.checkpoints += 1;
         self.dirty = false;
+        // Before anything else changes on flash: the record naming this checkpoint and a fresh
+        // mount pool (see `pool.rs`).
+        self.pool_renew()?;
         Ok(true)
     }
 
@@ -289,7 +296,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     fn alloc_checkpoint_block(&mut self) -> Result<BlockId, Error> {
         loop {
             let plane = self.checkpoint_plane();
-            if self.blocks.free_count(plane) == 0 {
+            if self.allocatable(plane) == 0 {
                 return Err(Error::NoSpace);
             }
             // `NoSpace` here: every free block of the plane failed its erase and is now bad.
@@ -318,7 +325,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         (0..self.geo.total_planes())
             .max_by_key(|&pl| {
                 let i = pl as usize % MAX_TOTAL_PLANES;
-                (self.blocks.free_count(pl), old[i] > new[i])
+                (self.allocatable(pl), old[i] > new[i])
             })
             .unwrap_or(0)
     }

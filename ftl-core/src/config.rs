@@ -27,6 +27,11 @@ pub struct Config {
     /// A checkpoint is written after this many data blocks have been opened since the last one.
     /// It bounds the work of mount after a power cut (at most this many blocks are scanned).
     pub checkpoint_interval_blocks: u32,
+    /// Most blocks the mount pool lists (see `pool.rs`): a mount after a power cut reads the
+    /// first page of each instead of every block's. A pool that outgrows it makes a checkpoint
+    /// due. At most what one anchor record lists (`data_bytes / 4 - 10` with the checkpoint's
+    /// blocks); 0 turns the pool off (every mount after a cut surveys every block).
+    pub mount_pool_blocks: u32,
 }
 
 impl Config {
@@ -59,6 +64,7 @@ impl Config {
             wear_spread_limit: 256,
             wear_check_interval: 64,
             checkpoint_interval_blocks: if max_interval < 64 { max_interval } else { 64 },
+            mount_pool_blocks: DEFAULT_MOUNT_POOL_BLOCKS,
         }
     }
 
@@ -112,6 +118,10 @@ impl Config {
         Ok(())
     }
 }
+
+/// Default [`Config::mount_pool_blocks`]: with the anchor's reads and a cached map's checkpoint,
+/// a mount after a cut reads under 256 pages plus what it replays.
+pub const DEFAULT_MOUNT_POOL_BLOCKS: u32 = 160;
 
 /// Blocks one checkpoint occupies.
 pub const fn checkpoint_blocks(geometry: &Geometry, logical_pages: u32) -> u32 {

@@ -35,6 +35,14 @@ pub struct Counters {
     pub checkpoint_pages: u64,
     /// Anchor records programmed (one per copy; see `anchor.rs`).
     pub anchor_pages: u64,
+    /// Erases of the anchor's blocks (included in `nand_erases`).
+    pub anchor_erases: u64,
+    /// Mount-pool extensions: records written because a plane ran short of pool blocks between
+    /// checkpoints (see `pool.rs`).
+    pub pool_extensions: u64,
+    /// Times the pool could not be listed in a record and went unbounded until the next
+    /// checkpoint (a mount after a cut in that window surveys every block).
+    pub pool_unbounded: u64,
     /// Journal pages programmed (trims).
     pub journal_pages: u64,
     /// Program failures seen.
@@ -53,6 +61,10 @@ pub struct Counters {
     pub mount_reads: u64,
     /// Pages the last mount replayed after its checkpoint.
     pub mount_replayed_pages: u64,
+    /// Blocks whose first page the last mount read to find what was written after its
+    /// checkpoint: 0 after a clean unmount (the anchor's fast mount), the mount pool's blocks
+    /// after a cut (see `pool.rs`), every block for a survey.
+    pub mount_surveyed_blocks: u64,
     /// Most NAND programs one host page write caused (its own program, paced or on-demand GC
     /// copies, journal and checkpoint pages, retirement and wear-leveling moves at the end of the
     /// request, which count against its last page).

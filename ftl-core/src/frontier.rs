@@ -382,12 +382,16 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     }
 
     /// Another plane that can take a page of `stream` when `plane` cannot: one whose frontier of
-    /// `stream` is open, else the one with the most free blocks, if it has any.
+    /// `stream` is open, else the one with the most blocks the allocator may open, if it has any.
     fn spill_target(&self, plane: u32, stream: Stream) -> Option<u32> {
         let open = |p: u32| self.frontiers[Self::frontier_index(p, stream)].block != NIL;
         let others = (0..self.geo.total_planes()).filter(|&p| p != plane);
         others.clone().find(|&p| open(p)).or_else(|| {
-            others.max_by_key(|&p| self.blocks.free_count(p)).filter(|&p| self.blocks.free_count(p) > 0)
+            others
+                .map(|p| (p, self.allocatable(p)))
+                .filter(|&(_, n)| n > 0)
+                .max_by_key(|&(_, n)| n)
+                .map(|(p, _)| p)
         })
     }
 
@@ -397,7 +401,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// tops it up before opening a host block, and no GC can run with data in the page buffer.
     fn spill_plane(&self, plane: u32, stream: Stream) -> u32 {
         let open = self.frontiers[Self::frontier_index(plane, stream)].block != NIL;
-        if open || self.blocks.free_count(plane) > 0 {
+        if open || self.allocatable(plane) > 0 {
             return plane;
         }
         self.spill_target(plane, stream).unwrap_or(plane)
@@ -416,6 +420,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.settle_torn()?;
         let target = self.gc_plane(plane);
         if self.frontiers[Self::frontier_index(target, Stream::Gc)].block != NIL {
+            // Blocks opened with data in the buffer (map write-backs, retries) come from the
+            // pool's flagged ones: keep some (see `pool.rs`).
+            self.pool_top_up()?;
             return Ok(target);
         }
         // The due checkpoint waits while it would take the blocks GC needs to free any (it
@@ -438,12 +445,16 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.settle_torn()?;
         let i = Self::frontier_index(plane, stream);
         if self.frontiers[i].block != NIL {
+            // Blocks opened with data in the buffer come from the pool's flagged ones: keep some.
+            self.pool_top_up()?;
             return Ok(plane);
         }
         if stream != Stream::Gc {
             self.ensure_free(plane)?;
         }
         self.checkpoint_if_due()?;
+        // The block about to open must be in the mount pool (see `pool.rs`).
+        self.pool_top_up()?;
         self.open_somewhere(plane, stream)
     }
 
@@ -458,10 +469,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(())
     }
 
-    /// Takes the coolest free block of `plane`, erased.
+    /// Takes the coolest free block of `plane` the allocator may open (one in the mount pool
+    /// while it is bounded: see `pool.rs`), erased.
     pub(crate) fn alloc_block(&mut self, plane: u32) -> Result<BlockId, Error> {
         loop {
-            let b = self.blocks.coolest_free(plane).ok_or(Error::NoSpace)?;
+            let mask = self.pool_mask();
+            let b = self.blocks.coolest_free_with(plane, mask, mask).ok_or(Error::NoSpace)?;
             if self.blocks.state(b) == BlockState::Dirty {
                 self.erase_free_block(b)?;
                 if self.blocks.state(b) == BlockState::Bad {

@@ -74,6 +74,8 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     pub(crate) gc_pacing: bool,
     /// Where the anchor's copies are and what its newest record says.
     pub(crate) anchor: crate::anchor::AnchorState,
+    /// The mount pool (see `pool.rs`).
+    pub(crate) pool: crate::pool::PoolState,
     /// The victim paced GC is collecting in each plane.
     pub(crate) paced: [PacedVictim; MAX_TOTAL_PLANES],
     /// Recent host pages on the host and cold streams (pacing's estimate of when a host-side
@@ -133,6 +135,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             reserve_spent: false,
             gc_pacing: true,
             anchor: crate::anchor::AnchorState::NONE,
+            pool: crate::pool::PoolState { bounded: false, listed: 0, renew_due: false },
             paced: [PacedVictim::NONE; MAX_TOTAL_PLANES],
             host_stream_pages: [0; 2],
             #[cfg(feature = "wom")]
@@ -229,6 +232,12 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Erase count of every block, in block order (bad blocks included).
     pub fn erase_counts(&self) -> impl Iterator<Item = (BlockId, u32, bool)> + '_ {
         self.blocks.iter().map(|(b, i)| (b, i.erase_count(), i.state() == BlockState::Bad))
+    }
+
+    /// Every block's table entry (state, erase count, valid pages), in block order: for tools and
+    /// tests that check what a mount rebuilt.
+    pub fn block_infos(&self) -> impl Iterator<Item = (BlockId, &crate::blocks::BlockInfo)> + '_ {
+        self.blocks.iter()
     }
 
     /// Erase count of every block wear leveling covers: good blocks outside the anchor (whose

@@ -96,6 +96,14 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             self.blocks.set_state(b, before);
             return Err(e);
         }
+        // A victim outside the mount pool joins it before its erase (so a mount after a cut reads
+        // it and finds it erased or reused, never trusts the checkpoint's count for it).
+        if finish == Finish::Erase {
+            if let Err(e) = self.pool_add_victim(b) {
+                self.blocks.set_state(b, before);
+                return Err(e);
+            }
+        }
         match finish {
             Finish::Erase => {
                 self.blocks.set_state(b, BlockState::Dirty);

@@ -6,7 +6,8 @@
 //! Mechanism lives here: the map ([`map`]), block states and pools ([`blocks`]), write frontiers
 //! ([`frontier`]), garbage collection ([`gc`]), wear leveling ([`wear`]), bad-block retirement,
 //! page metadata ([`meta`]), trims ([`journal`]), checkpoints ([`checkpoint`]), the anchor that
-//! finds the newest one ([`anchor`]) and power-loss recovery ([`recovery`]). Policy is a seam ([`policy`]): page codec, hot/cold classifier, GC
+//! finds the newest one ([`anchor`]), the mount pool that bounds a mount after a cut ([`pool`]) and
+//! power-loss recovery ([`recovery`]). Policy is a seam ([`policy`]): page codec, hot/cold classifier, GC
 //! victim choice and write placement, with the baseline's defaults.
 //!
 //! ```text
@@ -45,13 +46,14 @@ mod map_io;
 pub mod meta;
 pub mod pacing;
 pub mod policy;
+pub mod pool;
 pub mod recovery;
 #[cfg(feature = "wom")]
 pub mod reuse;
 pub mod wear;
 
 pub use blocks::BlockInfo;
-pub use config::{checkpoint_blocks, Config, RamLayout, MAX_TOTAL_PLANES};
+pub use config::{checkpoint_blocks, Config, RamLayout, DEFAULT_MOUNT_POOL_BLOCKS, MAX_TOTAL_PLANES};
 pub use counters::Counters;
 pub use error::Error;
 pub use ftl::{Ftl, Memory};

@@ -135,10 +135,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(())
     }
 
-    /// Writes every dirty map page back.
+    /// Writes every dirty map page back (called where the page buffer is free: its blocks come
+    /// from the mount pool, topped up as it goes).
     pub(crate) fn map_flush(&mut self) -> Result<(), Error> {
         for _ in 0..=self.map.map_pages() {
             let Some(m) = self.map.any_dirty() else { return Ok(()) };
+            self.pool_top_up()?;
             self.map_write_back(m)?;
         }
         Err(Error::Corrupt)

@@ -4,8 +4,11 @@
 //!    written was `unmount`'s checkpoint and record) and no technique is attached, the fast mount
 //!    loads that checkpoint with its block table and stops there: anchor reads + one spare read
 //!    per checkpoint block + the checkpoint's pages (+ one read per frontier at its first
-//!    program). A not-clean record is written before anything else changes. Otherwise (or if
-//!    anything does not check out) steps 1-7 run.
+//!    program). A not-clean record listing a fresh pool is written before anything else changes.
+//!    If it is bounded (see `pool.rs`), the checkpoint's block table is loaded and step 1 reads
+//!    only the pool's blocks; steps 3-7 follow. Otherwise (or if anything does not check out)
+//!    steps 1-7 run over every block, after a record that stops a clean or bounded one from being
+//!    trusted.
 //! 1. Survey: read the spare of the first page of every block (one read per block): bad-block
 //!    marker, erased, garbage, or the kind, sequence number and erase count of its first page.
 //!    A first page that reads invalid with its void mark clear (torn) is read up to 4 times and
@@ -56,7 +59,7 @@
 use nand_hal::{BlockId, NandFlash, PageId};
 
 use crate::anchor::{Found, ANCHOR_BLOCKS};
-use crate::blocks::{BlockState, FLAG_LIVE_JOURNAL};
+use crate::blocks::{BlockState, FLAG_LIVE_JOURNAL, FLAG_POOL};
 use crate::checkpoint::{
     checkpoint_words, header_words, CheckpointState, BAD_BIT, EC_MASK, HEADER_WORDS, MAP_KIND_WORD,
     WORD_DATA, WORD_ERASED,
@@ -89,6 +92,9 @@ const HISTORY: usize = crate::frontier::MAX_PROGRAM_ATTEMPTS as usize;
 
 /// Block-table flag used only during mount: the loaded checkpoint says the block is bad.
 const FLAG_CKPT_BAD: u8 = 0x80;
+/// Block-table flag used only during a mount from the pool: a frontier block the checkpoint
+/// recorded.
+const FLAG_CKPT_FRONTIER: u8 = 0x40;
 
 const EMPTY_CURSOR: Cursor = Cursor {
     block: 0,
@@ -120,6 +126,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Rebuilds the RAM state from flash.
     pub(crate) fn recover(&mut self) -> Result<(), Error> {
         let reads_before = self.counters.nand_reads;
+        self.counters.mount_surveyed_blocks = 0;
         self.blocks.reset();
         self.map.clear();
         self.valid.fill(0);
@@ -130,32 +137,58 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         #[cfg(feature = "wom")]
         self.reuse_reset();
 
-        // Step 0: the anchor. A clean record newest: nothing changed after its checkpoint.
+        // Step 0: the anchor. A clean record newest: nothing changed after its checkpoint. A
+        // bounded one: every block written since its checkpoint is in the pool it lists.
+        self.pool_drop();
+        let mut survey_voids = true;
+        let mut from_pool = None;
         if let Some(found) = self.anchor_find()? {
+            let mut taken = false;
             if found.clean && self.anchor_fast_allowed() {
                 if self.mount_fast(found)? {
                     self.counters.mount_replayed_pages = 0;
                     self.counters.mount_reads = self.counters.nand_reads - reads_before;
-                    // Before anything else changes on flash, the record stops saying clean.
-                    self.write_anchor(false)?;
+                    // Before anything else changes on flash, the record stops saying clean (and
+                    // lists a fresh pool).
+                    self.pool_renew()?;
                     crate::fmt::info!("mounted from the anchor: {} reads", self.counters.mount_reads);
                     return Ok(());
                 }
-                // Something did not check out: forget what it loaded and survey.
+            } else if found.bounded && self.anchor_fast_allowed() {
+                from_pool = self.pool_survey(found, &mut survey_voids)?;
+                taken = from_pool.is_some();
+            }
+            if !taken {
+                // Something did not check out (or nothing to take): forget what it loaded and
+                // survey.
                 self.blocks.reset();
                 self.map.clear();
                 self.frontiers = [Frontier::NONE; crate::config::MAX_TOTAL_PLANES * crate::frontier::STREAMS];
+                self.pool_drop();
+                survey_voids = true;
+                self.counters.mount_surveyed_blocks = 0;
                 self.anchor_find()?;
             }
         }
-        // A clean record that is not taken stops being clean before the survey's voids.
-        self.write_anchor(false)?;
-
-        let mut survey_voids = true;
-        let max_seen = self.survey(&mut survey_voids)?;
-        let (ckpt_seq, next_seq) = self.load_newest_checkpoint()?;
-        #[cfg(feature = "dedup")]
-        self.dedup_load_checkpoint()?;
+        let (max_seen, ckpt_seq, next_seq) = match from_pool {
+            Some((max_seen, ckpt_seq, next_seq)) => {
+                // The record stays: it names this checkpoint and the pool this mount read.
+                let listed = self.blocks.iter().filter(|(_, i)| i.flags() & FLAG_POOL != 0).count();
+                self.pool_adopt(listed as u32);
+                (max_seen, ckpt_seq, next_seq)
+            }
+            None => {
+                // A clean or bounded record that is not taken stops being trusted before the
+                // survey's voids.
+                self.write_anchor(false)?;
+                let max_seen = self.survey(&mut survey_voids)?;
+                let (ckpt_seq, next_seq) = self.load_newest_checkpoint()?;
+                #[cfg(feature = "dedup")]
+                self.dedup_load_checkpoint()?;
+                (max_seen, ckpt_seq, next_seq)
+            }
+        };
+        let rebuild_mode = if from_pool.is_some() { Rebuild::Pool } else { Rebuild::Survey };
 
         // Checkpoint blocks: the current one's stay, the others are dirty.
         for b in 0..self.geo.total_blocks() {
@@ -179,7 +212,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let replayed = self.replay(ckpt_seq)?;
         #[cfg(feature = "cdm")]
         self.nv_reconcile()?;
-        self.rebuild(false)?;
+        self.rebuild(rebuild_mode)?;
 
         let newest = max_seen.max(next_seq).max(replayed.max_seq);
         if newest >= MAX_SEQ / 2 {
@@ -229,33 +262,14 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Cost: the anchor's reads + one spare read per checkpoint block + the checkpoint's pages +
     /// one read per open frontier (checked erased before its first program).
     fn mount_fast(&mut self, found: Found) -> Result<bool, Error> {
-        let d = self.geo.data_bytes as usize;
         let ppb = self.geo.pages_per_block;
         let ckpt_seq = found.ckpt_seq;
         let n = match self.anchor_read(found.page)? {
-            Some((_, true, c, n)) if c == ckpt_seq => n,
+            Some(r) if r.clean && r.ckpt_seq == ckpt_seq => r.blocks,
             _ => return Ok(false),
         };
-        if n == 0 {
+        if !self.listed_checkpoint_blocks(n, ckpt_seq)? {
             return Ok(false);
-        }
-        for i in 0..n {
-            // The record stays in the page buffer: `anchor_meta` reads into the stack.
-            let b = crate::anchor::listed_block(&self.buf[..d], i);
-            if b < ANCHOR_BLOCKS || !self.geo.contains_block(BlockId(b)) {
-                return Ok(false);
-            }
-            let b = BlockId(b);
-            match self.anchor_meta(self.geo.page(b, 0))?.1 {
-                SpareState::Valid(m)
-                    if m.kind == PageKind::Checkpoint && m.seq == ckpt_seq && m.tag % ppb == 0 =>
-                {
-                    let index = (m.tag / ppb).min(u16::MAX as u32) as u16;
-                    self.blocks.raw_set(b, BlockState::CheckpointNew, m.erase_count, index);
-                    self.blocks.raw_set_scratch(b, ckpt_seq);
-                }
-                _ => return Ok(false),
-            }
         }
         let Some(next_seq) = self.load_checkpoint(ckpt_seq, true)? else {
             return Ok(false);
@@ -265,7 +279,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 self.blocks.raw_set_state(BlockId(b), BlockState::Checkpoint);
             }
         }
-        self.rebuild(true)?;
+        self.rebuild(Rebuild::Fast)?;
         // The frontiers resume where the checkpoint left them.
         for i in 0..self.frontiers.len() {
             let f = self.frontiers[i];
@@ -290,6 +304,126 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.ckpt = CheckpointState { seq: ckpt_seq, blocks_since: 0 };
         self.dirty = false;
         Ok(true)
+    }
+
+    /// The `n` checkpoint blocks a record in the page buffer lists: each checked by its first
+    /// page's metadata (read into the stack, so the record stays in the buffer) and set up for
+    /// `load_checkpoint`. False if one does not check out.
+    fn listed_checkpoint_blocks(&mut self, n: usize, ckpt_seq: u64) -> Result<bool, Error> {
+        let d = self.geo.data_bytes as usize;
+        let ppb = self.geo.pages_per_block;
+        if n == 0 {
+            return Ok(false);
+        }
+        for i in 0..n {
+            let b = crate::anchor::listed_block(&self.buf[..d], i);
+            if b < ANCHOR_BLOCKS || !self.geo.contains_block(BlockId(b)) {
+                return Ok(false);
+            }
+            let b = BlockId(b);
+            match self.anchor_meta(self.geo.page(b, 0))?.1 {
+                SpareState::Valid(m)
+                    if m.kind == PageKind::Checkpoint && m.seq == ckpt_seq && m.tag % ppb == 0 =>
+                {
+                    let index = (m.tag / ppb).min(u16::MAX as u32) as u16;
+                    self.blocks.raw_set(b, BlockState::CheckpointNew, m.erase_count, index);
+                    self.blocks.raw_set_scratch(b, ckpt_seq);
+                }
+                _ => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Step 0 after a cut, from a bounded record: the pool's flags and the checkpoint's blocks
+    /// from the record, the checkpoint with its block table (the state at the checkpoint), then
+    /// the first page of every pool block and of every frontier block the checkpoint recorded:
+    /// erased, torn (to be erased), a checkpoint's, opened since the checkpoint (replayed, valid
+    /// count from zero) or unchanged (the checkpoint's state stands). Blocks outside the pool are as the checkpoint left them, but for blocks GC
+    /// erased since (counts too high: a flash-resident map's GC decides validity page by page)
+    /// and free blocks (erased again before use). `Ok(Some((largest sequence seen, checkpoint
+    /// sequence, next sequence it recorded)))`, `Ok(None)` if anything does not check out.
+    ///
+    /// Cost: the anchor's reads + one spare read per checkpoint, pool and recorded frontier block
+    /// + the checkpoint's pages (+ 3 more reads per torn first page).
+    fn pool_survey(
+        &mut self,
+        found: Found,
+        voids_complete: &mut bool,
+    ) -> Result<Option<(u64, u64, u64)>, Error> {
+        let d = self.geo.data_bytes as usize;
+        let ppb = self.geo.pages_per_block;
+        let ckpt_seq = found.ckpt_seq;
+        let rec = match self.anchor_read(found.page)? {
+            Some(r) if r.bounded && !r.clean && r.ckpt_seq == ckpt_seq => r,
+            _ => return Ok(None),
+        };
+        // The pool's flags while the record is in the page buffer.
+        for j in 0..rec.pool {
+            let b = crate::anchor::listed_block(&self.buf[..d], rec.blocks + j);
+            if b < ANCHOR_BLOCKS || !self.geo.contains_block(BlockId(b)) {
+                return Ok(None);
+            }
+            self.blocks.set_flags(BlockId(b), FLAG_POOL, true);
+        }
+        if !self.listed_checkpoint_blocks(rec.blocks, ckpt_seq)? {
+            return Ok(None);
+        }
+        let Some(next_seq) = self.load_checkpoint(ckpt_seq, true)? else {
+            return Ok(None);
+        };
+        // The frontier blocks the checkpoint recorded are read too: GC may have erased one since
+        // (it filled up, then lost its valid pages), and the frontier must not resume on it.
+        for i in 0..self.frontiers.len() {
+            let f = self.frontiers[i].block;
+            if self.geo.contains_block(BlockId(f)) {
+                self.blocks.set_flags(BlockId(f), FLAG_CKPT_FRONTIER, true);
+            }
+        }
+        let mut max_seq = 0;
+        for b in 0..self.geo.total_blocks() {
+            let b = BlockId(b);
+            let info = *self.blocks.get(b);
+            self.blocks.set_flags(b, FLAG_CKPT_FRONTIER, false);
+            if matches!(info.state(), BlockState::CheckpointNew | BlockState::Anchor) {
+                continue;
+            }
+            // Written before the checkpoint, unless the pool's read below says otherwise.
+            self.blocks.raw_set_scratch(b, 0);
+            if info.flags() & (FLAG_POOL | FLAG_CKPT_FRONTIER) == 0 {
+                continue;
+            }
+            let page = self.geo.page(b, 0);
+            self.counters.nand_reads += 1;
+            self.counters.mount_surveyed_blocks += 1;
+            self.nand.read_spare(page, &mut self.buf[d..d + META_LEN])?;
+            let ec = info.erase_count();
+            if is_bad_block_marker(self.buf[d]) {
+                self.blocks.raw_set(b, BlockState::Bad, ec, 0);
+                continue;
+            }
+            match self.torn_meta_check(page, voids_complete)? {
+                SpareState::Erased => self.blocks.raw_set(b, BlockState::Free, ec, 0),
+                SpareState::Invalid => self.blocks.raw_set(b, BlockState::Dirty, ec, 0),
+                SpareState::Valid(m) => {
+                    max_seq = max_seq.max(m.seq);
+                    let ec = ec.max(m.erase_count);
+                    if m.kind == PageKind::Checkpoint {
+                        // A later checkpoint the record does not name (torn, or cut before its
+                        // record): dirty once the checkpoint blocks are sorted out.
+                        let index = (m.tag / ppb).min(u16::MAX as u32) as u16;
+                        self.blocks.raw_set(b, BlockState::CheckpointNew, ec, index);
+                    } else if m.seq > ckpt_seq {
+                        self.blocks.raw_set(b, BlockState::Used, ec, 0);
+                    } else if info.state() == BlockState::Free {
+                        // Old pages in a block the checkpoint says is erased: erase before use.
+                        self.blocks.raw_set(b, BlockState::Dirty, ec, 0);
+                    }
+                    self.blocks.raw_set_scratch(b, m.seq);
+                }
+            }
+        }
+        Ok(Some((max_seq, ckpt_seq, next_seq)))
     }
 
     /// A block word of the checkpoint the fast mount loads: the block's state and valid count
@@ -328,6 +462,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         for b in ANCHOR_BLOCKS.min(self.geo.total_blocks())..self.geo.total_blocks() {
             let b = BlockId(b);
             self.counters.nand_reads += 1;
+            self.counters.mount_surveyed_blocks += 1;
             self.nand.read_spare(self.geo.page(b, 0), &mut self.buf[d..d + survey_len])?;
             if is_bad_block_marker(self.buf[d]) {
                 self.blocks.raw_set(b, BlockState::Bad, 0, 0);
@@ -568,6 +703,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 }
                 let page = self.geo.page(BlockId(c.block), c.page);
                 if self.map_page_whole(page)? {
+                    // The version it supersedes no longer counts in its block.
+                    let old = self.map.dir(c.tag);
+                    self.uncount(old, ckpt_seq);
                     self.map.replay_newer(c.tag, page);
                 } else {
                     *voids_complete &= self.void_page(page);
@@ -622,6 +760,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     }
                     if self.map.replay_skips(c.tag) {
                         // Already in a newer map page (see `replay_map_pages`).
+                        self.count_replayed(BlockId(c.block));
                         out.pages += 1;
                         out.max_seq = out.max_seq.max(c.seq);
                         cursors[k].page += 1;
@@ -629,6 +768,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                         continue;
                     }
                     let prev = self.replay_map_set(c.tag, Some(page))?;
+                    self.uncount(prev, ckpt_seq);
                     history[applied % HISTORY] = (c.tag, prev, page);
                     applied += 1;
                     #[cfg(feature = "dedup")]
@@ -642,10 +782,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     let complete = if c.aux == crate::dedup::shares::SHARE_JOURNAL {
                         self.apply_share_journal(page, c.tag)?
                     } else {
-                        self.apply_journal(page, c.tag)?
+                        self.apply_journal(page, c.tag, ckpt_seq)?
                     };
                     #[cfg(not(feature = "dedup"))]
-                    let complete = self.apply_journal(page, c.tag)?;
+                    let complete = self.apply_journal(page, c.tag, ckpt_seq)?;
                     if !complete {
                         cursors[k].page += 1;
                         self.load_head(&mut cursors[k], ckpt_seq, done)?;
@@ -664,6 +804,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 }
                 PageKind::Checkpoint | PageKind::Anchor => {}
             }
+            self.count_replayed(BlockId(c.block));
             out.pages += 1;
             out.max_seq = out.max_seq.max(c.seq);
             cursors[k].page += 1;
@@ -681,6 +822,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 break;
             }
             self.replay_map_set(lpn, prev)?;
+            self.uncount(Some(page), ckpt_seq);
+            if let Some(b) = prev.and_then(|p| self.counted_since(p, ckpt_seq)) {
+                self.count_replayed(b);
+            }
             #[cfg(feature = "dedup")]
             self.dedup_replay_ref(prev);
             out.voids_complete &= self.void_newest(page);
@@ -705,6 +850,40 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             }
         }
         Ok(out)
+    }
+
+    /// Counts a replayed page in its block's valid count, and [`Self::uncount`] the page an
+    /// update replaced: what a mount from the pool keeps with a flash-resident map (a survey, or
+    /// a flat map, recounts from the map). An upper bound, never below the true count: a
+    /// replayed page already in a newer version of its map page (`replay_skips`) is counted
+    /// without the one it replaced being uncounted (that one is not known without reading older
+    /// map pages), and blocks reopened since the checkpoint are never uncounted; GC decides
+    /// validity page by page.
+    fn count_replayed(&mut self, b: BlockId) {
+        let v = self.blocks.get(b).valid();
+        self.blocks.raw_set_valid(b, (v + 1).min(self.geo.pages_per_block as u16));
+    }
+
+    /// One valid page fewer in the block of `p` (a page a replayed update or trim replaced), if
+    /// its count includes `p` (see [`Self::counted_since`]).
+    fn uncount(&mut self, p: Option<PageId>, ckpt_seq: u64) {
+        if let Some(b) = p.and_then(|p| self.counted_since(p, ckpt_seq)) {
+            let v = self.blocks.get(b).valid();
+            self.blocks.raw_set_valid(b, v.saturating_sub(1));
+        }
+    }
+
+    /// The block of `p`, if its count may include `p`: a used block not erased and reopened
+    /// since the checkpoint (the first page's sequence, in the scratch word, is older). A
+    /// reopened block counts only the pages replay found in it, and the map may still name a page
+    /// of its former life (the update that replaced it is replayed after, or is in a newer map
+    /// page): such a page is not in its count.
+    fn counted_since(&self, p: PageId, ckpt_seq: u64) -> Option<BlockId> {
+        if !self.geo.contains_page(p) {
+            return None;
+        }
+        let b = self.geo.block_of(p);
+        (self.blocks.state(b) == BlockState::Used && self.blocks.raw_scratch(b) < ckpt_seq).then_some(b)
     }
 
     /// Resumes a frontier at the first page of `b` a replay found erased; a page that reads
@@ -824,7 +1003,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     }
 
     /// Reads a journal page and applies its trims; false if the page does not check out.
-    fn apply_journal(&mut self, page: PageId, count: u32) -> Result<bool, Error> {
+    fn apply_journal(&mut self, page: PageId, count: u32, ckpt_seq: u64) -> Result<bool, Error> {
         if !self.page_is_whole(page)? || count > journal_capacity(self.geo.data_bytes) {
             return Ok(false);
         }
@@ -839,9 +1018,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 if self.map.replay_skips(l) {
                     continue;
                 }
-                let _prev = self.replay_map_set(l, None)?;
+                let prev = self.replay_map_set(l, None)?;
+                self.uncount(prev, ckpt_seq);
                 #[cfg(feature = "dedup")]
-                self.dedup_replay_unref(_prev);
+                self.dedup_replay_unref(prev);
             }
         }
         Ok(true)
@@ -960,13 +1140,23 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
     }
 
-    /// Step 5: valid bitmap, counts, states and lists from the map. `fast` (the anchor's fast
-    /// mount): a flash-resident map keeps the checkpoint's counts (no map page is read), and
-    /// blocks the checkpoint says are erased stay free.
-    fn rebuild(&mut self, fast: bool) -> Result<(), Error> {
+    /// Step 5: valid bitmap, counts, states and lists from the map. After the anchor's fast
+    /// mount or a mount from the pool, a flash-resident map keeps the checkpoint's counts (plus
+    /// the replayed pages: no map page is read); after the fast mount, blocks the checkpoint says
+    /// are erased stay free.
+    fn rebuild(&mut self, mode: Rebuild) -> Result<(), Error> {
         #[cfg(feature = "dedup")]
         self.dedup_finish_replay();
-        let keep_counts = fast && self.map.on_flash();
+        let fast = mode == Rebuild::Fast;
+        // After a mount from the pool, a flash-resident map of no more map pages than the pool's
+        // budget is recounted from its map pages (as many reads as the pool survey at most);
+        // a larger one keeps the checkpoint's counts with replay's adjustments (upper bounds).
+        let keep_counts = self.map.on_flash()
+            && match mode {
+                Rebuild::Survey => false,
+                Rebuild::Fast => true,
+                Rebuild::Pool => self.map.map_pages() > self.cfg.mount_pool_blocks,
+            };
         for b in 0..self.geo.total_blocks() {
             if self.blocks.state(BlockId(b)) == BlockState::Used && !keep_counts {
                 self.blocks.raw_set_valid(BlockId(b), 0);
@@ -1006,6 +1196,17 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.blocks.relink_all();
         Ok(())
     }
+}
+
+/// Where a mount's block table came from (see [`Ftl::rebuild`]).
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Rebuild {
+    /// Every block's first page and the newest checkpoint.
+    Survey,
+    /// A clean record's checkpoint, nothing replayed.
+    Fast,
+    /// A bounded record's checkpoint and pool, replayed.
+    Pool,
 }
 
 struct Replayed {

@@ -30,6 +30,11 @@ pub struct MountCost {
     pub cut_reads_mean: u64,
     /// Pages replayed by the worst mount after a cut.
     pub cut_replayed_max: u64,
+    /// Mean pages replayed by a mount after a cut.
+    pub cut_replayed_mean: u64,
+    /// Most blocks whose first page a mount after a cut read (the mount pool's, or every block
+    /// when it surveyed).
+    pub cut_surveyed_max: u64,
 }
 
 /// Measures mount costs on `geometry` at `utilization_permille` fill with `map`, cutting power
@@ -64,7 +69,8 @@ pub fn measure(
         let ftl = Ftl::mount(&mut emu, DefaultPolicies::default(), map, m, cfg).map_err(|e| e.to_string())?;
         (ftl.counters().mount_reads, ftl.checkpoint_pages())
     };
-    let (mut max, mut sum, mut replayed_max) = (0u64, 0u64, 0u64);
+    let (mut max, mut sum, mut replayed_max, mut replayed_sum, mut surveyed_max) =
+        (0u64, 0u64, 0u64, 0u64, 0u64);
     for _ in 0..cuts {
         {
             let (map, m) = mem.parts();
@@ -85,6 +91,8 @@ pub fn measure(
         max = max.max(c.mount_reads);
         sum += c.mount_reads;
         replayed_max = replayed_max.max(c.mount_replayed_pages);
+        replayed_sum += c.mount_replayed_pages;
+        surveyed_max = surveyed_max.max(c.mount_surveyed_blocks);
     }
     Ok(MountCost {
         blocks: geometry.total_blocks(),
@@ -94,5 +102,7 @@ pub fn measure(
         cut_reads_max: max,
         cut_reads_mean: sum / cuts.max(1) as u64,
         cut_replayed_max: replayed_max,
+        cut_replayed_mean: replayed_sum / cuts.max(1) as u64,
+        cut_surveyed_max: surveyed_max,
     })
 }

@@ -55,8 +55,15 @@ fn run_reports_the_cache() {
 
 #[test]
 fn compare_runs_none_basic_and_cdm() {
-    let v =
-        json_of(&[&["compare"][..], &WORKLOAD[..], &["--configs", "baseline,nvm-basic,cdm"]].concat(), "cmp");
+    let v = json_of(
+        &[
+            &["compare"][..],
+            &WORKLOAD[..],
+            &["--configs", "baseline,nvm-basic,cdm", "--mount-pool-blocks", "0"],
+        ]
+        .concat(),
+        "cmp",
+    );
     let r = v.as_array().unwrap();
     let labels: Vec<&str> = r.iter().map(|x| x["label"].as_str().unwrap()).collect();
     assert_eq!(labels, ["baseline", "nvm-basic", "cdm"]);

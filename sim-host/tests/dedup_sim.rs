@@ -27,6 +27,7 @@ fn config(dedup: &str) -> SimConfig {
         map: sim_host::memory::MapChoice::Flat,
         classifier_opts: Default::default(),
         write_buffer_bytes: None,
+        mount_pool_blocks: ftl_core::DEFAULT_MOUNT_POOL_BLOCKS,
     }
 }
 

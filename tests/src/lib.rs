@@ -16,10 +16,11 @@
 
 use std::fmt::Write as _;
 
+use ftl_core::blocks::BlockState;
 use ftl_core::policy::{DefaultPolicies, PolicySet};
 use ftl_core::reuse::{Reuse, ReuseConfig, SecondWriteCodec};
 use ftl_core::{AnyMap, Config, Counters, Error, Ftl};
-use nand_hal::{EccRequirement, ErrorKind, Geometry, NandFlash};
+use nand_hal::{BlockId, EccRequirement, ErrorKind, Geometry, NandFlash};
 use sim_host::emulator::{Emulator, EmulatorConfig};
 use sim_host::memory::{FtlMemory, MapChoice};
 use sim_host::sim::wom::ReuseBuffers;
@@ -146,6 +147,24 @@ pub fn open<'a, N: NandFlash, P: PolicySet>(
             }
         }
     }
+}
+
+/// The block table a survey of a copy of `emu` (its anchor wiped) rebuilds: (state, valid count)
+/// per block, or `None` if that mount fails.
+fn survey_table<P: PolicySet>(
+    emu: &Emulator,
+    cfg: &Config,
+    map: MapChoice,
+    policies: P,
+) -> Option<Vec<(BlockState, u16)>> {
+    let mut copy = emu.clone();
+    for b in 0..ftl_core::anchor::ANCHOR_BLOCKS {
+        let _ = copy.erase_block(BlockId(b));
+    }
+    let mut mem = FtlMemory::with_map(&copy.geometry(), cfg, map);
+    let (m, parts) = mem.parts();
+    let f = Ftl::mount(&mut copy, policies, m, parts, *cfg).ok()?;
+    Some(f.block_infos().map(|(_, i)| (i.state(), i.valid())).collect())
 }
 
 /// Whether an error is the emulator reporting a power cut.
@@ -1163,6 +1182,11 @@ impl<P: PolicySet + Clone> Env<P> {
                         }
                     }
                     self.emu.restore_power();
+                    let truth = if std::env::var("FTL_TESTS_CHECK_POOL").is_ok() && self.wom.is_none() {
+                        survey_table(&self.emu, &self.cfg, self.mem.map_choice(), self.policies.clone())
+                    } else {
+                        None
+                    };
                     let mut f = open(
                         Faulty { emu: &mut self.emu, plan: &mut self.faults },
                         &mut self.mem,
@@ -1172,12 +1196,28 @@ impl<P: PolicySet + Clone> Env<P> {
                         false,
                     )
                     .map_err(|e| format!("mount after a power cut failed: {e:?}"))?;
+                    if let Some(t) = truth {
+                        for ((b, i), (s, v)) in f.block_infos().zip(t) {
+                            let data = |s: BlockState| matches!(s, BlockState::Used | BlockState::Open);
+                            if data(s) && !(data(i.state()) && i.valid() >= v) {
+                                return Err(format!(
+                                    "block {}: mount {:?}/{}, survey {s:?}/{v} ({} surveyed)",
+                                    b.0,
+                                    i.state(),
+                                    i.valid(),
+                                    f.counters().mount_surveyed_blocks
+                                ));
+                            }
+                        }
+                    }
                     let replayed = f.counters().mount_replayed_pages;
+                    let surveyed = f.counters().mount_surveyed_blocks;
                     match settle_all(&mut f, &mut self.model, true)? {
                         Ok(changed) => {
                             self.stats.rolled_back += changed;
-                            self.log
-                                .push(format!("recovered: {replayed} pages replayed, {changed} rolled back"));
+                            self.log.push(format!(
+                                "recovered: {replayed} pages replayed, {changed} rolled back, {surveyed} blocks surveyed"
+                            ));
                         }
                         Err(_) => return Err("power cut during post-recovery check (none scheduled)".into()),
                     }

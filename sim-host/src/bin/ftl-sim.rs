@@ -341,6 +341,12 @@ struct RunOpts {
     /// write at a time (sim::write_buffer). Default: none (write-through).
     #[arg(long)]
     write_buffer_mib: Option<u64>,
+    /// Blocks the mount pool may list (the blocks a mount after a power cut reads; see
+    /// ftl-core/src/pool.rs). 0: no pool (every mount after a cut surveys every block, no pool
+    /// records), as a technique run has: use it to compare a technique with the baseline like
+    /// for like.
+    #[arg(long, default_value_t = ftl_core::DEFAULT_MOUNT_POOL_BLOCKS)]
+    mount_pool_blocks: u32,
     /// Write the JSON report here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -702,6 +708,7 @@ fn base_config(
             guard_window: opts.classifier.guard_window,
         },
         write_buffer_bytes: opts.write_buffer_mib.map(|m| m * (1 << 20)),
+        mount_pool_blocks: opts.mount_pool_blocks,
     };
     cfg.classifier_opts.apply("")?;
     cfg.map = map_choice(&opts.map, opts.map_cache_kib)?;
@@ -1025,6 +1032,8 @@ fn mount_command(
                 "mount_reads_after_cut_mean": r.cut_reads_mean,
                 "mount_reads_after_cut_max": r.cut_reads_max,
                 "mount_replayed_pages_max": r.cut_replayed_max,
+                "mount_replayed_pages_mean": r.cut_replayed_mean,
+                "mount_surveyed_blocks_after_cut_max": r.cut_surveyed_max,
             }),
         )?;
     }
@@ -1041,8 +1050,9 @@ fn print_mount(r: &sim_host::mount_cost::MountCost, permille: u32, cuts: u32) {
     );
     println!("  after a clean unmount: {} NAND reads", r.clean_reads);
     println!(
-        "  after a power cut ({cuts} random cuts): mean {} reads, worst {} reads ({} pages replayed)",
-        r.cut_reads_mean, r.cut_reads_max, r.cut_replayed_max
+        "  after a power cut ({cuts} random cuts): mean {} reads, worst {} reads ({} pages replayed \
+         at most, {} on average; first pages of at most {} blocks read)",
+        r.cut_reads_mean, r.cut_reads_max, r.cut_replayed_max, r.cut_replayed_mean, r.cut_surveyed_max
     );
     println!("  (a full scan would read {} pages)", r.pages);
 }
@@ -1088,6 +1098,7 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         map: "flat".into(),
         map_cache_kib: None,
         write_buffer_mib: None,
+        mount_pool_blocks: ftl_core::DEFAULT_MOUNT_POOL_BLOCKS,
         json: Some(out.join("heimdall1370_compare.json")),
         plots: Some(out.join("heimdall1370_plots")),
         quiet: false,
@@ -1146,6 +1157,7 @@ fn map_table(quick: bool) -> Result<(), String> {
             map: map.into(),
             map_cache_kib: None,
             write_buffer_mib: None,
+            mount_pool_blocks: ftl_core::DEFAULT_MOUNT_POOL_BLOCKS,
             json: None,
             plots: None,
             quiet: true,

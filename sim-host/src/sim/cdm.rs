@@ -277,6 +277,9 @@ mod tests {
             gc_pacing: true,
             map: crate::memory::MapChoice::Flat,
             write_buffer_bytes: None,
+            // Like for like: with a cache attached every mount surveys and no pool records are
+            // written, so the reference keeps no pool either.
+            mount_pool_blocks: 0,
         };
         let spec = WorkloadSpec {
             pattern: Pattern::Uniform,

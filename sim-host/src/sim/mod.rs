@@ -400,6 +400,9 @@ pub struct SimConfig {
     /// The on-device write buffer in bytes ([`write_buffer`]; None: requests go straight to the
     /// flash, write-through).
     pub write_buffer_bytes: Option<u64>,
+    /// The mount pool's budget (`ftl_core::Config::mount_pool_blocks`; 0: no pool, every mount
+    /// after a cut surveys, and no pool records are written).
+    pub mount_pool_blocks: u32,
 }
 
 /// What one simulation produced.
@@ -560,7 +563,8 @@ where
     ec.timing = cfg.device.timing;
     ec.channels = cfg.device.channels;
     let mut emu = Emulator::new(ec).map_err(|e| e.to_string())?;
-    let fcfg = Config::with_logical_pages(&geo, cfg.logical_pages());
+    let mut fcfg = Config::with_logical_pages(&geo, cfg.logical_pages());
+    fcfg.mount_pool_blocks = cfg.mount_pool_blocks;
     let mut mem = FtlMemory::with_map(&geo, &fcfg, cfg.map);
     let (map, m) = mem.parts();
     let mut reuse_buffers = wom::ReuseBuffers::new(&geo);

@@ -73,6 +73,13 @@ pub struct Report {
     pub gc_page_copies: u64,
     /// Pages programmed for checkpoints.
     pub checkpoint_pages: u64,
+    /// Anchor records programmed (a record per checkpoint and per mount-pool extension, each
+    /// to two copies; included in `nand_programs`).
+    pub anchor_pages: u64,
+    /// Erases of the anchor's two blocks (included in `nand_erases`, not in the erase counts).
+    pub anchor_erases: u64,
+    /// Mount-pool extensions (see ftl-core/src/pool.rs).
+    pub pool_extensions: u64,
     /// Journal pages programmed.
     pub journal_pages: u64,
     /// Write amplification: `nand_programs / host_write_pages`.
@@ -187,6 +194,9 @@ impl Report {
             nand_erases: c.nand_erases,
             gc_page_copies: c.gc_page_copies,
             checkpoint_pages: c.checkpoint_pages,
+            anchor_pages: c.anchor_pages,
+            anchor_erases: c.anchor_erases,
+            pool_extensions: c.pool_extensions,
             journal_pages: c.journal_pages,
             waf: if c.host_write_pages == 0 {
                 0.0

@@ -1,0 +1,227 @@
+//! The mount pool: the blocks a mount after a power cut reads instead of every block (UBI
+//! fastmap's pool, adapted to a page-mapping FTL).
+//!
+//! What it owns: the `FLAG_POOL` flag of the block table and [`PoolState`]. What it guarantees,
+//! while `bounded` is set: every block that holds a data, journal, map or checkpoint page written
+//! after the current checkpoint (other than the checkpoint's own recorded frontier blocks, which
+//! mount replays from the page the checkpoint recorded) is flagged, and the newest anchor record
+//! is *bounded*: it names that checkpoint and lists exactly the flagged blocks. So a mount that
+//! finds a bounded record newest loads the checkpoint's block table, reads the first page of each
+//! listed block (to find those opened since) and replays them, instead of reading every block.
+//!
+//! How the invariant is kept:
+//! - The allocator opens only flagged free blocks (`alloc_block`), for frontiers and checkpoints.
+//! - After each checkpoint commits, the pool is renewed: the flags are cleared and set again on,
+//!   per plane, a few of the coolest free blocks (the allocator's next picks) and the used blocks
+//!   with the fewest valid pages (greedy GC's next victims, which return to the free list flagged);
+//!   a bounded record naming the new checkpoint and the pool is written before anything else
+//!   changes on flash. Until that record is on flash the previous record stands, whose pool holds
+//!   every block written since the previous checkpoint, the new checkpoint's included.
+//! - Before a block is opened where the page buffer is free (`ensure_frontier`, a checkpoint's
+//!   start, a map flush), a plane left with fewer than [`POOL_LOW`] flagged free blocks flags
+//!   more (an *extension*) and a bounded record listing them is written first. A GC victim
+//!   outside the pool joins it the same way before its erase, so a mount never trusts the
+//!   checkpoint's valid count for a block erased since. Openings with data in the
+//!   page buffer (a program failure's retry, a map page) take flagged blocks only, spilling to
+//!   another plane; with none anywhere they fail with `Error::NoSpace` (the extension before them
+//!   makes that as rare as running out of free blocks).
+//! - When the pool outgrows `Config::mount_pool_blocks` (or a record cannot list it), the next
+//!   safe point writes a checkpoint, which renews it; a record that cannot be written leaves the
+//!   pool unbounded (the allocator takes any block, every mount surveys) until then.
+//!
+//! Cost: a bounded record per checkpoint and per extension (two anchor programs each); a mount
+//! after a cut reads at most `mount_pool_blocks` first pages plus the record's extensions.
+
+use nand_hal::{BlockId, NandFlash};
+
+use crate::anchor::max_listed_blocks;
+use crate::blocks::FLAG_POOL;
+use crate::checkpoint::checkpoint_pages;
+use crate::map::MappingTable;
+use crate::policy::PolicySet;
+use crate::{Error, Ftl};
+
+/// A plane with fewer flagged free blocks than this is topped up at the next point where the page
+/// buffer is free (room for the openings that may come before: a map write-back's block, a
+/// program failure's retry).
+pub const POOL_LOW: u32 = 3;
+
+/// The pool's RAM state.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct PoolState {
+    /// The newest anchor record is bounded and lists the flagged blocks; the allocator opens only
+    /// flagged blocks.
+    pub bounded: bool,
+    /// Blocks flagged.
+    pub listed: u32,
+    /// A checkpoint is due to renew the pool.
+    pub renew_due: bool,
+}
+
+impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
+    /// The flags a block must carry for the allocator to open it.
+    pub(crate) fn pool_mask(&self) -> u8 {
+        if self.pool.bounded {
+            FLAG_POOL
+        } else {
+            0
+        }
+    }
+
+    /// Free blocks of `plane` the allocator may open.
+    pub(crate) fn allocatable(&self, plane: u32) -> u32 {
+        if self.pool.bounded {
+            self.blocks.pool_free_count(plane)
+        } else {
+            self.blocks.free_count(plane)
+        }
+    }
+
+    /// Per plane, the blocks a renewed pool takes: two thirds of the budget shared by the planes
+    /// (the last third is room for extensions).
+    fn pool_share(&self) -> u32 {
+        (self.pool_budget() * 2 / 3) / self.geo.total_planes().max(1)
+    }
+
+    /// Most blocks the pool lists: `mount_pool_blocks`, or what a record holds next to the
+    /// checkpoint's blocks if that is less.
+    fn pool_budget(&self) -> u32 {
+        let ckpt = checkpoint_pages(&self.geo, self.map.section_words()).div_ceil(self.geo.pages_per_block);
+        let room = (max_listed_blocks(self.geo.data_bytes) as u32).saturating_sub(ckpt);
+        self.cfg.mount_pool_blocks.min(room)
+    }
+
+    fn pool_flag(&mut self, b: BlockId) {
+        if self.blocks.get(b).flags() & FLAG_POOL == 0 {
+            self.blocks.set_flags(b, FLAG_POOL, true);
+            self.pool.listed += 1;
+        }
+    }
+
+    /// Flags up to `n` of the coolest unflagged free blocks of `plane`; returns how many.
+    fn pool_flag_free(&mut self, plane: u32, n: u32) -> u32 {
+        let mut added = 0;
+        while added < n {
+            let Some(b) = self.blocks.coolest_free_with(plane, FLAG_POOL, 0) else { break };
+            self.pool_flag(b);
+            added += 1;
+        }
+        added
+    }
+
+    /// Takes the pool the current checkpoint's record lists (mount: the flags are already set).
+    pub(crate) fn pool_adopt(&mut self, listed: u32) {
+        self.pool = PoolState { bounded: true, listed, renew_due: false };
+    }
+
+    /// Forgets the pool: no block is flagged and the allocator takes any block.
+    pub(crate) fn pool_drop(&mut self) {
+        self.blocks.clear_flags_everywhere(FLAG_POOL);
+        self.pool = PoolState::default();
+    }
+
+    /// After a checkpoint committed (or a fast mount): chooses a fresh pool and writes a bounded
+    /// record naming the current checkpoint and it (or, where the anchor cannot hold one, a record
+    /// that stops a bounded one on flash from being trusted). Called with the page buffer free.
+    pub(crate) fn pool_renew(&mut self) -> Result<(), Error> {
+        self.pool_drop();
+        if self.anchor_fast_allowed() && self.cfg.mount_pool_blocks > 0 {
+            // Per plane: the free blocks, coolest first (the allocator's next picks), then the
+            // used blocks with the fewest valid pages (greedy GC's next victims, which come back
+            // to the free list flagged). Nearly empty device: only free blocks; nearly full: its
+            // few free blocks and many victims.
+            let share = self.pool_share();
+            for plane in 0..self.geo.total_planes() {
+                let free = self.pool_flag_free(plane, share);
+                self.pool.listed += self.blocks.flag_fewest_valid(plane, share - free, FLAG_POOL);
+            }
+            self.pool.bounded = true;
+        }
+        self.pool.bounded = self.write_anchor(false)?;
+        if !self.pool.bounded {
+            self.pool_drop();
+        }
+        Ok(())
+    }
+
+    /// With the page buffer free, before a block may be opened: each plane left with fewer than
+    /// [`POOL_LOW`] flagged free blocks flags more (half the budget's room left, shared by the
+    /// planes, at least `POOL_LOW`) and one record listing them is written. O(planes) when
+    /// nothing is needed.
+    pub(crate) fn pool_top_up(&mut self) -> Result<(), Error> {
+        if !self.pool.bounded {
+            return Ok(());
+        }
+        let planes = self.geo.total_planes();
+        if (0..planes).all(|p| self.blocks.pool_free_count(p) >= POOL_LOW) {
+            return Ok(());
+        }
+        let room = self.pool_budget().saturating_sub(self.pool.listed);
+        let batch = (room / (2 * planes.max(1))).max(POOL_LOW);
+        let mut added = 0;
+        for plane in 0..planes {
+            if self.blocks.pool_free_count(plane) < POOL_LOW {
+                added += self.pool_flag_free(plane, batch);
+            }
+        }
+        if added == 0 {
+            return Ok(());
+        }
+        self.pool_extended()
+    }
+
+    /// Before GC erases victim `b` (with the page buffer free): a victim outside the pool joins it,
+    /// with a record listing it, so that no block the checkpoint says holds data is erased
+    /// unlisted (a mount after a cut would otherwise trust the checkpoint's valid count for an
+    /// erased block, and hide its space from GC).
+    pub(crate) fn pool_add_victim(&mut self, b: BlockId) -> Result<(), Error> {
+        if !self.pool.bounded || self.blocks.get(b).flags() & FLAG_POOL != 0 {
+            return Ok(());
+        }
+        self.pool_flag(b);
+        self.pool_extended()
+    }
+
+    /// Before a checkpoint of `need` blocks, with the page buffer free: flags free blocks until
+    /// `need` flagged ones exist (where the planes have them), writing a record if it flagged any.
+    pub(crate) fn pool_reserve(&mut self, need: u32) -> Result<(), Error> {
+        if !self.pool.bounded {
+            return Ok(());
+        }
+        let planes = self.geo.total_planes();
+        let mut have: u32 = (0..planes).map(|p| self.allocatable(p)).sum();
+        let mut added = 0;
+        while have < need {
+            let Some(plane) = (0..planes)
+                .filter(|&p| self.blocks.free_count(p) > self.allocatable(p))
+                .max_by_key(|&p| self.blocks.free_count(p) - self.allocatable(p))
+            else {
+                break;
+            };
+            self.pool_flag_free(plane, 1);
+            have += 1;
+            added += 1;
+        }
+        if added == 0 {
+            return Ok(());
+        }
+        self.pool_extended()
+    }
+
+    /// Writes the record an extension needs; past the budget a checkpoint falls due to renew it.
+    fn pool_extended(&mut self) -> Result<(), Error> {
+        self.counters.pool_extensions += 1;
+        if self.pool.listed > self.pool_budget() {
+            self.pool.renew_due = true;
+        }
+        self.pool.bounded = self.write_anchor(false)?;
+        if !self.pool.bounded {
+            // No record lists the pool: any block may be opened, every mount surveys, until the
+            // next checkpoint renews it.
+            self.pool_drop();
+            self.pool.renew_due = true;
+            self.counters.pool_unbounded += 1;
+        }
+        Ok(())
+    }
+}
