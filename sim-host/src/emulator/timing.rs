@@ -266,6 +266,11 @@ pub(crate) struct TimingState {
     /// Work outside the NAND that delays the operations issued after it (the hash processor of
     /// a deduplicating write, `sim::dedup::TimedIndex`): ns added to "now".
     delay: Option<Arc<AtomicU64>>,
+    /// One-shot override of the bytes the next single-page read or program moves over the bus
+    /// ([`super::Emulator::shape_next_op`]).
+    next_bytes: Option<u64>,
+    /// One-shot earliest start of the next operation that takes time.
+    next_not_before: u64,
 }
 
 impl TimingState {
@@ -281,6 +286,8 @@ impl TimingState {
             window_end: 0,
             total_array_busy: 0,
             delay: None,
+            next_bytes: None,
+            next_not_before: 0,
         }
     }
 
@@ -341,6 +348,7 @@ impl TimingState {
     /// plus the delay source's value (work outside the NAND, see `set_delay_source`).
     fn start_at(&self, lun: usize, planes: &[(usize, u64)]) -> u64 {
         let now = self.now.saturating_add(self.delay.as_ref().map_or(0, |d| d.load(Ordering::Relaxed)));
+        let now = now.max(self.next_not_before);
         let t = planes.iter().map(|&(p, _)| self.plane_busy[p]).fold(now, u64::max);
         if self.lun_queues() {
             t.max(self.lun_busy.get(lun).copied().unwrap_or(0))
@@ -409,7 +417,13 @@ impl TimingState {
         self.charge_array(self.params.t_bers_ns, ops.len());
     }
 
+    /// The bytes a single-page operation moves: `bytes`, or the one-shot override.
+    pub(crate) fn take_bytes(&mut self, bytes: u64) -> u64 {
+        self.next_bytes.take().unwrap_or(bytes)
+    }
+
     fn charge_array(&mut self, t: u64, planes: usize) {
+        self.next_not_before = 0;
         self.total_array_busy = self.total_array_busy.saturating_add(t.saturating_mul(planes as u64));
     }
 }
@@ -469,6 +483,15 @@ impl super::Emulator {
     /// Array time (tR, tPROG, tBERS) charged so far, summed over planes.
     pub fn total_array_busy_ns(&self) -> u64 {
         self.timing.total_array_busy()
+    }
+
+    /// Shapes the next single-page read or program (a copy-back, `sim::ecc_model`): it moves
+    /// `bytes` over the bus instead of its data and spare (`None`: unchanged), and the next
+    /// operation that takes time starts no earlier than `not_before` (its data is ready then).
+    /// Both apply once.
+    pub fn shape_next_op(&mut self, bytes: Option<u64>, not_before: u64) {
+        self.timing.next_bytes = bytes;
+        self.timing.next_not_before = not_before;
     }
 
     /// The latencies in use.
