@@ -436,6 +436,11 @@ struct FlexArgs {
     /// without queueing: the paper's trace-driven replay, where fills arrive when the trace says).
     #[arg(long, default_value = "on")]
     disk_queue: String,
+    /// flex-ecc: where a read's decode time goes: controller (after the transfer, while the LUN
+    /// serves its next command) or lun (part of the read's service time on the LUN, as a
+    /// simulator with one read latency per page format charges it).
+    #[arg(long, default_value = "controller")]
+    decode_model: String,
     /// flex-ecc: requests replayed before measuring (cache warm-up).
     #[arg(long, default_value_t = 0)]
     warmup: u64,
@@ -509,13 +514,21 @@ impl FlexArgs {
             refresh_threshold: self.refresh_threshold,
             interarrival_ns: (nonneg("interarrival-us", self.interarrival_us)? * 1e3) as u64,
             warmup_requests: self.warmup,
-            time_scale: nonneg("time-scale", self.time_scale)?,
+            time_scale: match self.time_scale {
+                x if x.is_finite() && x > 0.0 => x,
+                x => return Err(format!("--ioscale {x} (--time-scale) is not a positive number")),
+            },
             workload_pages: None,
             copy_back: self.copy_back.parse()?,
             disk_queue: match self.disk_queue.as_str() {
                 "on" => true,
                 "off" => false,
                 other => return Err(format!("--disk-queue {other}: expected on or off")),
+            },
+            decode_holds_lun: match self.decode_model.as_str() {
+                "controller" => false,
+                "lun" => true,
+                other => return Err(format!("--decode-model {other}: expected controller or lun")),
             },
         };
         fx.workload_pages = Some((ws * fx.cache_pages_for(logical_pages) as f64).ceil() as u64);

@@ -271,6 +271,8 @@ pub(crate) struct TimingState {
     next_bytes: Option<u64>,
     /// One-shot earliest start of the next operation that takes time.
     next_not_before: u64,
+    /// One-shot time the next read keeps its plane (and LUN) after its transfer.
+    next_hold: u64,
 }
 
 impl TimingState {
@@ -288,6 +290,7 @@ impl TimingState {
             delay: None,
             next_bytes: None,
             next_not_before: 0,
+            next_hold: 0,
         }
     }
 
@@ -386,6 +389,13 @@ impl TimingState {
         for &(p, bytes) in ops {
             t = t.saturating_add(self.params.xfer_ns(bytes));
             self.plane_busy[p] = t;
+        }
+        let hold = std::mem::take(&mut self.next_hold);
+        if hold > 0 {
+            t = t.saturating_add(hold);
+            for &(p, _) in ops {
+                self.plane_busy[p] = t;
+            }
         }
         self.set_lun_busy(lun, t);
         self.complete(t);
@@ -492,6 +502,14 @@ impl super::Emulator {
     pub fn shape_next_op(&mut self, bytes: Option<u64>, not_before: u64) {
         self.timing.next_bytes = bytes;
         self.timing.next_not_before = not_before;
+    }
+
+    /// The next read keeps its plane (and, with LUN queues, its LUN) busy for `ns` after its
+    /// transfer, and completes that much later: a check of the page (ECC decode) charged as part
+    /// of the read's service time, as a simulator with one read latency per page format does
+    /// (`sim::ecc_model`, `--decode-model lun`). Applies once.
+    pub fn hold_next_read(&mut self, ns: u64) {
+        self.timing.next_hold = ns;
     }
 
     /// The latencies in use.

@@ -309,6 +309,8 @@ struct MoveRead {
     out_bytes: u64,
     /// Whether it stayed in the page register (an unread CRC copy-back).
     unread: bool,
+    /// Decode time the read held its LUN for (in `ready_ns` already).
+    held: u64,
 }
 
 /// The emulator with modelled bit errors on data reads (see the module documentation).
@@ -328,7 +330,14 @@ pub struct NoisyNand<'a> {
     pub track_moves: bool,
     /// How moves are charged.
     pub copy_back: CopyBack,
+    /// The decode of a data read holds its LUN ([`Emulator::hold_next_read`]): the error-free
+    /// decode cost of the page's stored format is part of the read's service time (a decode
+    /// with errors adds the rest after it). Off: the controller decodes after the transfer
+    /// while the LUN serves its next command.
+    pub decode_holds_lun: bool,
     pending_move: Option<MoveRead>,
+    /// Decode time held on LUNs (already in read completions), not yet taken.
+    held_decode_ns: u64,
     /// Decode time already placed on the device's timeline by chained moves, not yet taken.
     chained_decode_ns: u64,
     stats: GcMoveStats,
@@ -342,7 +351,9 @@ impl<'a> NoisyNand<'a> {
             model,
             track_moves: false,
             copy_back: CopyBack::Off,
+            decode_holds_lun: false,
             pending_move: None,
+            held_decode_ns: 0,
             chained_decode_ns: 0,
             stats: GcMoveStats::default(),
         }
@@ -353,10 +364,22 @@ impl<'a> NoisyNand<'a> {
         self.stats
     }
 
-    /// Decode time of chained moves since the last call (already on the device's timeline, so a
-    /// request's completion must not add it again).
+    /// Decode time since the last call that is on the device's timeline already (chained moves'
+    /// decodes, decodes held on LUNs), so a request's completion must not add it again.
     pub fn take_chained_decode_ns(&mut self) -> u64 {
-        std::mem::take(&mut self.chained_decode_ns)
+        std::mem::take(&mut self.chained_decode_ns) + std::mem::take(&mut self.held_decode_ns)
+    }
+
+    /// Before a data read of `page` (not an unread copy-back): with `decode_holds_lun`, makes
+    /// the read hold its LUN for the page's error-free decode; returns that time.
+    fn hold_decode(&mut self, page: PageId) -> u64 {
+        if !self.decode_holds_lun {
+            return 0;
+        }
+        let format = self.stored_format(page).unwrap_or(PageFormat::Correcting);
+        let hold = self.model.borrow().timing.cost_ns(format, 0);
+        self.emu.hold_next_read(hold);
+        hold
     }
 
     /// The codec format tag of a stored page's spare, if it is a FlexECC data page.
@@ -373,9 +396,12 @@ impl<'a> NoisyNand<'a> {
         let full = (data.len() + spare.len()) as u64;
         let out_bytes = if unread { 0 } else { full };
         self.emu.shape_next_op(Some(out_bytes), 0);
+        let held = if unread { 0 } else { self.hold_decode(page) };
         let r = self.emu.read_page(page, data, spare);
         self.emu.shape_next_op(None, 0);
+        self.emu.hold_next_read(0);
         r?;
+        self.held_decode_ns += held;
         if unread {
             self.model.borrow_mut().skip_next_cost = true;
         }
@@ -385,6 +411,7 @@ impl<'a> NoisyNand<'a> {
             decode_mark: self.model.borrow().counters.decode_ns,
             out_bytes,
             unread,
+            held,
         });
         Ok(())
     }
@@ -409,10 +436,12 @@ impl<'a> NoisyNand<'a> {
             (false, true) => 2 * full,
             (false, false) => full,
         };
-        self.emu.shape_next_op(Some(in_bytes), mv.ready_ns + decode);
+        // The decode not already held on the LUN (in `ready_ns`) delays the program.
+        let rest = decode.saturating_sub(mv.held);
+        self.emu.shape_next_op(Some(in_bytes), mv.ready_ns + rest);
         let r = self.emu.program_page(page, data, spare);
         self.emu.shape_next_op(None, 0);
-        self.chained_decode_ns += decode;
+        self.chained_decode_ns += rest;
         let s = &mut self.stats;
         s.moves += 1;
         s.copy_backs += copy_back as u64;
@@ -436,6 +465,12 @@ impl NandFlash for NoisyNand<'_> {
         self.model.borrow_mut().skip_next_cost = false;
         if self.track_moves && !data.is_empty() {
             self.read_tracked(page, data, spare)?;
+        } else if !data.is_empty() {
+            let held = self.hold_decode(page);
+            let r = self.emu.read_page(page, data, spare);
+            self.emu.hold_next_read(0);
+            r?;
+            self.held_decode_ns += held;
         } else {
             self.emu.read_page(page, data, spare)?;
         }
@@ -658,5 +693,47 @@ mod tests {
             assert_eq!(st.move_ns, want, "{mode:?} {format:?}: GC time charged = the timeline's");
         }
         assert!("bogus".parse::<CopyBack>().unwrap_err().contains("checked"));
+    }
+
+    #[test]
+    fn decode_held_on_the_lun_delays_the_next_read() {
+        use crate::emulator::{EmulatorConfig, Scheduling, TimingParams};
+        let g = nand_hal::Geometry {
+            blocks_per_plane: 8,
+            luns: 1,
+            ..crate::sim::device::Preset::FlexEcc.device().geometry
+        };
+        let meta = ftl_core::meta::META_LEN;
+        let page = ((4096 + meta + 1) as f64 * 1.25).ceil() as u64;
+        for (hold, format, decode) in [
+            (false, PageFormat::Correcting, 0),
+            (true, PageFormat::Correcting, 9996),
+            (true, PageFormat::Detecting, 1666),
+        ] {
+            let mut ec = EmulatorConfig::new(g);
+            ec.store_data = false;
+            ec.timing = TimingParams {
+                t_xfer_ps_per_byte: 1_250,
+                scheduling: Scheduling::LunQueues,
+                ..TimingParams::CAFTL_PAPER
+            };
+            let mut emu = Emulator::new(ec).unwrap();
+            let model = EccModel::new(&g, ErrorRates::default(), DecodeTiming::PAPER, 1);
+            let mut codec = ModelCodec::new(model.clone());
+            let mut spare = vec![0u8; meta + 1];
+            codec.encode_as(&[], &mut spare[meta..], format);
+            emu.program_page(PageId(0), &[0u8; 4096], &spare).unwrap();
+            let idle = emu.idle_at_ns();
+            emu.set_now_ns(idle);
+            let mut nand = NoisyNand::new(&mut emu, model.clone());
+            nand.decode_holds_lun = hold;
+            let (mut d, mut sp) = (vec![0u8; 4096], vec![0u8; meta + 1]);
+            // Two reads issued at once on one LUN: the second waits for the first's decode too.
+            nand.read_page(PageId(0), &mut d, &mut sp).unwrap();
+            nand.read_page(PageId(0), &mut d, &mut sp).unwrap();
+            let done = nand.emu.last_op_completion_ns() - idle;
+            assert_eq!(done, 2 * (25_000 + page + decode), "hold {hold} {format:?}");
+            assert_eq!(nand.take_chained_decode_ns(), 2 * decode);
+        }
     }
 }

@@ -106,6 +106,9 @@ pub struct FlexSimConfig {
     pub copy_back: CopyBack,
     /// The disk serves one access at a time (else every access takes `disk_ns`, unqueued).
     pub disk_queue: bool,
+    /// A read's decode holds its LUN (part of the read's service time, as in a simulator with
+    /// one read latency per format) instead of running in the controller after the transfer.
+    pub decode_holds_lun: bool,
 }
 
 impl Default for FlexSimConfig {
@@ -126,6 +129,7 @@ impl Default for FlexSimConfig {
             workload_pages: None,
             copy_back: CopyBack::Off,
             disk_queue: true,
+            decode_holds_lun: false,
         }
     }
 }
@@ -198,6 +202,8 @@ pub struct FlexReport {
     pub gc_decode_ms: f64,
     /// How GC moved pages: off, checked or crc-direct.
     pub copy_back: String,
+    /// Where decode time goes: "controller" (after the transfer) or "lun" (held on the LUN).
+    pub decode_model: String,
     /// Pages GC (and refreshes) moved.
     pub gc_moves: u64,
     /// Of which copy-backs.
@@ -462,6 +468,7 @@ pub fn simulate_flex(
     };
     let mut nand = NoisyNand::new(&mut emu, model.clone());
     nand.copy_back = fx.copy_back;
+    nand.decode_holds_lun = fx.decode_holds_lun;
     let mut ftl = Ftl::format(nand, policies, map, m, fcfg)
         .map_err(|e| format!("cannot format the device at {}% over-provisioning: {e}", cfg.op_percent))?;
     ftl.enable_flex(&mut marks, FlexConfig { refresh_threshold: fx.refresh_threshold })
@@ -672,6 +679,7 @@ pub fn simulate_flex(
         (mv.moves - base.moves.moves, mv.move_ns - base.moves.move_ns, mv.decode_ns - base.moves.decode_ns);
     r.gc_decode_ms = gc_decode as f64 / 1e6;
     r.copy_back = fx.copy_back.name().into();
+    r.decode_model = if fx.decode_holds_lun { "lun" } else { "controller" }.into();
     r.gc_moves = moves;
     r.gc_copy_backs = mv.copy_backs - base.moves.copy_backs;
     r.gc_unread_copy_backs = mv.unread - base.moves.unread;
