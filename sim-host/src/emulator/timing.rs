@@ -273,6 +273,9 @@ pub(crate) struct TimingState {
     next_not_before: u64,
     /// One-shot time the next read keeps its plane (and LUN) after its transfer.
     next_hold: u64,
+    /// Sum over operations of start to end (array, waits for the bus, transfers, holds): with
+    /// LUN queues, the LUNs' busy time.
+    total_op_busy: u64,
 }
 
 impl TimingState {
@@ -291,6 +294,7 @@ impl TimingState {
             next_bytes: None,
             next_not_before: 0,
             next_hold: 0,
+            total_op_busy: 0,
         }
     }
 
@@ -384,7 +388,8 @@ impl TimingState {
     /// Reads of `ops` = (device-wide plane, bytes out) on LUN `lun`, their tR in parallel, then
     /// their transfers out one after the other.
     pub(crate) fn read(&mut self, lun: usize, ops: &[(usize, u64)]) {
-        let array_end = self.start_at(lun, ops).saturating_add(self.params.t_r_ns);
+        let start = self.start_at(lun, ops);
+        let array_end = start.saturating_add(self.params.t_r_ns);
         let mut t = self.reserve_bus(lun, array_end, self.xfer_total(ops));
         for &(p, bytes) in ops {
             t = t.saturating_add(self.params.xfer_ns(bytes));
@@ -399,6 +404,7 @@ impl TimingState {
         }
         self.set_lun_busy(lun, t);
         self.complete(t);
+        self.total_op_busy = self.total_op_busy.saturating_add(t - start);
         self.charge_array(self.params.t_r_ns, ops.len());
     }
 
@@ -406,8 +412,10 @@ impl TimingState {
     /// after the other, then their tPROG in parallel.
     pub(crate) fn program(&mut self, lun: usize, ops: &[(usize, u64)]) {
         let len = self.xfer_total(ops);
-        let start = self.reserve_bus(lun, self.start_at(lun, ops), len);
+        let ready = self.start_at(lun, ops);
+        let start = self.reserve_bus(lun, ready, len);
         let end = start.saturating_add(len).saturating_add(self.params.t_prog_ns);
+        self.total_op_busy = self.total_op_busy.saturating_add(end - ready);
         for &(p, _) in ops {
             self.plane_busy[p] = end;
         }
@@ -419,6 +427,7 @@ impl TimingState {
     /// Erases on LUN `lun`'s planes of `ops` (the byte counts are ignored), in parallel.
     pub(crate) fn erase(&mut self, lun: usize, ops: &[(usize, u64)]) {
         let end = self.start_at(lun, ops).saturating_add(self.params.t_bers_ns);
+        self.total_op_busy = self.total_op_busy.saturating_add(self.params.t_bers_ns);
         for &(p, _) in ops {
             self.plane_busy[p] = end;
         }
@@ -493,6 +502,12 @@ impl super::Emulator {
     /// Array time (tR, tPROG, tBERS) charged so far, summed over planes.
     pub fn total_array_busy_ns(&self) -> u64 {
         self.timing.total_array_busy()
+    }
+
+    /// Time from start to end of every operation so far (array time, waits for the bus,
+    /// transfers, held decodes), summed: with [`Scheduling::LunQueues`], the LUNs' busy time.
+    pub fn total_op_busy_ns(&self) -> u64 {
+        self.timing.total_op_busy
     }
 
     /// Shapes the next single-page read or program (a copy-back, `sim::ecc_model`): it moves
@@ -590,9 +605,25 @@ mod tests {
         e.erase_block(BlockId(0)).unwrap();
         assert_eq!(e.last_op_completion_ns(), t2 + 700_000);
         assert_eq!(e.total_array_busy_ns(), 200_000 + 25_000 * 2 + 700_000);
+        // Busy time adds the transfers (nothing waited here).
+        assert_eq!(e.total_op_busy_ns(), e.last_op_completion_ns());
+        assert_eq!(e.total_op_busy_ns(), 200_000 + XFER_PAGE + 25_000 + XFER_PAGE + 25_000 + 80 + 700_000);
         assert_eq!(e.plane_busy_until(0), Some(e.last_op_completion_ns()));
         assert_eq!(e.plane_busy_until(1), Some(0));
         assert_eq!(e.plane_busy_until(2), None);
+        // Shaped operations: a read that moves 0 bytes and holds its plane 7 us, then a program
+        // that starts no earlier than 1 ms later and moves 10 bytes.
+        let t3 = e.last_op_completion_ns();
+        e.set_now_ns(t3);
+        e.shape_next_op(Some(0), 0);
+        e.hold_next_read(7_000);
+        e.read_page(e.geometry().page(BlockId(1), 0), &mut rd, &mut rs).unwrap();
+        assert_eq!(e.last_op_completion_ns(), t3 + 25_000 + 7_000);
+        let p1 = e.geometry().plane_index(BlockId(1));
+        assert_eq!(e.plane_busy_until(p1), Some(t3 + 32_000));
+        e.shape_next_op(Some(10), t3 + 1_000_000);
+        e.program_page(e.geometry().page(BlockId(0), 0), &d, &s).unwrap();
+        assert_eq!(e.last_op_completion_ns(), t3 + 1_000_000 + 200 + 200_000);
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //! (each page's own operations in order). Every flush interval, all dirty pages are queued and
 //! flush-read one after another in the background (one outstanding at a time, interleaved with
 //! the requests in time order) and written back. In a gap before a request (the device idle),
-//! the scrubber runs with the gap's length. GC moves (inside writes and refreshes) are tracked
+//! the scrubber runs with the gap's length. With a warm-up, measuring starts on an idle device:
+//! arrivals after it are shifted past the warm-up's backlog. GC moves (inside writes and refreshes) are tracked
 //! by [`NoisyNand`]: each program waits for its read and decode, and `--copy-back` charges them
 //! as copy-backs ([`super::ecc_model::CopyBack`]).
 //!
@@ -210,9 +211,11 @@ pub struct FlexReport {
     pub gc_copy_backs: u64,
     /// Of which CRC pages copied back unread (crc-direct).
     pub gc_unread_copy_backs: u64,
-    /// Array time (tR, tPROG, tBERS) over the measured part / (its length x LUNs): how loaded
-    /// the device's dies were.
+    /// Array time (tR, tPROG, tBERS) over the measured part / (its length x LUNs).
     pub lun_utilization: f64,
+    /// Busy time of the LUNs (array, bus waits and transfers, held decodes; LUN queues) over the
+    /// measured part / (its length x LUNs): how loaded the dies were.
+    pub lun_busy: f64,
     /// Response time over all device requests (host reads, dirty and clean writes, flush-reads).
     pub device_latency_us: LatencySummary,
     /// Device response time of host reads (hits).
@@ -510,6 +513,8 @@ pub fn simulate_flex(
     let mut requests_done = 0u64;
     let mut measured = 0u64;
     let mut t0 = 0u64;
+    // Added to timed arrivals after the warm-up (see below).
+    let mut shift = 0u64;
     let mut base = Baseline::default();
     let mut erase_base: Vec<u32> = Vec::new();
     let mut scrub_base = *scrubber.stats();
@@ -526,16 +531,15 @@ pub fn simulate_flex(
             base = Baseline::take(&run);
             erase_base = run.ftl.nand().emu.erase_counts().to_vec();
             scrub_base = *scrubber.stats();
-            t0 = last_done.max(last_arrival);
             wall = Instant::now();
         }
         let Some(span) = page_span(req.offset, req.len, page_bytes) else {
             continue;
         };
-        let arrival = match (cfg.open_loop, req.time_ns) {
+        let mut arrival = match (cfg.open_loop, req.time_ns) {
             (true, Some(t)) => {
                 let b = *first_time.get_or_insert(t);
-                (origin + (t.saturating_sub(b) as f64 * fx.time_scale) as u64).max(last_arrival)
+                (origin + shift + (t.saturating_sub(b) as f64 * fx.time_scale) as u64).max(last_arrival)
             }
             _ if fx.interarrival_ns > 0 => {
                 let u: f64 = rng.random::<f64>().max(1e-12);
@@ -543,6 +547,16 @@ pub fn simulate_flex(
             }
             _ => last_done.max(last_arrival),
         };
+        if requests_done == fx.warmup_requests {
+            // The measured part starts on an idle device: the warm-up fills the cache with
+            // misses (programs) and would leave their backlog to the first measured requests.
+            let idle = run.ftl.nand().emu.idle_at_ns().max(last_done);
+            if fx.warmup_requests > 0 && arrival < idle {
+                shift += idle - arrival;
+                arrival = idle;
+            }
+            t0 = arrival;
+        }
         run.issue_due(arrival)?;
         // Periodic flushes, in the background: at each boundary the dirty pages are queued, then
         // flush-read one after another (one write-back outstanding, as a cache manager's cleaner
@@ -689,6 +703,7 @@ pub fn simulate_flex(
     let planes = if tp.scheduling == crate::emulator::Scheduling::LunQueues { 1 } else { geo.planes_per_lun };
     let span = end.saturating_sub(t0).max(1) as f64 * (geo.luns * planes) as f64;
     r.lun_utilization = busy as f64 / span;
+    r.lun_busy = (run.ftl.nand().emu.total_op_busy_ns() - base.op_busy_ns) as f64 / (span / planes as f64);
     r.device_latency_us = run.lat.all.summary();
     r.device_read_latency_us = run.lat.read.summary();
     r.device_dirty_write_latency_us = run.lat.dirty.summary();
@@ -736,6 +751,7 @@ struct Baseline {
     model: super::ecc_model::EccModelCounters,
     moves: GcMoveStats,
     array_busy_ns: u64,
+    op_busy_ns: u64,
 }
 
 impl Baseline {
@@ -747,6 +763,7 @@ impl Baseline {
             model: run.model.borrow().counters(),
             moves: run.ftl.nand().move_stats(),
             array_busy_ns: run.ftl.nand().emu.total_array_busy_ns(),
+            op_busy_ns: run.ftl.nand().emu.total_op_busy_ns(),
         }
     }
 }
