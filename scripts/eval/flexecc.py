@@ -217,7 +217,9 @@ tPROG; the program waits for the decode. So every moved page is checked, and onl
 transfer in is saved. A move to another plane is a plain read + program. The alternative
 `crc-direct` copies CRC pages back unread (tR + tPROG: their CRC travels with them and is
 checked at the next read or scrub; a clean page's data is also on the disk, so an error copied
-unseen costs a disk read, never data); it is measured below, not used in the main runs.
+unseen costs a disk read, never data); it is measured below, not used in the main runs. (The
+error model draws a moved page's errors afresh at its new place, so errors an unread copy-back
+would carry along are not modelled; that matters only for `crc-direct` under bit errors.)
 """
 
 

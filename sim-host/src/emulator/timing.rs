@@ -35,6 +35,12 @@
 //!   the way an event-driven controller shares it). Gaps are kept for the last 1024
 //!   reservations per channel (merged when they touch); before those the bus counts as busy.
 //!
+//! A caller may shape the next operation once ([`super::Emulator::shape_next_op`],
+//! [`super::Emulator::hold_next_read`]): move another number of bytes over the bus (a copy-back
+//! moves none or only the spare), start no earlier than a given time (a copy's program waits for
+//! its checked data), or keep a read's plane and LUN busy after its transfer (a decode charged
+//! as part of the read's service time). `sim::ecc_model::NoisyNand` uses them for FlexECC runs.
+//!
 //! Planes of different LUNs overlap freely except for the shared bus of their channel. With the
 //! simulator's closed loop ([`crate::sim`]) the requests in flight each issue their operations
 //! at their arrival, so independent requests overlap on different LUNs, channels (and, with
