@@ -180,7 +180,7 @@ def rber_table(d):
 
 
 INTRO = """\
-One command regenerates everything here (about 5 minutes after the build):
+One command regenerates everything here (about 3 minutes after the build):
 
 ```sh
 bash scripts/eval/flexecc.sh     # writes docs/eval/flexecc/*.json and this README
@@ -194,7 +194,7 @@ bash scripts/eval/flexecc.sh     # writes docs/eval/flexecc/*.json and this READ
 | page latencies: Table 2 (lost in extraction); BCH decode "about 25%" of a page read | tR 25 us, tPROG 200 us, tBERS 1.5 ms, 1.25 ns/B (5.2 us per page): a BCH read is 25 + 5.2 + 10 = 40.2 us, decode 25%; a CRC read 31.9 us |
 | hardware BCH t = 6: 10 us; CRC check = 10 us / t | `--ecc-t 6 --t-crc-ns 1666`; BCH with errors 2t x T_crc |
 | copy-back GC | `--copy-back checked` (below) |
-| Filebench fileserver, webserver, mail server, OLTP; R75, R90 | `--workload fileserver|webserver|varmail|oltp` (`sim-host/src/filebench.rs`: each personality's flowops, file and I/O sizes from Filebench's `workloads/*.f`); R75 / R90: uniform random 4 KiB requests with 75% / 90% reads |
+| Filebench fileserver, webserver, mail server, OLTP; R75, R90 | `--workload` `fileserver`, `webserver`, `varmail`, `oltp` (`sim-host/src/filebench.rs`: each personality's flowops, file and I/O sizes from Filebench's `workloads/*.f`); R75 / R90: uniform random 4 KiB requests with 75% / 90% reads |
 | cache 30 GB, working set 360 GB | cache 32768 pages (30/60 of the device's 65536), working set 12 cache sizes (`--working-set 12`, the default) for the four Filebench workloads; R75 / R90 over one cache size (the paper's R90 has no cleaning at all, which a working set larger than the cache would not give) |
 | write-back, LRU, flushes "e.g. every 5 minutes" of a 30-minute run | the simulator's write-back LRU cache manager; six periodic flushes over the measured part of each run (the interval is measured on an all-BCH run without flushes), dirty pages flush-read one at a time in the background |
 | traces recorded on a PCI-e SSD, replayed with ioscale 100 | requests timed at the recording (Poisson, mean gap per workload) and multiplied by `--ioscale 100`; fills arrive from the disk 1.5 ms after the miss, unqueued (`--disk-queue off`: the disk is outside the simulated device, as in a trace replay) |
@@ -206,14 +206,16 @@ over the run and the LUNs; in parentheses the LUNs' whole busy time: array, wait
 transfers and, with the `lun` decode model, decodes). Decode models: `lun` charges the decode as part of the read's
 service time on its LUN (a simulator with one read latency per page format, the paper's
 Table 2 and equation 6, charges it so); `controller` decodes after the transfer while the LUN
-serves its next command (a pipelined controller).
+serves its next command (a pipelined controller). Each run first warms the cache up (requests
+not measured); the measured part starts on an idle device (its arrivals shifted past the warm-up's
+backlog of fills).
 
 **Copy-back and how moved data is still checked** (`--copy-back checked`, sim-host/src/sim/ecc_model.rs):
 a GC move reads the page into the page register (tR), transfers it out to the controller,
 decodes it (corrects a BCH page; re-encodes a flush-read page as CRC), and programs it from the
-register after only the spare (new parity) and corrected bytes are written back in (ONFI
+register after the spare (new parity) and the corrected bytes are written back in (ONFI
 copy-back read + copy-back program with data input). Charged: tR + page out + decode + spare in +
-tPROG; the program waits for the decode. So every moved page is checked, and only the page
+tPROG (the few corrected bytes are not charged); the program waits for the decode. So every moved page is checked, and only the page
 transfer in is saved. A move to another plane is a plain read + program. The alternative
 `crc-direct` copies CRC pages back unread (tR + tPROG: their CRC travels with them and is
 checked at the next read or scrub; a clean page's data is also on the disk, so an error copied

@@ -15,7 +15,7 @@
 # command). Then: a load sweep (R90, OLTP), a working-set sweep (webserver), GC with the whole
 # device cached and the three copy-back modes (fileserver), and an RBER sweep (fileserver,
 # the paper's figure 6). Writes docs/eval/flexecc/*.json and README.md (scripts/eval/flexecc.py).
-# About 5 minutes after the build.
+# About 3 minutes after the build.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=docs/eval/flexecc
