@@ -27,6 +27,9 @@
 //! flowop reaches the cache device; `oltp` runs `directio` anyway), thread interleaving (the
 //! loops run one after another; the mix, sizes and locality are the personality's).
 //!
+//! Without a cache in front (runs without `--features flex-ecc`), `ftl-sim` sizes the working set
+//! so that these extents fit the device's logical space ([`working_set_within`]).
+//!
 //! Times: requests arrive as a Poisson stream with the given mean gap (the rate of the system the
 //! paper recorded its traces on); the simulator's `--ioscale` then slows them down, as the paper
 //! does. The stream ends after `writes` write requests. Deterministic in the spec.
@@ -128,18 +131,7 @@ pub fn generate(spec: &FilebenchSpec, working_set_pages: u64, page_bytes: u64) -
         return Err(format!("mean gap {} ns is not a non-negative number", spec.mean_gap_ns));
     }
     let p = spec.personality;
-    let ws_bytes = working_set_pages * page_bytes;
-    let (nfiles, extent_bytes, log_pages) = match p {
-        // Ten data files fill the working set; the log is 1/100 of it.
-        Personality::Oltp => (10, ws_bytes / 10, (working_set_pages / 100).max(64)),
-        Personality::WebServer => (
-            (ws_bytes / p.mean_file_bytes()).max(1),
-            4 * p.mean_file_bytes(),
-            (working_set_pages / 16).max(64),
-        ),
-        _ => ((ws_bytes / p.mean_file_bytes()).max(1), 4 * p.mean_file_bytes(), 0),
-    };
-    let extent = extent_bytes.div_ceil(page_bytes).max(1);
+    let (nfiles, extent, log_pages) = layout(p, working_set_pages, page_bytes);
     let mut rng = ChaCha8Rng::seed_from_u64(spec.seed ^ 0xF11E_BE7C);
     let files = (0..nfiles)
         .map(|_| {
@@ -165,6 +157,48 @@ pub fn generate(spec: &FilebenchSpec, working_set_pages: u64, page_bytes: u64) -
         time: 0.0,
         oltp_reads: (0, 0),
     })
+}
+
+/// Files, pages per file extent and log pages of `p` over `working_set_pages`.
+fn layout(p: Personality, working_set_pages: u64, page_bytes: u64) -> (u64, u64, u64) {
+    let ws_bytes = working_set_pages * page_bytes;
+    let (nfiles, extent_bytes, log_pages) = match p {
+        // Ten data files fill the working set; the log is 1/100 of it.
+        Personality::Oltp => (10, ws_bytes / 10, (working_set_pages / 100).max(64)),
+        Personality::WebServer => (
+            (ws_bytes / p.mean_file_bytes()).max(1),
+            4 * p.mean_file_bytes(),
+            (working_set_pages / 16).max(64),
+        ),
+        _ => ((ws_bytes / p.mean_file_bytes()).max(1), 4 * p.mean_file_bytes(), 0),
+    };
+    (nfiles, extent_bytes.div_ceil(page_bytes.max(1)).max(1), log_pages)
+}
+
+/// The pages the addresses of `p` over `working_set_pages` span (file extents and log): more
+/// than the working set, since each file has room to grow.
+pub fn span_pages(p: Personality, working_set_pages: u64, page_bytes: u64) -> u64 {
+    let (nfiles, extent, log) = layout(p, working_set_pages, page_bytes);
+    nfiles * extent + log
+}
+
+/// The largest working set (at least 64 pages) of `p` whose addresses fit in `pages`; `None`
+/// if even 64 pages do not.
+pub fn working_set_within(p: Personality, pages: u64, page_bytes: u64) -> Option<u64> {
+    let fits = |w: u64| span_pages(p, w, page_bytes) <= pages;
+    if !fits(64) {
+        return None;
+    }
+    let (mut lo, mut hi) = (64u64, pages.max(64));
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    Some(lo)
 }
 
 /// A gamma(shape 1.5) size with mean `mean` bytes, at least one byte (Marsaglia and Tsang's
@@ -368,6 +402,25 @@ mod tests {
         // OLTP: 2 KiB requests but the 256 KiB log writes.
         let o = stream(Personality::Oltp, 2000);
         assert!(o.iter().all(|r| r.len == 2048 || (r.op == Op::Write && r.len == 256 << 10)));
+    }
+
+    #[test]
+    fn addresses_stay_within_the_span_and_fit_a_device() {
+        for p in [Personality::FileServer, Personality::WebServer, Personality::VarMail, Personality::Oltp] {
+            let w = working_set_within(p, 15_000, 4096).unwrap();
+            let span = span_pages(p, w, 4096);
+            assert!(span <= 15_000 && span_pages(p, w + 1, 4096) > 15_000, "{p:?}: {w} -> {span}");
+            let spec = FilebenchSpec { personality: p, writes: 2000, mean_gap_ns: 0.0, seed: 1 };
+            for r in generate(&spec, w, 4096).unwrap() {
+                assert!(
+                    r.offset + r.len <= span * 4096,
+                    "{p:?}: {} + {} beyond {span} pages",
+                    r.offset,
+                    r.len
+                );
+            }
+        }
+        assert_eq!(working_set_within(Personality::FileServer, 10, 4096), None);
     }
 
     #[test]

@@ -203,3 +203,14 @@ fn bad_filebench_and_copy_back_input_fails_clearly() {
     fails_with(&["--workload", "varmail", "--writes", "0"], "--writes");
     fails_with(&["--workload", "mailserverx"], "expected uniform");
 }
+
+#[test]
+fn filebench_without_a_cache_fits_the_device() {
+    for w in ["fileserver", "webserver", "varmail", "oltp"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ftl-sim"))
+            .args(["run", "--device", "small", "--workload", w, "--writes", "300", "--quiet"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{w}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}

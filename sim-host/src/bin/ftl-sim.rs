@@ -645,19 +645,26 @@ impl Input {
                 simulate(cfg, iter, &mut progress)
             }
             Input::Filebench(spec, timed) => {
+                let page = cfg.device.geometry.data_bytes as u64;
                 let n = if cfg.features.contains(&Feature::FlexEcc) {
                     cfg.flex.workload_pages_for(cfg.logical_pages())
                 } else {
-                    cfg.logical_pages() as u64
+                    // No cache in front: the files' extents must fit the device.
+                    filebench::working_set_within(spec.personality, cfg.logical_pages() as u64, page)
+                        .ok_or_else(|| {
+                            format!(
+                                "the device's {} logical pages cannot hold a Filebench file set",
+                                cfg.logical_pages()
+                            )
+                        })?
                 };
                 let timed = *timed;
-                let w =
-                    filebench::generate(spec, n, cfg.device.geometry.data_bytes as u64)?.map(move |mut r| {
-                        if !timed {
-                            r.time_ns = None;
-                        }
-                        r
-                    });
+                let w = filebench::generate(spec, n, page)?.map(move |mut r| {
+                    if !timed {
+                        r.time_ns = None;
+                    }
+                    r
+                });
                 simulate(cfg, w, &mut progress)
             }
             Input::Workload(spec, arrival) => {
