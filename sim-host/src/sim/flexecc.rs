@@ -9,15 +9,17 @@
 //! A host read that finds a corrupt CRC page fetches it from the disk and rewrites it clean; a
 //! BCH page whose corrected bits reach the refresh threshold is refreshed. Each device operation
 //! completes when its flash work does (the emulator's timing model) plus the decode time the
-//! codec model charged to it ([`super::ecc_model`]); a request completes when its last
-//! operation (or disk access) does. The pages of a request are issued together at its arrival
-//! (each page's own operations in order). Every flush interval, all dirty pages are queued and
-//! flush-read one after another in the background (one outstanding at a time, interleaved with
-//! the requests in time order) and written back. In a gap before a request (the device idle),
-//! the scrubber runs with the gap's length. With a warm-up, measuring starts on an idle device:
-//! arrivals after it are shifted past the warm-up's backlog. GC moves (inside writes and refreshes) are tracked
-//! by [`NoisyNand`]: each program waits for its read and decode, and `--copy-back` charges them
-//! as copy-backs ([`super::ecc_model::CopyBack`]).
+//! codec model charged to it ([`super::ecc_model`]; with `--decode-model lun` the error-free
+//! decode is part of the read's service time on its LUN instead); a request completes when its
+//! last operation (or disk access) does. The pages of a request are issued together at its
+//! arrival (each page's own operations in order). Every flush interval, all dirty pages are
+//! queued and flush-read one after another in the background (one outstanding at a time,
+//! interleaved with the requests in time order) and written back. In a gap before a request (the
+//! device idle), the scrubber runs with the gap's length. With a warm-up, measuring starts on an
+//! idle device: arrivals after it are shifted past the warm-up's backlog. GC moves (inside
+//! writes and refreshes) are tracked by [`NoisyNand`]: each program waits for its read and
+//! decode, and `--copy-back` charges them as copy-backs ([`super::ecc_model::CopyBack`]). The
+//! disk queues its reads unless `--disk-queue off` (the paper's trace-driven view).
 //!
 //! Reported (the `flex_ecc` object of the JSON report): the host read and write response times
 //! (misses include the disk), the device's response time per interface and over all device
