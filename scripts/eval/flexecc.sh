@@ -1,54 +1,89 @@
 #!/usr/bin/env bash
-# Issue #8's FlexECC evaluation: FlexECC vs an all-BCH device under the same write-back LRU cache
-# manager (ftl-sim --features flex-ecc, --ecc flex|all-bch), on synthetic read-heavy and mixed
-# workloads (zipf:1 over 12 cache sizes, 90%, 75% and 50% reads, 1 ms mean gap) and the shared
-# traces (replayed 3 times, the first pass warming the cache), with the paper's decode costs
-# (10 us for a t = 6 hardware BCH, t x / 2t x the CRC check) and with a stronger code (t = 40),
-# plus an RBER sweep. Device: the CAFTL preset (4 KiB pages, 25/200 us / 1.5 ms, 20 ns per byte)
-# at 1024 blocks (256 MiB); a third setting ("t6fast") keeps t = 6 on a 5 ns/byte bus, where the
-# 10 us decode is a larger share of a page read. Writes docs/eval/flexecc/*.json, README table
-# and SVG plots.
+# Issue #20's FlexECC evaluation in the paper's setup (FlexECC section 4.1): FlexECC vs an all-BCH
+# device under the same write-back LRU cache manager (ftl-sim --features flex-ecc, --ecc
+# flex|all-bch), on the `flexecc` preset (8 LUNs, 4 KiB pages, tR 25 us, tPROG 200 us, 1.25 ns/B,
+# 15% OP, 1024 blocks) with LUN queues (--scheduling luns), copy-back GC (--copy-back checked),
+# the paper's decoder (10 us for a t = 6 BCH, T_crc = 10 us / 6) and its traffic: the
+# Filebench-like fileserver / webserver / varmail / oltp generators (sim_host::filebench) over a
+# working set of 12 cache sizes (360 GB over 30 GB), plus R75 / R90 (uniform random 4 KiB with
+# 75% / 90% reads over one cache size), trace times x ioscale 100, the cache 30/60 of the
+# device (32768 pages of the 65536), six periodic flushes per measured run (every 5 minutes of
+# a 30-minute run), fills from the disk when the trace says (--disk-queue off).
+# Every run is made with both decode models (--decode-model lun: the decode is part of the
+# read's service time on its LUN, as a simulator with one read latency per page format charges
+# it; controller: the controller decodes after the transfer while the LUN serves its next
+# command). Then: a load sweep (R90, OLTP), a working-set sweep (webserver), GC with the whole
+# device cached and the three copy-back modes (fileserver), and an RBER sweep (fileserver,
+# the paper's figure 6). Writes docs/eval/flexecc/*.json and README.md (scripts/eval/flexecc.py).
+# About 3 minutes after the build.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=docs/eval/flexecc
 mkdir -p "$out"
+rm -f "$out"/*.json "$out"/*.svg
 cargo build --release -q -p sim-host --bin ftl-sim
 sim=${CARGO_TARGET_DIR:-target}/release/ftl-sim
-dev=(--device caftl --blocks 1024 --features flex-ecc --quiet)
-traces=testdata/traces
-run() { # name extra-args...
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+dev=(--device flexecc --scheduling luns --features flex-ecc --disk-queue off --ioscale 100
+  --ecc-t 6 --t-crc-ns 1666 --quiet)
+paper=(--cache-pages 32768 --copy-back checked)
+# Collection-time mean gaps (us) of each workload, x ioscale 100 at the device: chosen so that
+# the all-BCH device's dies are about 40% busy (array time; the `util` column).
+declare -A wl=(
+  [fileserver]="--workload fileserver --writes 30000 --warmup 10000 --arrival-us 16"
+  [webserver]="--workload webserver --writes 15000 --warmup 50000 --arrival-us 3"
+  [varmail]="--workload varmail --writes 40000 --warmup 40000 --arrival-us 2.4"
+  [oltp]="--workload oltp --writes 15000 --warmup 100000 --arrival-us 0.7"
+  [r75]="--workload uniform --read-ratio 0.75 --working-set 1 --writes 40000 --warmup 100000 --arrival-us 0.3"
+  [r90]="--workload uniform --read-ratio 0.9 --working-set 1 --writes 20000 --warmup 100000 --arrival-us 0.15"
+)
+pair() { # name args... : the all-BCH and the FlexECC run
   local name=$1
   shift
   for ecc in all-bch flex; do
     "$sim" run "${dev[@]}" --ecc "$ecc" "$@" --json "$out/$name.$ecc.json"
   done
 }
-synthetic() { # name read-ratio writes extra...
-  local name=$1 rr=$2 writes=$3
-  shift 3
-  run "$name" --workload zipf:1 --read-ratio "$rr" --writes "$writes" --interarrival-us 1000 \
-    --cache-pages 46000 --warmup 50000 "$@"
+run() { # name args... : six periodic flushes over the measured part of an all-BCH run without
+  # them, then the pair
+  local name=$1
+  shift
+  "$sim" run "${dev[@]}" --ecc all-bch --flush-interval-ms 0 "$@" --json "$tmp/span.json"
+  local every
+  every=$(python3 -c "import json; print(json.load(open('$tmp/span.json'))['simulated_seconds'] * 1000 / 6)")
+  pair "$name" --flush-interval-ms "$every" "$@"
 }
-for t in 6 40 6fast; do
-  # T_crc: the paper's 10 us / 6; BCH costs t x (clean) and 2t x (errors) that.
-  code=(--ecc-t "${t%fast}" --t-crc-ns 1666)
-  [[ $t == *fast ]] && code+=(--xfer-ns-per-byte 5)
-  synthetic "r90-t$t" 0.9 20000 "${code[@]}"
-  synthetic "r75-t$t" 0.75 50000 "${code[@]}"
-  synthetic "mixed50-t$t" 0.5 100000 "${code[@]}"
-  # Uniform random reads and writes (filebench-like random I/O) over 2 cache sizes: read hits
-  # mostly find clean (CRC) pages.
-  run "r90-uniform-t$t" --workload uniform --read-ratio 0.9 --writes 20000 --interarrival-us 2000 \
-    --cache-pages 46000 --warmup 50000 --working-set 2 "${code[@]}"
-  trace() { # name file format requests time-scale
-    run "$1-t$t" --trace "$traces/$2" --format "$3" --loop 3 --warmup "$4" --time-scale "$5" "${code[@]}"
-  }
-  trace fiu-mail fiu_mail_sample/fiu_mail_cheetah_sample.blkparse fiu 9998 10
-  trace heimdall-1370 msr_cuts_heimdall/msr.cut.per_10k.rw_40_60.1370.trace heimdall 10000 10
-  trace tpcc mqsim_umass_tpcc_websearch/tpcc-small.trace disksim 6999 1000
+for dm in lun controller; do
+  for w in fileserver varmail webserver oltp r75 r90; do
+    # shellcheck disable=SC2086
+    run "main-$w-$dm" "${paper[@]}" --decode-model "$dm" ${wl[$w]}
+  done
 done
-# Faulty conditions: raw bit-error rate sweep on the 90%-read workload (t = 6).
-for rber in 1e-7 1e-6 1e-5 1e-4 1e-3; do
-  synthetic "r90-t6-rber$rber" 0.9 20000 --rber "$rber"
+# Load: the collection gap scaled (x2 = half the load).
+for dm in lun controller; do
+  for w in r90 oltp; do
+    gap=$(sed -E 's/.*--arrival-us ([0-9.]+).*/\1/' <<<"${wl[$w]}")
+    for x in 2 1.25 0.8 0.6 0.53; do
+      args=$(sed -E "s/--arrival-us [0-9.]+/--arrival-us $(python3 -c "print($gap * $x)")/" <<<"${wl[$w]}")
+      # shellcheck disable=SC2086
+      run "load-$w-$dm-x$x" "${paper[@]}" --decode-model "$dm" $args
+    done
+  done
+done
+# Working set (cache sizes) of the webserver.
+for ws in 4 1.5 1; do
+  # shellcheck disable=SC2086
+  run "ws-webserver-$ws" "${paper[@]}" --decode-model lun ${wl[webserver]} --working-set "$ws"
+done
+# GC with page moves: the cache fills the device; the three copy-back modes.
+for cb in off checked crc-direct; do
+  # shellcheck disable=SC2086
+  run "gc-fileserver-$cb" --decode-model lun ${wl[fileserver]} --cache-share 1 --copy-back "$cb"
+done
+# Faulty conditions (figure 6): fileserver under raw bit errors.
+for rber in 1e-6 1e-5 1e-4 1e-3; do
+  # shellcheck disable=SC2086
+  run "rber-fileserver-$rber" "${paper[@]}" --decode-model lun ${wl[fileserver]} --rber "$rber"
 done
 python3 scripts/eval/flexecc.py "$out"

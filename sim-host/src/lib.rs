@@ -9,6 +9,7 @@
 
 pub mod dedup_memory;
 pub mod emulator;
+pub mod filebench;
 pub mod memory;
 pub mod mount_cost;
 pub mod nbd;

@@ -137,3 +137,80 @@ fn compare_runs_both_devices() {
     assert_eq!(modes, ["all-bch", "flex"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A Filebench-like workload on a 2-LUN flexecc device (whole device cached, so GC moves pages).
+fn filebench(name: &str, args: &[&str]) -> Value {
+    let dir = std::env::temp_dir().join(format!("ftl-sim-flexfb-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("r.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_ftl-sim"))
+        .args(["run", "--device", "flexecc", "--luns", "2", "--blocks", "256", "--scheduling", "luns"])
+        .args(["--features", "flex-ecc", "--workload", "varmail", "--writes", "3000", "--arrival-us", "20"])
+        .args(["--disk-queue", "off", "--cache-share", "1", "--quiet", "--json", json.to_str().unwrap()])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    r
+}
+
+#[test]
+fn ioscale_stretches_filebench_times_and_copy_back_shortens_gc_moves() {
+    let slow = filebench("io100", &["--ioscale", "100", "--copy-back", "checked"]);
+    let requests = slow["requests"].as_f64().unwrap();
+    // Poisson arrivals of mean 20 us x 100: the run lasts at least about requests x 2 ms.
+    let span = slow["simulated_seconds"].as_f64().unwrap();
+    assert!(span > 0.9 * requests * 2e-3, "{span} s for {requests} requests");
+    let fast = filebench("io1", &["--ioscale", "1", "--copy-back", "checked"]);
+    assert!(fast["simulated_seconds"].as_f64().unwrap() < span / 5.0);
+    // Copy-back: every GC move stays in its plane here; per move it saves the page transfer in.
+    let off = filebench("cb-off", &["--ioscale", "100", "--copy-back", "off"]);
+    assert!(u(&slow, "gc_moves") > 0);
+    assert_eq!(u(&slow, "gc_copy_backs"), u(&slow, "gc_moves"));
+    assert_eq!(u(&off, "gc_copy_backs"), 0);
+    // The same GC decisions (timing does not steer them), each move cheaper.
+    assert_eq!(u(&off, "gc_moves"), u(&slow, "gc_moves"));
+    let gc = |v: &Value| v["features"]["flex_ecc"]["gc_time_ms"].as_f64().unwrap();
+    assert!(gc(&slow) < gc(&off), "{} vs {}", gc(&slow), gc(&off));
+    // CRC pages copied back unread: cheaper still.
+    let direct = filebench("cb-direct", &["--ioscale", "100", "--copy-back", "crc-direct"]);
+    assert!(u(&direct, "gc_unread_copy_backs") > 0);
+    assert!(gc(&direct) < gc(&slow), "{} vs {}", gc(&direct), gc(&slow));
+}
+
+#[test]
+fn bad_filebench_and_copy_back_input_fails_clearly() {
+    let fails_with = |args: &[&str], needle: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_ftl-sim"))
+            .args(["run", "--device", "small", "--features", "flex-ecc"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(err.contains(needle), "{args:?}: stderr {err:?} lacks {needle:?}");
+    };
+    let wl = ["--workload", "uniform"];
+    fails_with(&[&wl[..], &["--copy-back", "always"]].concat(), "unknown --copy-back");
+    fails_with(&[&wl[..], &["--decode-model", "gpu"]].concat(), "--decode-model gpu");
+    fails_with(&[&wl[..], &["--disk-queue", "maybe"]].concat(), "--disk-queue maybe");
+    fails_with(&[&wl[..], &["--cache-share", "1.5"]].concat(), "--cache-share 1.5");
+    fails_with(&[&wl[..], &["--ioscale=-1"]].concat(), "--ioscale -1");
+    fails_with(&[&wl[..], &["--ioscale", "0"]].concat(), "--ioscale 0");
+    fails_with(&["--workload", "varmail", "--arrival-us", "0"], "--arrival-us 0");
+    fails_with(&["--workload", "varmail", "--writes", "0"], "--writes");
+    fails_with(&["--workload", "mailserverx"], "expected uniform");
+}
+
+#[test]
+fn filebench_without_a_cache_fits_the_device() {
+    for w in ["fileserver", "webserver", "varmail", "oltp"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ftl-sim"))
+            .args(["run", "--device", "small", "--workload", w, "--writes", "300", "--quiet"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{w}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}

@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nand_hal::Geometry;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use sim_host::filebench::{self, FilebenchSpec, Personality};
 use sim_host::memory::MapChoice;
 use sim_host::sim::cdm::{parse_read_fill, take_nv_cache, NvCacheSpec};
 use sim_host::sim::dedup::DedupOptions;
@@ -235,7 +236,9 @@ struct InputArgs {
     /// Fold pages beyond the capacity by modulo.
     #[arg(long)]
     wrap: bool,
-    /// Synthetic workload: uniform, zipf:ALPHA, hotcold:H/C, sequential.
+    /// Synthetic workload: uniform, zipf:ALPHA, hotcold:H/C, sequential, or a Filebench-like
+    /// personality: fileserver, webserver, varmail, oltp (sim_host::filebench; with --arrival-us
+    /// their requests are timed, and flex-ecc's --ioscale scales the times).
     #[arg(long)]
     workload: Option<String>,
     /// Write requests of the synthetic workload.
@@ -384,6 +387,10 @@ struct FlexArgs {
     /// flex-ecc: cache size in pages (default: half the device's logical pages).
     #[arg(long)]
     cache_pages: Option<u32>,
+    /// flex-ecc: cache size as a share of the device's logical pages (instead of --cache-pages;
+    /// 1: the cache fills the device, as a cache manager given the whole SSD).
+    #[arg(long, conflicts_with = "cache_pages")]
+    cache_share: Option<f64>,
     /// flex-ecc: periodic flush of all dirty pages every this many ms (0: on eviction only).
     #[arg(long, default_value_t = 5000.0)]
     flush_interval_ms: f64,
@@ -422,9 +429,24 @@ struct FlexArgs {
     /// flex-ecc: mean gap between synthetic requests, us (exponential; 0: back to back).
     #[arg(long, default_value_t = 0.0)]
     interarrival_us: f64,
-    /// flex-ecc: multiply trace times by this (the paper's ioscale: 100).
-    #[arg(long, default_value_t = 1.0)]
+    /// flex-ecc: multiply trace times (and those of the Filebench-like workloads) by this: the
+    /// paper's ioscale (100), slowing a trace recorded on a fast SSD down; --ioscale is the same.
+    #[arg(long, alias = "ioscale", default_value_t = 1.0)]
     time_scale: f64,
+    /// flex-ecc: how GC moves pages: off (read out, program in), checked (copy-back: the page is
+    /// read out and decoded, only the new parity written back in) or crc-direct (checked for BCH
+    /// pages, CRC pages copied back unread). See sim-host/src/sim/ecc_model.rs.
+    #[arg(long, default_value = "off")]
+    copy_back: String,
+    /// flex-ecc: on (the disk serves one access at a time) or off (every access takes --disk-ms
+    /// without queueing: the paper's trace-driven replay, where fills arrive when the trace says).
+    #[arg(long, default_value = "on")]
+    disk_queue: String,
+    /// flex-ecc: where a read's decode time goes: controller (after the transfer, while the LUN
+    /// serves its next command) or lun (part of the read's service time on the LUN, as a
+    /// simulator with one read latency per page format charges it).
+    #[arg(long, default_value = "controller")]
+    decode_model: String,
     /// flex-ecc: requests replayed before measuring (cache warm-up).
     #[arg(long, default_value_t = 0)]
     warmup: u64,
@@ -469,13 +491,20 @@ impl FlexArgs {
                 ));
             }
         }
+        let mut cache_pages = self.cache_pages;
+        if let Some(f) = self.cache_share {
+            if !(f.is_finite() && f > 0.0 && f <= 1.0) {
+                return Err(format!("--cache-share {f} is not in (0, 1]"));
+            }
+            cache_pages = Some(((logical_pages as f64 * f).floor() as u32).max(1));
+        }
         let ws = nonneg("working-set", self.working_set)?;
         if ws < 1.0 {
             return Err(format!("--working-set {ws} is below 1 (the cache would hold it all)"));
         }
         let mut fx = FlexSimConfig {
             mode,
-            cache_pages: self.cache_pages,
+            cache_pages,
             flush_interval_ns: (nonneg("flush-interval-ms", self.flush_interval_ms)? * 1e6) as u64,
             disk_ns: (disk_ms * 1e6) as u64,
             timing: DecodeTiming { t_crc_ns: self.t_crc_ns, t: self.ecc_t },
@@ -491,8 +520,22 @@ impl FlexArgs {
             refresh_threshold: self.refresh_threshold,
             interarrival_ns: (nonneg("interarrival-us", self.interarrival_us)? * 1e3) as u64,
             warmup_requests: self.warmup,
-            time_scale: nonneg("time-scale", self.time_scale)?,
+            time_scale: match self.time_scale {
+                x if x.is_finite() && x > 0.0 => x,
+                x => return Err(format!("--ioscale {x} (--time-scale) is not a positive number")),
+            },
             workload_pages: None,
+            copy_back: self.copy_back.parse()?,
+            disk_queue: match self.disk_queue.as_str() {
+                "on" => true,
+                "off" => false,
+                other => return Err(format!("--disk-queue {other}: expected on or off")),
+            },
+            decode_holds_lun: match self.decode_model.as_str() {
+                "controller" => false,
+                "lun" => true,
+                other => return Err(format!("--decode-model {other}: expected controller or lun")),
+            },
         };
         fx.workload_pages = Some((ws * fx.cache_pages_for(logical_pages) as f64).ceil() as u64);
         Ok(fx)
@@ -509,6 +552,8 @@ enum Input {
     /// A synthetic workload; with a mean interarrival time (ns), its requests arrive open loop at
     /// exponentially distributed intervals (seeded by the workload's seed).
     Workload(WorkloadSpec, Option<f64>),
+    /// A Filebench-like personality; timed when a mean gap (ns) is given.
+    Filebench(FilebenchSpec, bool),
 }
 
 impl Input {
@@ -522,6 +567,22 @@ impl Input {
                 let t = read_trace(path, format, &ParseOptions { skip_bad: a.skip_bad })
                     .map_err(|e| e.to_string())?;
                 Ok(Input::Trace { has_times: t.has_times, skipped: t.skipped_lines, trace: t })
+            }
+            (None, Some(w)) if w.parse::<Personality>().is_ok() => {
+                let gap_us = a.arrival_us.unwrap_or(0.0);
+                if !(gap_us.is_finite() && gap_us >= 0.0) || a.arrival_us == Some(0.0) {
+                    return Err(format!("--arrival-us {gap_us} must be a positive number"));
+                }
+                if a.writes == 0 {
+                    return Err("--writes must be at least 1 for a Filebench workload".into());
+                }
+                let spec = FilebenchSpec {
+                    personality: w.parse()?,
+                    writes: a.writes,
+                    mean_gap_ns: gap_us * 1000.0,
+                    seed: a.seed,
+                };
+                Ok(Input::Filebench(spec, a.arrival_us.is_some()))
             }
             (None, Some(w)) => {
                 if !(0.0..=1.0).contains(&a.read_ratio) {
@@ -558,6 +619,7 @@ impl Input {
             Input::Workload(w, _) => {
                 (w.read_ratio < 1.0).then(|| (w.writes as f64 / (1.0 - w.read_ratio)).round() as u64)
             }
+            Input::Filebench(..) => None,
         }
     }
 
@@ -587,6 +649,29 @@ impl Input {
                     })
                 });
                 simulate(cfg, iter, &mut progress)
+            }
+            Input::Filebench(spec, timed) => {
+                let page = cfg.device.geometry.data_bytes as u64;
+                let n = if cfg.features.contains(&Feature::FlexEcc) {
+                    cfg.flex.workload_pages_for(cfg.logical_pages())
+                } else {
+                    // No cache in front: the files' extents must fit the device.
+                    filebench::working_set_within(spec.personality, cfg.logical_pages() as u64, page)
+                        .ok_or_else(|| {
+                            format!(
+                                "the device's {} logical pages cannot hold a Filebench file set",
+                                cfg.logical_pages()
+                            )
+                        })?
+                };
+                let timed = *timed;
+                let w = filebench::generate(spec, n, page)?.map(move |mut r| {
+                    if !timed {
+                        r.time_ns = None;
+                    }
+                    r
+                });
+                simulate(cfg, w, &mut progress)
             }
             Input::Workload(spec, arrival) => {
                 let n = if cfg.features.contains(&Feature::FlexEcc) {
@@ -620,7 +705,10 @@ fn base_config(
     opts: &RunOpts,
     inp: &Input,
 ) -> Result<SimConfig, String> {
-    let has_times = matches!(inp, Input::Trace { has_times: true, .. } | Input::Workload(_, Some(_)));
+    let has_times = matches!(
+        inp,
+        Input::Trace { has_times: true, .. } | Input::Workload(_, Some(_)) | Input::Filebench(_, true)
+    );
     if !(1..=4096).contains(&opts.queue_depth) {
         return Err(format!("--queue-depth {} is not between 1 and 4096", opts.queue_depth));
     }
@@ -854,7 +942,7 @@ fn cmd_run(
     let inp = Input::load(input)?;
     let skipped = match &inp {
         Input::Trace { skipped, .. } => *skipped,
-        Input::Workload(..) => 0,
+        Input::Workload(..) | Input::Filebench(..) => 0,
     };
     let mut cfg = base_config(device, input, opts, &inp)?;
     let pages = nv_cache_pages(opts, &cfg)?;

@@ -672,7 +672,8 @@ impl NandFlash for Emulator {
         let interrupted = self.begin_op()?;
         self.read_exec(page, data, spare, interrupted)?;
         let (lun, plane) = self.lun_plane(page.0 / self.geo.pages_per_block);
-        self.timing.read(lun, &[(plane, (data.len() + spare.len()) as u64)]);
+        let bytes = self.timing.take_bytes((data.len() + spare.len()) as u64);
+        self.timing.read(lun, &[(plane, bytes)]);
         Ok(())
     }
 
@@ -681,9 +682,10 @@ impl NandFlash for Emulator {
         self.check_lengths(data.len(), spare.len())?;
         let interrupted = self.begin_op()?;
         let (result, reached) = self.program_exec(page, data, spare, interrupted);
+        let bytes = self.timing.take_bytes((data.len() + spare.len()) as u64);
         if reached {
             let (lun, plane) = self.lun_plane(page.0 / self.geo.pages_per_block);
-            self.timing.program(lun, &[(plane, (data.len() + spare.len()) as u64)]);
+            self.timing.program(lun, &[(plane, bytes)]);
         }
         result
     }

@@ -35,6 +35,12 @@
 //!   the way an event-driven controller shares it). Gaps are kept for the last 1024
 //!   reservations per channel (merged when they touch); before those the bus counts as busy.
 //!
+//! A caller may shape the next operation once ([`super::Emulator::shape_next_op`],
+//! [`super::Emulator::hold_next_read`]): move another number of bytes over the bus (a copy-back
+//! moves none or only the spare), start no earlier than a given time (a copy's program waits for
+//! its checked data), or keep a read's plane and LUN busy after its transfer (a decode charged
+//! as part of the read's service time). `sim::ecc_model::NoisyNand` uses them for FlexECC runs.
+//!
 //! Planes of different LUNs overlap freely except for the shared bus of their channel. With the
 //! simulator's closed loop ([`crate::sim`]) the requests in flight each issue their operations
 //! at their arrival, so independent requests overlap on different LUNs, channels (and, with
@@ -266,6 +272,16 @@ pub(crate) struct TimingState {
     /// Work outside the NAND that delays the operations issued after it (the hash processor of
     /// a deduplicating write, `sim::dedup::TimedIndex`): ns added to "now".
     delay: Option<Arc<AtomicU64>>,
+    /// One-shot override of the bytes the next single-page read or program moves over the bus
+    /// ([`super::Emulator::shape_next_op`]).
+    next_bytes: Option<u64>,
+    /// One-shot earliest start of the next operation that takes time.
+    next_not_before: u64,
+    /// One-shot time the next read keeps its plane (and LUN) after its transfer.
+    next_hold: u64,
+    /// Sum over operations of start to end (array, waits for the bus, transfers, holds): with
+    /// LUN queues, the LUNs' busy time.
+    total_op_busy: u64,
 }
 
 impl TimingState {
@@ -281,6 +297,10 @@ impl TimingState {
             window_end: 0,
             total_array_busy: 0,
             delay: None,
+            next_bytes: None,
+            next_not_before: 0,
+            next_hold: 0,
+            total_op_busy: 0,
         }
     }
 
@@ -341,6 +361,7 @@ impl TimingState {
     /// plus the delay source's value (work outside the NAND, see `set_delay_source`).
     fn start_at(&self, lun: usize, planes: &[(usize, u64)]) -> u64 {
         let now = self.now.saturating_add(self.delay.as_ref().map_or(0, |d| d.load(Ordering::Relaxed)));
+        let now = now.max(self.next_not_before);
         let t = planes.iter().map(|&(p, _)| self.plane_busy[p]).fold(now, u64::max);
         if self.lun_queues() {
             t.max(self.lun_busy.get(lun).copied().unwrap_or(0))
@@ -373,14 +394,23 @@ impl TimingState {
     /// Reads of `ops` = (device-wide plane, bytes out) on LUN `lun`, their tR in parallel, then
     /// their transfers out one after the other.
     pub(crate) fn read(&mut self, lun: usize, ops: &[(usize, u64)]) {
-        let array_end = self.start_at(lun, ops).saturating_add(self.params.t_r_ns);
+        let start = self.start_at(lun, ops);
+        let array_end = start.saturating_add(self.params.t_r_ns);
         let mut t = self.reserve_bus(lun, array_end, self.xfer_total(ops));
         for &(p, bytes) in ops {
             t = t.saturating_add(self.params.xfer_ns(bytes));
             self.plane_busy[p] = t;
         }
+        let hold = std::mem::take(&mut self.next_hold);
+        if hold > 0 {
+            t = t.saturating_add(hold);
+            for &(p, _) in ops {
+                self.plane_busy[p] = t;
+            }
+        }
         self.set_lun_busy(lun, t);
         self.complete(t);
+        self.total_op_busy = self.total_op_busy.saturating_add(t - start);
         self.charge_array(self.params.t_r_ns, ops.len());
     }
 
@@ -388,8 +418,10 @@ impl TimingState {
     /// after the other, then their tPROG in parallel.
     pub(crate) fn program(&mut self, lun: usize, ops: &[(usize, u64)]) {
         let len = self.xfer_total(ops);
-        let start = self.reserve_bus(lun, self.start_at(lun, ops), len);
+        let ready = self.start_at(lun, ops);
+        let start = self.reserve_bus(lun, ready, len);
         let end = start.saturating_add(len).saturating_add(self.params.t_prog_ns);
+        self.total_op_busy = self.total_op_busy.saturating_add(end - ready);
         for &(p, _) in ops {
             self.plane_busy[p] = end;
         }
@@ -401,6 +433,7 @@ impl TimingState {
     /// Erases on LUN `lun`'s planes of `ops` (the byte counts are ignored), in parallel.
     pub(crate) fn erase(&mut self, lun: usize, ops: &[(usize, u64)]) {
         let end = self.start_at(lun, ops).saturating_add(self.params.t_bers_ns);
+        self.total_op_busy = self.total_op_busy.saturating_add(self.params.t_bers_ns);
         for &(p, _) in ops {
             self.plane_busy[p] = end;
         }
@@ -409,7 +442,13 @@ impl TimingState {
         self.charge_array(self.params.t_bers_ns, ops.len());
     }
 
+    /// The bytes a single-page operation moves: `bytes`, or the one-shot override.
+    pub(crate) fn take_bytes(&mut self, bytes: u64) -> u64 {
+        self.next_bytes.take().unwrap_or(bytes)
+    }
+
     fn charge_array(&mut self, t: u64, planes: usize) {
+        self.next_not_before = 0;
         self.total_array_busy = self.total_array_busy.saturating_add(t.saturating_mul(planes as u64));
     }
 }
@@ -469,6 +508,29 @@ impl super::Emulator {
     /// Array time (tR, tPROG, tBERS) charged so far, summed over planes.
     pub fn total_array_busy_ns(&self) -> u64 {
         self.timing.total_array_busy()
+    }
+
+    /// Time from start to end of every operation so far (array time, waits for the bus,
+    /// transfers, held decodes), summed: with [`Scheduling::LunQueues`], the LUNs' busy time.
+    pub fn total_op_busy_ns(&self) -> u64 {
+        self.timing.total_op_busy
+    }
+
+    /// Shapes the next single-page read or program (a copy-back, `sim::ecc_model`): it moves
+    /// `bytes` over the bus instead of its data and spare (`None`: unchanged), and the next
+    /// operation that takes time starts no earlier than `not_before` (its data is ready then).
+    /// Both apply once.
+    pub fn shape_next_op(&mut self, bytes: Option<u64>, not_before: u64) {
+        self.timing.next_bytes = bytes;
+        self.timing.next_not_before = not_before;
+    }
+
+    /// The next read keeps its plane (and, with LUN queues, its LUN) busy for `ns` after its
+    /// transfer, and completes that much later: a check of the page (ECC decode) charged as part
+    /// of the read's service time, as a simulator with one read latency per page format does
+    /// (`sim::ecc_model`, `--decode-model lun`). Applies once.
+    pub fn hold_next_read(&mut self, ns: u64) {
+        self.timing.next_hold = ns;
     }
 
     /// The latencies in use.
@@ -549,9 +611,25 @@ mod tests {
         e.erase_block(BlockId(0)).unwrap();
         assert_eq!(e.last_op_completion_ns(), t2 + 700_000);
         assert_eq!(e.total_array_busy_ns(), 200_000 + 25_000 * 2 + 700_000);
+        // Busy time adds the transfers (nothing waited here).
+        assert_eq!(e.total_op_busy_ns(), e.last_op_completion_ns());
+        assert_eq!(e.total_op_busy_ns(), 200_000 + XFER_PAGE + 25_000 + XFER_PAGE + 25_000 + 80 + 700_000);
         assert_eq!(e.plane_busy_until(0), Some(e.last_op_completion_ns()));
         assert_eq!(e.plane_busy_until(1), Some(0));
         assert_eq!(e.plane_busy_until(2), None);
+        // Shaped operations: a read that moves 0 bytes and holds its plane 7 us, then a program
+        // that starts no earlier than 1 ms later and moves 10 bytes.
+        let t3 = e.last_op_completion_ns();
+        e.set_now_ns(t3);
+        e.shape_next_op(Some(0), 0);
+        e.hold_next_read(7_000);
+        e.read_page(e.geometry().page(BlockId(1), 0), &mut rd, &mut rs).unwrap();
+        assert_eq!(e.last_op_completion_ns(), t3 + 25_000 + 7_000);
+        let p1 = e.geometry().plane_index(BlockId(1));
+        assert_eq!(e.plane_busy_until(p1), Some(t3 + 32_000));
+        e.shape_next_op(Some(10), t3 + 1_000_000);
+        e.program_page(e.geometry().page(BlockId(0), 0), &d, &s).unwrap();
+        assert_eq!(e.last_op_completion_ns(), t3 + 1_000_000 + 200 + 200_000);
     }
 
     #[test]

@@ -1,5 +1,8 @@
 //! The backing store behind the simulated SSD cache: a model disk with one fixed access time
-//! (FlexECC's `T_disk`, 1.5 ms by default) that serves one access at a time.
+//! (FlexECC's `T_disk`, 1.5 ms by default) that serves one access at a time, or (`queued:
+//! false`, `ftl-sim --disk-queue off`) a store whose every access takes that time without
+//! waiting for the others: the FlexECC paper's trace-driven view, where the disk is outside the
+//! simulation and a fill reaches the cache device when the trace says, whatever the load.
 //!
 //! Timing: a read issued at `t` starts when the disk is free and takes `access_ns`; reads on a
 //! request's path (misses, corrupt CRC pages) delay the request, the scrubber's prefetches keep
@@ -15,6 +18,7 @@ use ftl_core::intent::{BackingError, BackingStore};
 #[derive(Clone, Debug)]
 pub struct ModelDisk {
     access_ns: u64,
+    queued: bool,
     free_at: u64,
     /// Reads served.
     pub reads: u64,
@@ -25,7 +29,12 @@ pub struct ModelDisk {
 impl ModelDisk {
     /// A disk taking `access_ns` per access.
     pub fn new(access_ns: u64) -> Self {
-        ModelDisk { access_ns, free_at: 0, reads: 0, writes: 0 }
+        ModelDisk { access_ns, queued: true, free_at: 0, reads: 0, writes: 0 }
+    }
+
+    /// A store whose accesses take `access_ns` each without queueing.
+    pub fn unqueued(access_ns: u64) -> Self {
+        ModelDisk { queued: false, ..ModelDisk::new(access_ns) }
     }
 
     /// The access time, ns.
@@ -34,6 +43,9 @@ impl ModelDisk {
     }
 
     fn access(&mut self, t: u64) -> u64 {
+        if !self.queued {
+            return t.saturating_add(self.access_ns);
+        }
         let done = self.free_at.max(t).saturating_add(self.access_ns);
         self.free_at = done;
         done
@@ -87,5 +99,8 @@ mod tests {
         assert_eq!(d.write_at(1000), 1000);
         assert_eq!(d.read_at(10_000_000), 11_500_000);
         assert_eq!((d.reads, d.writes), (3, 1));
+        let mut u = ModelDisk::unqueued(1_500_000);
+        assert_eq!((u.read_at(1000), u.read_at(1000)), (1_501_000, 1_501_000));
+        assert_eq!(u.reads, 2);
     }
 }

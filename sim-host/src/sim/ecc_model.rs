@@ -34,7 +34,7 @@ use nand_hal::{BlockId, ErrorType, Geometry, NandFlash, PageId};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::emulator::Emulator;
+use crate::emulator::{EmuError, Emulator};
 
 /// Decode cost model.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -116,6 +116,9 @@ pub struct EccModel {
     /// Decode time not yet charged to a request, ns.
     pending_ns: u64,
     counters: EccModelCounters,
+    /// The next decode is of a page copied back unread ([`CopyBack::CrcDirect`]): it costs no
+    /// time (the controller does not see the page; the outcome still follows its errors).
+    skip_next_cost: bool,
 }
 
 /// The shared handle.
@@ -137,6 +140,7 @@ impl EccModel {
             last: vec![0; codewords],
             pending_ns: 0,
             counters: EccModelCounters::default(),
+            skip_next_cost: false,
         }))
     }
 
@@ -236,17 +240,215 @@ fn binomial_inv(u: f64, n: u64, p: f64, rng: &mut ChaCha8Rng) -> u32 {
     k as u32
 }
 
+/// How GC moves a page (`ftl-sim --copy-back`; see [`NoisyNand`]).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum CopyBack {
+    /// A plain read (tR, page out over the bus) and program (page in, tPROG).
+    #[default]
+    Off,
+    /// Copy-back with the data checked: the page is read into the page register (tR) and out
+    /// to the controller (transfer out), decoded (corrected if BCH, re-encoded CRC if it drops
+    /// to CRC), and programmed from the register after only the spare (new parity) and the
+    /// corrected bytes are written back in (ONFI copy-back read + program with data input): the
+    /// page transfer in is saved, the transfer out and the decode are not.
+    Checked,
+    /// [`CopyBack::Checked`] for BCH pages; CRC (clean) pages are copied back unread: tR + tPROG,
+    /// no transfer, no decode. Their CRC travels with them unchanged and is checked at the next
+    /// host read or scrubber pass; a clean page's data is also in the backing store, so an error
+    /// copied unseen costs a disk read, never data.
+    CrcDirect,
+}
+
+impl CopyBack {
+    /// The CLI name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            CopyBack::Off => "off",
+            CopyBack::Checked => "checked",
+            CopyBack::CrcDirect => "crc-direct",
+        }
+    }
+}
+
+impl std::str::FromStr for CopyBack {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "off" => Ok(CopyBack::Off),
+            "checked" => Ok(CopyBack::Checked),
+            "crc-direct" => Ok(CopyBack::CrcDirect),
+            _ => Err(format!("unknown --copy-back '{s}' (expected off, checked or crc-direct)")),
+        }
+    }
+}
+
+/// What GC moves cost, as charged by [`NoisyNand`].
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct GcMoveStats {
+    /// Pages moved (a read followed by its program while GC moves are tracked).
+    pub moves: u64,
+    /// Of which copy-backs (same plane, copy-back on).
+    pub copy_backs: u64,
+    /// Of which CRC pages copied back unread ([`CopyBack::CrcDirect`]).
+    pub unread: u64,
+    /// Time of the moves: tR + bus transfers charged + decode + tPROG each, ns.
+    pub move_ns: u64,
+    /// Decode time inside the moves, ns.
+    pub decode_ns: u64,
+}
+
+/// A GC read waiting for its program.
+#[derive(Copy, Clone, Debug)]
+struct MoveRead {
+    plane: u32,
+    /// When the read's data is in the controller (or, unread, in the page register).
+    ready_ns: u64,
+    /// The model's decode counter before the page's decode.
+    decode_mark: u64,
+    /// Bytes the read moved over the bus.
+    out_bytes: u64,
+    /// Whether it stayed in the page register (an unread CRC copy-back).
+    unread: bool,
+    /// Decode time the read held its LUN for (in `ready_ns` already).
+    held: u64,
+}
+
 /// The emulator with modelled bit errors on data reads (see the module documentation).
+///
+/// GC moves: while [`NoisyNand::track_moves`] is on (the simulator sets it around the FTL calls
+/// that garbage collect: host and clean writes, refreshes), a data read followed directly by a
+/// program is a page move. Its program starts no earlier than the read's data is in the
+/// controller plus the page's decode time (the copy needs the checked data), and with copy-back
+/// on ([`CopyBack`]) a move within one plane (the FTL's GC stream is in the victim's plane) is
+/// charged as a copy-back; a move to another plane is a plain read and program (an unread CRC
+/// page then pays its transfer out at the program).
 pub struct NoisyNand<'a> {
     /// The device.
     pub emu: &'a mut Emulator,
     model: SharedModel,
+    /// Track GC moves (see above).
+    pub track_moves: bool,
+    /// How moves are charged.
+    pub copy_back: CopyBack,
+    /// The decode of a data read holds its LUN ([`Emulator::hold_next_read`]): the error-free
+    /// decode cost of the page's stored format is part of the read's service time (a decode
+    /// with errors adds the rest after it). Off: the controller decodes after the transfer
+    /// while the LUN serves its next command.
+    pub decode_holds_lun: bool,
+    pending_move: Option<MoveRead>,
+    /// Decode time held on LUNs (already in read completions), not yet taken.
+    held_decode_ns: u64,
+    /// Decode time already placed on the device's timeline by chained moves, not yet taken.
+    chained_decode_ns: u64,
+    stats: GcMoveStats,
 }
 
 impl<'a> NoisyNand<'a> {
     /// Wraps `emu`; errors are drawn into `model`.
     pub fn new(emu: &'a mut Emulator, model: SharedModel) -> Self {
-        NoisyNand { emu, model }
+        NoisyNand {
+            emu,
+            model,
+            track_moves: false,
+            copy_back: CopyBack::Off,
+            decode_holds_lun: false,
+            pending_move: None,
+            held_decode_ns: 0,
+            chained_decode_ns: 0,
+            stats: GcMoveStats::default(),
+        }
+    }
+
+    /// GC move counters.
+    pub fn move_stats(&self) -> GcMoveStats {
+        self.stats
+    }
+
+    /// Decode time since the last call that is on the device's timeline already (chained moves'
+    /// decodes, decodes held on LUNs), so a request's completion must not add it again.
+    pub fn take_chained_decode_ns(&mut self) -> u64 {
+        std::mem::take(&mut self.chained_decode_ns) + std::mem::take(&mut self.held_decode_ns)
+    }
+
+    /// Before a data read of `page` (not an unread copy-back): with `decode_holds_lun`, makes
+    /// the read hold its LUN for the page's error-free decode; returns that time.
+    fn hold_decode(&mut self, page: PageId) -> u64 {
+        if !self.decode_holds_lun {
+            return 0;
+        }
+        let format = self.stored_format(page).unwrap_or(PageFormat::Correcting);
+        let hold = self.model.borrow().timing.cost_ns(format, 0);
+        self.emu.hold_next_read(hold);
+        hold
+    }
+
+    /// The codec format tag of a stored page's spare, if it is a FlexECC data page.
+    fn stored_format(&self, page: PageId) -> Option<PageFormat> {
+        let (_, spare) = self.emu.peek_page(page)?;
+        spare.get(ftl_core::meta::META_LEN).and_then(|&t| tag_format(t))
+    }
+
+    fn read_tracked(&mut self, page: PageId, data: &mut [u8], spare: &mut [u8]) -> Result<(), EmuError> {
+        let g = self.emu.geometry();
+        let plane = g.plane_index(g.block_of(page));
+        let unread =
+            self.copy_back == CopyBack::CrcDirect && self.stored_format(page) == Some(PageFormat::Detecting);
+        let full = (data.len() + spare.len()) as u64;
+        let out_bytes = if unread { 0 } else { full };
+        self.emu.shape_next_op(Some(out_bytes), 0);
+        let held = if unread { 0 } else { self.hold_decode(page) };
+        let r = self.emu.read_page(page, data, spare);
+        self.emu.shape_next_op(None, 0);
+        self.emu.hold_next_read(0);
+        r?;
+        self.held_decode_ns += held;
+        if unread {
+            self.model.borrow_mut().skip_next_cost = true;
+        }
+        self.pending_move = Some(MoveRead {
+            plane,
+            ready_ns: self.emu.last_op_completion_ns(),
+            decode_mark: self.model.borrow().counters.decode_ns,
+            out_bytes,
+            unread,
+            held,
+        });
+        Ok(())
+    }
+
+    fn program_move(
+        &mut self,
+        mv: MoveRead,
+        page: PageId,
+        data: &[u8],
+        spare: &[u8],
+    ) -> Result<(), EmuError> {
+        let g = self.emu.geometry();
+        let tp = self.emu.timing_params();
+        let decode = self.model.borrow().counters.decode_ns - mv.decode_mark;
+        let same_plane = g.plane_index(g.block_of(page)) == mv.plane;
+        let full = (data.len() + spare.len()) as u64;
+        let copy_back = self.copy_back != CopyBack::Off && same_plane;
+        let in_bytes = match (copy_back, mv.unread) {
+            (true, true) => 0,
+            (true, false) => spare.len() as u64,
+            // A plain program; an unread page also has to come out first.
+            (false, true) => 2 * full,
+            (false, false) => full,
+        };
+        // The decode not already held on the LUN (in `ready_ns`) delays the program.
+        let rest = decode.saturating_sub(mv.held);
+        self.emu.shape_next_op(Some(in_bytes), mv.ready_ns + rest);
+        let r = self.emu.program_page(page, data, spare);
+        self.emu.shape_next_op(None, 0);
+        self.chained_decode_ns += rest;
+        let s = &mut self.stats;
+        s.moves += 1;
+        s.copy_backs += copy_back as u64;
+        s.unread += (copy_back && mv.unread) as u64;
+        s.decode_ns += decode;
+        s.move_ns += tp.t_r_ns + tp.xfer_ns(mv.out_bytes) + decode + tp.xfer_ns(in_bytes) + tp.t_prog_ns;
+        r
     }
 }
 
@@ -259,7 +461,19 @@ impl NandFlash for NoisyNand<'_> {
         self.emu.geometry()
     }
     fn read_page(&mut self, page: PageId, data: &mut [u8], spare: &mut [u8]) -> Result<(), Self::Error> {
-        self.emu.read_page(page, data, spare)?;
+        self.pending_move = None;
+        self.model.borrow_mut().skip_next_cost = false;
+        if self.track_moves && !data.is_empty() {
+            self.read_tracked(page, data, spare)?;
+        } else if !data.is_empty() {
+            let held = self.hold_decode(page);
+            let r = self.emu.read_page(page, data, spare);
+            self.emu.hold_next_read(0);
+            r?;
+            self.held_decode_ns += held;
+        } else {
+            self.emu.read_page(page, data, spare)?;
+        }
         if !data.is_empty() {
             let g = self.emu.geometry();
             let b = g.block_of(page);
@@ -273,15 +487,21 @@ impl NandFlash for NoisyNand<'_> {
         Ok(())
     }
     fn program_page(&mut self, page: PageId, data: &[u8], spare: &[u8]) -> Result<(), Self::Error> {
-        self.emu.program_page(page, data, spare)
+        match self.pending_move.take() {
+            Some(mv) if self.track_moves => self.program_move(mv, page, data, spare),
+            _ => self.emu.program_page(page, data, spare),
+        }
     }
     fn erase_block(&mut self, block: BlockId) -> Result<(), Self::Error> {
+        self.pending_move = None;
         self.emu.erase_block(block)
     }
     fn is_bad(&mut self, block: BlockId) -> Result<bool, Self::Error> {
+        self.pending_move = None;
         self.emu.is_bad(block)
     }
     fn mark_bad(&mut self, block: BlockId) -> Result<(), Self::Error> {
+        self.pending_move = None;
         self.emu.mark_bad(block)
     }
 }
@@ -317,7 +537,7 @@ impl PageCodec for ModelCodec {
         let mut m = self.model.borrow_mut();
         let format = stored.first().and_then(|&t| tag_format(t)).unwrap_or(PageFormat::Correcting);
         let errors: u32 = m.last.iter().sum();
-        let cost = m.timing.cost_ns(format, errors);
+        let cost = if std::mem::take(&mut m.skip_next_cost) { 0 } else { m.timing.cost_ns(format, errors) };
         m.pending_ns += cost;
         m.counters.decode_ns += cost;
         m.counters.decodes += 1;
@@ -403,5 +623,117 @@ mod tests {
             assert_eq!(c.decode(&mut d, &spare), want, "{format:?} {errs:?}");
         }
         assert_eq!(model.borrow().counters().decodes, 4);
+    }
+
+    /// A GC move on a one-LUN emulator with the flexecc preset's timing and LUN queues: the
+    /// program's completion, from an idle device at 0, against the costs each mode charges.
+    fn move_completion(mode: CopyBack, format: PageFormat, same_plane: bool) -> (u64, GcMoveStats) {
+        use crate::emulator::{EmulatorConfig, Scheduling, TimingParams};
+        let g = nand_hal::Geometry {
+            blocks_per_plane: 8,
+            luns: 1,
+            ..crate::sim::device::Preset::FlexEcc.device().geometry
+        };
+        let mut ec = EmulatorConfig::new(g);
+        ec.store_data = false;
+        ec.timing = TimingParams {
+            t_xfer_ps_per_byte: 1_250,
+            scheduling: Scheduling::LunQueues,
+            ..TimingParams::CAFTL_PAPER
+        };
+        let mut emu = Emulator::new(ec).unwrap();
+        let model = EccModel::new(&g, ErrorRates::default(), DecodeTiming::PAPER, 1);
+        let mut codec = ModelCodec::new(model.clone());
+        let meta = ftl_core::meta::META_LEN;
+        let mut spare = vec![0u8; meta + 1];
+        codec.encode_as(&[], &mut spare[meta..], format);
+        let data = vec![0u8; 4096];
+        emu.program_page(PageId(0), &data, &spare).unwrap();
+        let idle = emu.idle_at_ns();
+        emu.set_now_ns(idle);
+        let mut nand = NoisyNand::new(&mut emu, model.clone());
+        nand.copy_back = mode;
+        nand.track_moves = true;
+        let (mut d, mut sp) = (vec![0u8; 4096], vec![0u8; meta + 1]);
+        nand.read_page(PageId(0), &mut d, &mut sp).unwrap();
+        codec.decode(&mut d, &sp[meta..]).unwrap();
+        // The destination: the next page of the block's plane, or a block of the other plane.
+        let dest = if same_plane { PageId(1) } else { PageId(g.pages_per_block) };
+        assert_ne!(g.plane_index(g.block_of(dest)) == g.plane_index(g.block_of(PageId(0))), !same_plane);
+        nand.program_page(dest, &data, &sp).unwrap();
+        let done = nand.emu.last_op_completion_ns() - idle;
+        (done, nand.move_stats())
+    }
+
+    #[test]
+    fn gc_moves_are_charged_as_copy_backs() {
+        let (t_r, t_prog, ns_per_b) = (25_000u64, 200_000u64, 1.25);
+        let page = ((4096 + ftl_core::meta::META_LEN + 1) as f64 * ns_per_b).ceil() as u64;
+        let spare_in = ((ftl_core::meta::META_LEN + 1) as f64 * ns_per_b).ceil() as u64;
+        let two_pages = (2.0 * (4096 + ftl_core::meta::META_LEN + 1) as f64 * ns_per_b).ceil() as u64;
+        let (bch, crc) = (10_000 - 4, 1666);
+        for (mode, format, same, want, unread) in [
+            // Plain move: read out, decode, page in, program.
+            (CopyBack::Off, PageFormat::Correcting, true, t_r + page + bch + page + t_prog, 0),
+            // Checked copy-back: read out and decode, only the spare back in.
+            (CopyBack::Checked, PageFormat::Correcting, true, t_r + page + bch + spare_in + t_prog, 0),
+            (CopyBack::Checked, PageFormat::Detecting, true, t_r + page + crc + spare_in + t_prog, 0),
+            // CRC pages copied back unread; BCH pages still checked.
+            (CopyBack::CrcDirect, PageFormat::Detecting, true, t_r + t_prog, 1),
+            (CopyBack::CrcDirect, PageFormat::Correcting, true, t_r + page + bch + spare_in + t_prog, 0),
+            // Another plane: no copy-back; an unread page pays its transfer out at the program.
+            (CopyBack::CrcDirect, PageFormat::Detecting, false, t_r + two_pages + t_prog, 0),
+        ] {
+            let (done, st) = move_completion(mode, format, same);
+            assert_eq!(done, want, "{mode:?} {format:?} same plane {same}");
+            assert_eq!(
+                (st.moves, st.copy_backs, st.unread),
+                (1, (mode != CopyBack::Off && same) as u64, unread)
+            );
+            assert_eq!(st.move_ns, want, "{mode:?} {format:?}: GC time charged = the timeline's");
+        }
+        assert!("bogus".parse::<CopyBack>().unwrap_err().contains("checked"));
+    }
+
+    #[test]
+    fn decode_held_on_the_lun_delays_the_next_read() {
+        use crate::emulator::{EmulatorConfig, Scheduling, TimingParams};
+        let g = nand_hal::Geometry {
+            blocks_per_plane: 8,
+            luns: 1,
+            ..crate::sim::device::Preset::FlexEcc.device().geometry
+        };
+        let meta = ftl_core::meta::META_LEN;
+        let page = ((4096 + meta + 1) as f64 * 1.25).ceil() as u64;
+        for (hold, format, decode) in [
+            (false, PageFormat::Correcting, 0),
+            (true, PageFormat::Correcting, 9996),
+            (true, PageFormat::Detecting, 1666),
+        ] {
+            let mut ec = EmulatorConfig::new(g);
+            ec.store_data = false;
+            ec.timing = TimingParams {
+                t_xfer_ps_per_byte: 1_250,
+                scheduling: Scheduling::LunQueues,
+                ..TimingParams::CAFTL_PAPER
+            };
+            let mut emu = Emulator::new(ec).unwrap();
+            let model = EccModel::new(&g, ErrorRates::default(), DecodeTiming::PAPER, 1);
+            let mut codec = ModelCodec::new(model.clone());
+            let mut spare = vec![0u8; meta + 1];
+            codec.encode_as(&[], &mut spare[meta..], format);
+            emu.program_page(PageId(0), &[0u8; 4096], &spare).unwrap();
+            let idle = emu.idle_at_ns();
+            emu.set_now_ns(idle);
+            let mut nand = NoisyNand::new(&mut emu, model.clone());
+            nand.decode_holds_lun = hold;
+            let (mut d, mut sp) = (vec![0u8; 4096], vec![0u8; meta + 1]);
+            // Two reads issued at once on one LUN: the second waits for the first's decode too.
+            nand.read_page(PageId(0), &mut d, &mut sp).unwrap();
+            nand.read_page(PageId(0), &mut d, &mut sp).unwrap();
+            let done = nand.emu.last_op_completion_ns() - idle;
+            assert_eq!(done, 2 * (25_000 + page + decode), "hold {hold} {format:?}");
+            assert_eq!(nand.take_chained_decode_ns(), 2 * decode);
+        }
     }
 }

@@ -9,16 +9,24 @@
 //! A host read that finds a corrupt CRC page fetches it from the disk and rewrites it clean; a
 //! BCH page whose corrected bits reach the refresh threshold is refreshed. Each device operation
 //! completes when its flash work does (the emulator's timing model) plus the decode time the
-//! codec model charged to it ([`super::ecc_model`]); a request completes when its last
-//! operation (or disk access) does. Every flush interval, all dirty pages are flush-read and
-//! written back, as background work placed on the device's clock at the interval boundary. In a
-//! gap before a request (the device idle), the scrubber runs with the gap's length.
+//! codec model charged to it ([`super::ecc_model`]; with `--decode-model lun` the error-free
+//! decode is part of the read's service time on its LUN instead); a request completes when its
+//! last operation (or disk access) does. The pages of a request are issued together at its
+//! arrival (each page's own operations in order). Every flush interval, all dirty pages are
+//! queued and flush-read one after another in the background (one outstanding at a time,
+//! interleaved with the requests in time order) and written back. In a gap before a request (the
+//! device idle), the scrubber runs with the gap's length. With a warm-up, measuring starts on an
+//! idle device: arrivals after it are shifted past the warm-up's backlog. GC moves (inside
+//! writes and refreshes) are tracked by [`NoisyNand`]: each program waits for its read and
+//! decode, and `--copy-back` charges them as copy-backs ([`super::ecc_model::CopyBack`]). The
+//! disk queues its reads unless `--disk-queue off` (the paper's trace-driven view).
 //!
 //! Reported (the `flex_ecc` object of the JSON report): the host read and write response times
 //! (misses include the disk), the device's response time per interface and over all device
 //! requests (the paper's metric), the cache's hits and misses, reads per format, GC and scrubber
-//! work, disk accesses, and the GC time: moved pages x (tR + two page transfers + tPROG) + their
-//! decode time + collected blocks x tBERS.
+//! work, disk accesses, and the GC time: for each moved page, tR + the bus transfers it was
+//! charged (two page transfers without copy-back) + its decode + tPROG, plus collected blocks x
+//! tBERS.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -34,7 +42,9 @@ use serde::Serialize;
 
 use super::backing::{DiskAt, ModelDisk};
 use super::cache_manager::{Access, CacheManager};
-use super::ecc_model::{DecodeTiming, EccModel, ErrorRates, ModelCodec, NoisyNand, SharedModel};
+use super::ecc_model::{
+    CopyBack, DecodeTiming, EccModel, ErrorRates, GcMoveStats, ModelCodec, NoisyNand, SharedModel,
+};
 use super::metrics::{Latencies, LatencySummary};
 use super::report::{Report, RunStats};
 use super::{SimConfig, SimOutput};
@@ -95,6 +105,13 @@ pub struct FlexSimConfig {
     /// Disk pages synthetic workloads address; `None`: 12 cache sizes (the paper's 360 GB working
     /// set over a 30 GB cache).
     pub workload_pages: Option<u64>,
+    /// How GC moves pages (copy-back; see [`CopyBack`]).
+    pub copy_back: CopyBack,
+    /// The disk serves one access at a time (else every access takes `disk_ns`, unqueued).
+    pub disk_queue: bool,
+    /// A read's decode holds its LUN (part of the read's service time, as in a simulator with
+    /// one read latency per format) instead of running in the controller after the transfer.
+    pub decode_holds_lun: bool,
 }
 
 impl Default for FlexSimConfig {
@@ -113,6 +130,9 @@ impl Default for FlexSimConfig {
             warmup_requests: 0,
             time_scale: 1.0,
             workload_pages: None,
+            copy_back: CopyBack::Off,
+            disk_queue: true,
+            decode_holds_lun: false,
         }
     }
 }
@@ -183,6 +203,21 @@ pub struct FlexReport {
     pub gc_time_ms: f64,
     /// Decode time inside GC (and refresh) moves, ms.
     pub gc_decode_ms: f64,
+    /// How GC moved pages: off, checked or crc-direct.
+    pub copy_back: String,
+    /// Where decode time goes: "controller" (after the transfer) or "lun" (held on the LUN).
+    pub decode_model: String,
+    /// Pages GC (and refreshes) moved.
+    pub gc_moves: u64,
+    /// Of which copy-backs.
+    pub gc_copy_backs: u64,
+    /// Of which CRC pages copied back unread (crc-direct).
+    pub gc_unread_copy_backs: u64,
+    /// Array time (tR, tPROG, tBERS) over the measured part / (its length x LUNs).
+    pub lun_utilization: f64,
+    /// Busy time of the LUNs (array, bus waits and transfers, held decodes; LUN queues) over the
+    /// measured part / (its length x LUNs): how loaded the dies were.
+    pub lun_busy: f64,
     /// Response time over all device requests (host reads, dirty and clean writes, flush-reads).
     pub device_latency_us: LatencySummary,
     /// Device response time of host reads (hits).
@@ -218,7 +253,6 @@ struct Run<'a> {
     buf: Vec<u8>,
     lat: DevLat,
     r: FlexReport,
-    gc_decode_ns: u64,
     /// Writes of data fetched from the disk, due when the fetch completes: (time, slot, dirty);
     /// an entry counts only while `pending_slots` maps its slot to its time.
     pending: BinaryHeap<Reverse<(u64, u32, bool)>>,
@@ -269,10 +303,25 @@ impl Run<'_> {
         emu.set_now_ns(t);
         emu.open_window();
         let _ = self.model.borrow_mut().take_pending_ns();
+        let _ = self.ftl.nand_mut().take_chained_decode_ns();
         let v = f(&mut self.ftl, &mut self.buf)?;
         let done = self.ftl.nand().emu.window_completion_ns();
-        let decode = self.model.borrow_mut().take_pending_ns();
+        // Decode of moved pages is on the timeline already (their programs wait for it).
+        let chained = self.ftl.nand_mut().take_chained_decode_ns();
+        let decode = self.model.borrow_mut().take_pending_ns().saturating_sub(chained);
         Ok((v, done.max(t) + decode, decode))
+    }
+
+    /// [`Self::op`] with GC moves tracked (an FTL call that may garbage collect or refresh).
+    fn moving_op<T>(
+        &mut self,
+        t: u64,
+        f: impl FnOnce(&mut SimFtl<'_>, &mut [u8]) -> Result<T, String>,
+    ) -> Result<(T, u64, u64), String> {
+        self.ftl.nand_mut().track_moves = true;
+        let r = self.op(t, f);
+        self.ftl.nand_mut().track_moves = false;
+        r
     }
 
     fn intent(&self, i: Intent) -> Intent {
@@ -286,11 +335,9 @@ impl Run<'_> {
     /// A write of `slot` from `t` (the interface `intent`); returns its completion.
     fn write(&mut self, t: u64, slot: u32, intent: Intent) -> Result<u64, String> {
         let on_device = self.intent(intent);
-        let ((), done, decode) = self.op(t, |ftl, buf| {
+        let ((), done, _) = self.moving_op(t, |ftl, buf| {
             ftl.write_with(slot, buf, on_device).map_err(|e| format!("write of cache slot {slot}: {e}"))
         })?;
-        // The decoding a write causes is GC's.
-        self.gc_decode_ns += decode;
         let lat = done - t;
         self.lat.all.push(lat);
         match intent {
@@ -345,7 +392,7 @@ impl Run<'_> {
                     _ => self.r.bch_reads += 1,
                 }
                 if format == Some(PageFormat::Correcting) && self.ftl.needs_refresh(corrected) {
-                    let ((), d2, _) = self.op(done, |ftl, _| {
+                    let ((), d2, _) = self.moving_op(done, |ftl, _| {
                         ftl.refresh(slot)
                             .map(|_| ())
                             .map_err(|e| format!("refresh of cache slot {slot}: {e}"))
@@ -424,7 +471,10 @@ pub fn simulate_flex(
         victim: Greedy,
         placement: SingleHostStream,
     };
-    let mut ftl = Ftl::format(NoisyNand::new(&mut emu, model.clone()), policies, map, m, fcfg)
+    let mut nand = NoisyNand::new(&mut emu, model.clone());
+    nand.copy_back = fx.copy_back;
+    nand.decode_holds_lun = fx.decode_holds_lun;
+    let mut ftl = Ftl::format(nand, policies, map, m, fcfg)
         .map_err(|e| format!("cannot format the device at {}% over-provisioning: {e}", cfg.op_percent))?;
     ftl.enable_flex(&mut marks, FlexConfig { refresh_threshold: fx.refresh_threshold })
         .map_err(|e| format!("FlexECC: {e}"))?;
@@ -443,12 +493,11 @@ pub fn simulate_flex(
         ftl,
         model: model.clone(),
         cache: CacheManager::new(cache_pages),
-        disk: ModelDisk::new(fx.disk_ns),
+        disk: if fx.disk_queue { ModelDisk::new(fx.disk_ns) } else { ModelDisk::unqueued(fx.disk_ns) },
         mode: fx.mode,
         buf: vec![0u8; page_bytes as usize],
         lat: DevLat::default(),
         r: FlexReport::default(),
-        gc_decode_ns: 0,
         pending: BinaryHeap::new(),
         pending_slots: HashMap::new(),
     };
@@ -461,9 +510,13 @@ pub fn simulate_flex(
     let mut last_arrival = origin;
     let mut last_done = origin;
     let mut next_flush = origin + fx.flush_interval_ns;
+    let mut flush_queue = std::collections::VecDeque::<u32>::new();
+    let mut flush_at = origin;
     let mut requests_done = 0u64;
     let mut measured = 0u64;
     let mut t0 = 0u64;
+    // Added to timed arrivals after the warm-up (see below).
+    let mut shift = 0u64;
     let mut base = Baseline::default();
     let mut erase_base: Vec<u32> = Vec::new();
     let mut scrub_base = *scrubber.stats();
@@ -473,7 +526,6 @@ pub fn simulate_flex(
             // Start measuring.
             run.lat = DevLat::default();
             run.r = FlexReport::default();
-            run.gc_decode_ns = 0;
             read_latency = Latencies::default();
             write_latency = Latencies::default();
             run.ftl.reset_counters();
@@ -481,16 +533,15 @@ pub fn simulate_flex(
             base = Baseline::take(&run);
             erase_base = run.ftl.nand().emu.erase_counts().to_vec();
             scrub_base = *scrubber.stats();
-            t0 = last_done.max(last_arrival);
             wall = Instant::now();
         }
         let Some(span) = page_span(req.offset, req.len, page_bytes) else {
             continue;
         };
-        let arrival = match (cfg.open_loop, req.time_ns) {
+        let mut arrival = match (cfg.open_loop, req.time_ns) {
             (true, Some(t)) => {
                 let b = *first_time.get_or_insert(t);
-                (origin + (t.saturating_sub(b) as f64 * fx.time_scale) as u64).max(last_arrival)
+                (origin + shift + (t.saturating_sub(b) as f64 * fx.time_scale) as u64).max(last_arrival)
             }
             _ if fx.interarrival_ns > 0 => {
                 let u: f64 = rng.random::<f64>().max(1e-12);
@@ -498,16 +549,38 @@ pub fn simulate_flex(
             }
             _ => last_done.max(last_arrival),
         };
-        run.issue_due(arrival)?;
-        // Periodic flushes due before this request, in the background.
-        while fx.flush_interval_ns > 0 && next_flush <= arrival {
-            run.issue_due(next_flush)?;
-            let mut t = next_flush.max(run.ftl.nand().emu.idle_at_ns());
-            for slot in run.cache.dirty_slots() {
-                t = run.flush(t, slot, true)?;
+        if requests_done == fx.warmup_requests {
+            // The measured part starts on an idle device: the warm-up fills the cache with
+            // misses (programs) and would leave their backlog to the first measured requests.
+            let idle = run.ftl.nand().emu.idle_at_ns().max(last_done);
+            if fx.warmup_requests > 0 && arrival < idle {
+                shift += idle - arrival;
+                arrival = idle;
             }
-            last_done = last_done.max(t);
-            next_flush += fx.flush_interval_ns;
+            t0 = arrival;
+        }
+        run.issue_due(arrival)?;
+        // Periodic flushes, in the background: at each boundary the dirty pages are queued, then
+        // flush-read one after another (one write-back outstanding, as a cache manager's cleaner
+        // runs), in time order with the requests.
+        loop {
+            let boundary = (fx.flush_interval_ns > 0).then_some(next_flush);
+            match (flush_queue.front().copied(), boundary) {
+                (Some(slot), b) if flush_at <= arrival && b.is_none_or(|b| flush_at <= b) => {
+                    flush_queue.pop_front();
+                    run.issue_due(flush_at)?;
+                    if run.cache.is_dirty(slot) && run.pending_at(slot).is_none() {
+                        flush_at = run.flush(flush_at, slot, true)?;
+                        last_done = last_done.max(flush_at);
+                    }
+                }
+                (_, Some(b)) if b <= arrival => {
+                    flush_queue = run.cache.dirty_slots().into();
+                    flush_at = flush_at.max(b);
+                    next_flush += fx.flush_interval_ns;
+                }
+                _ => break,
+            }
         }
         // Idle time before the request: the scrubber's.
         let idle_from = run.ftl.nand().emu.idle_at_ns().max(last_done);
@@ -520,10 +593,13 @@ pub fn simulate_flex(
                 .map_err(|e| format!("scrubber: {e}"))?;
             let _ = run.model.borrow_mut().take_pending_ns();
         }
-        // The request, page by page.
-        let mut t = arrival;
-        let mut done = arrival;
+        // The request's pages, all issued at its arrival (a controller splits a request into page
+        // transactions); each page's own operations (flush of a dirty victim, then the write)
+        // follow one another. The request completes with its last page.
+        let mut req_done = arrival;
         for p in span.first_page..span.first_page + span.pages {
+            let mut t = arrival;
+            let done;
             let write = req.op == Op::Write;
             let access = run.cache.access(p, write);
             match access {
@@ -557,8 +633,9 @@ pub fn simulate_flex(
                     };
                 }
             }
-            t = done;
+            req_done = req_done.max(done);
         }
+        let done = req_done;
         let latency = done - arrival;
         match req.op {
             Op::Read => read_latency.push(latency),
@@ -613,10 +690,22 @@ pub fn simulate_flex(
     r.disk_writes = run.disk.writes - base.disk_writes;
     r.raw_bit_errors = mc.raw_bit_errors - base.model.raw_bit_errors;
     r.decode_ms = (mc.decode_ns - base.model.decode_ns) as f64 / 1e6;
-    let gc_decode = run.gc_decode_ns;
+    let mv = run.ftl.nand().move_stats();
+    let (moves, move_ns, gc_decode) =
+        (mv.moves - base.moves.moves, mv.move_ns - base.moves.move_ns, mv.decode_ns - base.moves.decode_ns);
     r.gc_decode_ms = gc_decode as f64 / 1e6;
-    let copy_ns = tp.t_r_ns + 2 * tp.xfer_ns(page_bytes + geo.spare_bytes as u64) + tp.t_prog_ns;
-    r.gc_time_ms = (c.gc_page_copies * copy_ns + c.gc_blocks * tp.t_bers_ns + gc_decode) as f64 / 1e6;
+    r.copy_back = fx.copy_back.name().into();
+    r.decode_model = if fx.decode_holds_lun { "lun" } else { "controller" }.into();
+    r.gc_moves = moves;
+    r.gc_copy_backs = mv.copy_backs - base.moves.copy_backs;
+    r.gc_unread_copy_backs = mv.unread - base.moves.unread;
+    r.gc_time_ms = (move_ns + c.gc_blocks * tp.t_bers_ns) as f64 / 1e6;
+    let busy = run.ftl.nand().emu.total_array_busy_ns() - base.array_busy_ns;
+    // Array time is summed over planes; a LUN runs one command at a time with LUN queues.
+    let planes = if tp.scheduling == crate::emulator::Scheduling::LunQueues { 1 } else { geo.planes_per_lun };
+    let span = end.saturating_sub(t0).max(1) as f64 * (geo.luns * planes) as f64;
+    r.lun_utilization = busy as f64 / span;
+    r.lun_busy = (run.ftl.nand().emu.total_op_busy_ns() - base.op_busy_ns) as f64 / (span / planes as f64);
     r.device_latency_us = run.lat.all.summary();
     r.device_read_latency_us = run.lat.read.summary();
     r.device_dirty_write_latency_us = run.lat.dirty.summary();
@@ -662,6 +751,9 @@ struct Baseline {
     disk_reads: u64,
     disk_writes: u64,
     model: super::ecc_model::EccModelCounters,
+    moves: GcMoveStats,
+    array_busy_ns: u64,
+    op_busy_ns: u64,
 }
 
 impl Baseline {
@@ -671,6 +763,9 @@ impl Baseline {
             disk_reads: run.disk.reads,
             disk_writes: run.disk.writes,
             model: run.model.borrow().counters(),
+            moves: run.ftl.nand().move_stats(),
+            array_busy_ns: run.ftl.nand().emu.total_array_busy_ns(),
+            op_busy_ns: run.ftl.nand().emu.total_op_busy_ns(),
         }
     }
 }
