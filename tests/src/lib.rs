@@ -121,6 +121,8 @@ pub struct WomParts {
     pub buffers: ReuseBuffers,
     /// The settings.
     pub config: ReuseConfig,
+    /// A prefetch slot per plane pair ([`Reuse::with_prefetch_slots`]).
+    pub slots: bool,
 }
 
 /// Formats (`format`) or mounts `nand` with memory from `mem`, with second writes if `wom` is
@@ -138,7 +140,7 @@ pub fn open<'a, N: NandFlash, P: PolicySet>(
         (None, true) => Ftl::format(nand, policies, map, m, cfg),
         (None, false) => Ftl::mount(nand, policies, map, m, cfg),
         (Some(w), format) => {
-            let reuse = Reuse::new(&mut *w.codec, w.buffers.memory(), w.config);
+            let reuse = w.buffers.reuse(&mut *w.codec, w.config, w.slots);
             if format {
                 Ftl::format_reusable(nand, policies, map, m, cfg, reuse)
             } else {

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand};
 use ftl_core::cdm::NvPolicy;
+use ftl_core::reuse::ReuseConfig;
 use ftl_core::Config;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nand_hal::Geometry;
@@ -18,6 +19,7 @@ use sim_host::sim::device::{GeometryFlags, Preset};
 use sim_host::sim::ecc_model::{DecodeTiming, ErrorRates};
 use sim_host::sim::flexecc::{EccMode, FlexSimConfig};
 use sim_host::sim::report::compare_table;
+use sim_host::sim::wom::WomOptions;
 use sim_host::sim::{
     parse_classifier, parse_features, plot, simulate, AddressMode, ClassifierKind, ClassifierOpts, Feature,
     Precondition, SimConfig, SimOutput,
@@ -176,6 +178,17 @@ struct DeviceArgs {
     /// page the trace touches (overrides --blocks; use with --compact).
     #[arg(long)]
     fit: bool,
+    /// Over-provisioning on top of the FTL's own reserve blocks (per plane its free reserve and
+    /// open blocks, two checkpoints: `ReuseConfig::reserve_blocks`): the logical capacity is
+    /// (physical - reserve) / (1 + OP/100), so that GC and second writes get R = T - U blocks as
+    /// the Reusable SSD paper defines them; with --fit the device grows to keep the trace's
+    /// pages. The report's op_percent is then the device's whole over-provisioning.
+    #[arg(long)]
+    op_beyond_reserve: bool,
+    /// Override: rated erase cycles per block (second writes stop at 30 % of it; --until-worn
+    /// ends a run when the blocks have spent it on average).
+    #[arg(long)]
+    endurance: Option<u32>,
 }
 
 impl DeviceArgs {
@@ -195,6 +208,8 @@ impl DeviceArgs {
             scheduling: None,
             op: Some(op),
             fit,
+            op_beyond_reserve: false,
+            endurance: None,
         }
     }
 
@@ -207,6 +222,7 @@ impl DeviceArgs {
             blocks: self.blocks,
             planes: self.planes,
             luns: self.luns,
+            endurance: self.endurance,
         }
     }
 }
@@ -307,12 +323,66 @@ impl Default for ClassifierArgs {
     }
 }
 
+/// Second writes' settings (defaults: the paper's, [`WomOptions::default`]).
+#[derive(Args, Clone)]
+struct WomArgs {
+    /// Second writes: encoding success per attempt, per mille (the paper's 950; its figure 12
+    /// sweeps 750-1000).
+    #[arg(long, default_value_t = 950)]
+    wom_success_permille: u32,
+    /// Second writes: encoding attempts on the same pages (2: the paper's polar-code retry; 1:
+    /// no retry, figure 12(a)).
+    #[arg(long, default_value_t = 2)]
+    wom_attempts: u32,
+    /// Second writes: after the attempts fail, encode once more on the next pair of invalid
+    /// pages (read first), then fall back to a first write (the paper's figure 12(c)).
+    #[arg(long)]
+    wom_retry_new_pair: bool,
+    /// Second writes: controller time per encoding attempt, us (default: the paper's
+    /// worst-case ECC computation, half of tR 25 us).
+    #[arg(long, default_value_t = 12.5)]
+    wom_encode_us: f64,
+    /// Second writes: controller time per decoding, us.
+    #[arg(long, default_value_t = 12.5)]
+    wom_decode_us: f64,
+    /// Second writes: prefetch into a slot per plane pair (slots, the paper's) or only the next
+    /// second write's pair (next).
+    #[arg(long, default_value = "slots")]
+    wom_prefetch: String,
+    /// Second writes: requests smaller than this many KiB are hot (the paper's 64; its figure
+    /// 10 sweeps 16-256).
+    #[arg(long, default_value_t = 64)]
+    hot_threshold_kib: u64,
+}
+
+impl Default for WomArgs {
+    fn default() -> Self {
+        let d = WomOptions::default();
+        WomArgs {
+            wom_success_permille: d.success_permille,
+            wom_attempts: d.attempts,
+            wom_retry_new_pair: d.retry_new_pair,
+            wom_encode_us: d.encode_ns as f64 / 1000.0,
+            wom_decode_us: d.decode_ns as f64 / 1000.0,
+            wom_prefetch: "slots".into(),
+            hot_threshold_kib: d.hot_threshold_bytes / 1024,
+        }
+    }
+}
+
 #[derive(Args, Clone)]
 struct RunOpts {
     /// Second writes (wom): GC recycles only victims with at most this share (per mille) of
     /// valid pages (1000: no limit, the paper's rule).
     #[arg(long, default_value_t = 1000)]
     wom_recycle_max_valid: u32,
+    /// Second writes' settings.
+    #[command(flatten)]
+    wom: WomArgs,
+    /// End the measured part once the blocks have spent their rated endurance on average (the
+    /// lifetime run; combine with --until-written or enough --writes so the input lasts).
+    #[arg(long)]
+    until_worn: bool,
     /// Before measuring: none, seq, seq+random:PASSES, eti (= seq+random:2).
     #[arg(long, default_value = "none")]
     precondition: String,
@@ -656,12 +726,18 @@ fn base_config(
     if !(op > 0.0 && op <= 400.0) {
         return Err(format!("--op {op} is not a percentage between 0 (exclusive) and 400"));
     }
+    let mut footprint = None;
     if device.fit {
         let Input::Trace { trace, .. } = inp else {
             return Err("--fit sizes the device to a trace; give --trace".into());
         };
-        dev.geometry =
-            fit_geometry(dev.geometry, footprint_pages(trace, dev.geometry.data_bytes as u64), op)?;
+        let f = footprint_pages(trace, dev.geometry.data_bytes as u64);
+        dev.geometry = fit_geometry(dev.geometry, f, op)?;
+        footprint = Some(f);
+    }
+    let mut op = op;
+    if device.op_beyond_reserve {
+        (dev.geometry, op) = beyond_reserve(dev.geometry, op, footprint)?;
     }
     let mut cfg = SimConfig {
         label: "baseline".into(),
@@ -684,7 +760,21 @@ fn base_config(
         nv_cache: None,
         dedup: DedupOptions::default(),
         flex: FlexSimConfig::default(),
-        wom_recycle_max_valid_permille: opts.wom_recycle_max_valid,
+        wom: WomOptions {
+            recycle_max_valid_permille: opts.wom_recycle_max_valid,
+            success_permille: opts.wom.wom_success_permille,
+            attempts: opts.wom.wom_attempts,
+            retry_new_pair: opts.wom.wom_retry_new_pair,
+            encode_ns: us_to_ns("--wom-encode-us", opts.wom.wom_encode_us)?,
+            decode_ns: us_to_ns("--wom-decode-us", opts.wom.wom_decode_us)?,
+            prefetch_slots: match opts.wom.wom_prefetch.as_str() {
+                "slots" => true,
+                "next" => false,
+                other => return Err(format!("--wom-prefetch {other}: expected slots or next")),
+            },
+            hot_threshold_bytes: opts.wom.hot_threshold_kib * 1024,
+        },
+        until_worn: opts.until_worn,
         gc_pacing: match opts.gc_pacing.as_str() {
             "on" => true,
             "off" => false,
@@ -723,6 +813,40 @@ fn base_config(
         cfg.write_limit_pages = Some((f * cfg.logical_pages() as f64).ceil() as u64);
     }
     Ok(cfg)
+}
+
+/// `--op-beyond-reserve`: the geometry (grown, if `footprint` is given, until the logical
+/// capacity holds it) and the device's whole over-provisioning in percent such that the logical
+/// capacity is (physical - the FTL's reserve blocks) / (1 + `op` / 100).
+fn beyond_reserve(g: Geometry, op: f64, footprint: Option<u64>) -> Result<(Geometry, f64), String> {
+    let mut g = g;
+    for _ in 0..100_000 {
+        let total = g.total_pages() as u64;
+        let guess = (total as f64 / (1.0 + op / 100.0)) as u32;
+        let reserve = ReuseConfig::reserve_blocks(&g, &Config::with_logical_pages(&g, guess)) as u64
+            * g.pages_per_block as u64;
+        let logical = (total.saturating_sub(reserve) as f64 / (1.0 + op / 100.0)).floor() as u64;
+        if logical > 0 && footprint.is_none_or(|f| logical >= f) {
+            // Slightly below the exact ratio, so that SimConfig::logical_pages floors to `logical`.
+            let whole = (total as f64 / logical as f64 - 1.0) * 100.0 * (1.0 - 1e-9);
+            if Config::with_logical_pages(&g, logical as u32).validate(&g, 0).is_ok() {
+                return Ok((g, whole));
+            }
+        }
+        if footprint.is_none() {
+            return Err(format!("--op-beyond-reserve: no logical capacity left at {op}% on this device"));
+        }
+        g.blocks_per_plane += 1;
+    }
+    Err("--op-beyond-reserve: no device size found".into())
+}
+
+/// Microseconds from the command line as nanoseconds.
+fn us_to_ns(flag: &str, us: f64) -> Result<u64, String> {
+    if !(us.is_finite() && (0.0..=1e6).contains(&us)) {
+        return Err(format!("{flag} {us} is not between 0 and 1000000"));
+    }
+    Ok((us * 1000.0).round() as u64)
 }
 
 /// The geometry with the fewest blocks (a multiple of the planes) whose logical capacity at `op`
@@ -1081,6 +1205,8 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
     };
     let opts = RunOpts {
         wom_recycle_max_valid: 1000,
+        wom: WomArgs::default(),
+        until_worn: false,
         precondition: "eti".into(),
         queue_depth: 8,
         closed_loop: true,
@@ -1139,6 +1265,8 @@ fn map_table(quick: bool) -> Result<(), String> {
     for map in ["flat", "cached"] {
         let opts = RunOpts {
             wom_recycle_max_valid: 1000,
+            wom: WomArgs::default(),
+            until_worn: false,
             precondition: "seq+random:1".into(),
             queue_depth: 1,
             closed_loop: true,

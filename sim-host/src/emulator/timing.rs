@@ -266,6 +266,10 @@ pub(crate) struct TimingState {
     /// Work outside the NAND that delays the operations issued after it (the hash processor of
     /// a deduplicating write, `sim::dedup::TimedIndex`): ns added to "now".
     delay: Option<Arc<AtomicU64>>,
+    /// Controller computation on the data of the operations issued so far (WOM encoding and
+    /// decoding, `sim::wom::SimulatedWom`): ns the next operation waits after its planes are
+    /// free, taken (reset to zero) by that operation.
+    compute: Option<Arc<AtomicU64>>,
 }
 
 impl TimingState {
@@ -281,7 +285,13 @@ impl TimingState {
             window_end: 0,
             total_array_busy: 0,
             delay: None,
+            compute: None,
         }
+    }
+
+    /// Takes the pending computation time (see `compute`).
+    fn take_compute(&mut self) -> u64 {
+        self.compute.as_ref().map_or(0, |c| c.swap(0, Ordering::Relaxed))
     }
 
     pub(crate) fn now(&self) -> u64 {
@@ -339,9 +349,11 @@ impl TimingState {
 
     /// When the planes of `ops` (and, with LUN queues, LUN `lun`) are all free, not before now
     /// plus the delay source's value (work outside the NAND, see `set_delay_source`).
-    fn start_at(&self, lun: usize, planes: &[(usize, u64)]) -> u64 {
+    /// Pending computation (`compute`) runs once the planes are free (their data is in).
+    fn start_at(&mut self, lun: usize, planes: &[(usize, u64)]) -> u64 {
         let now = self.now.saturating_add(self.delay.as_ref().map_or(0, |d| d.load(Ordering::Relaxed)));
         let t = planes.iter().map(|&(p, _)| self.plane_busy[p]).fold(now, u64::max);
+        let t = t.saturating_add(self.take_compute());
         if self.lun_queues() {
             t.max(self.lun_busy.get(lun).copied().unwrap_or(0))
         } else {
@@ -388,7 +400,8 @@ impl TimingState {
     /// after the other, then their tPROG in parallel.
     pub(crate) fn program(&mut self, lun: usize, ops: &[(usize, u64)]) {
         let len = self.xfer_total(ops);
-        let start = self.reserve_bus(lun, self.start_at(lun, ops), len);
+        let ready = self.start_at(lun, ops);
+        let start = self.reserve_bus(lun, ready, len);
         let end = start.saturating_add(len).saturating_add(self.params.t_prog_ns);
         for &(p, _) in ops {
             self.plane_busy[p] = end;
@@ -429,6 +442,21 @@ impl super::Emulator {
     /// the controller between them, e.g. hashing); `None` (the default) turns it off.
     pub fn set_delay_source(&mut self, delay: Option<Arc<AtomicU64>>) {
         self.timing.delay = delay;
+    }
+
+    /// Controller computation on data already read (or before data is programmed): the value
+    /// of `compute` (ns, added by the computing code) delays the next operation's start past
+    /// the moment its planes are free, and is then reset to zero. Whatever is left after a
+    /// request's last operation is the caller's to add to its completion
+    /// ([`Self::take_compute_ns`]).
+    pub fn set_compute_source(&mut self, compute: Option<Arc<AtomicU64>>) {
+        self.timing.compute = compute;
+    }
+
+    /// Takes the computation time no operation has waited for yet (see
+    /// [`Self::set_compute_source`]).
+    pub fn take_compute_ns(&mut self) -> u64 {
+        self.timing.take_compute()
     }
 
     /// When the most recently issued operation that took time completed (its last plane or

@@ -220,6 +220,8 @@ pub struct GeometryFlags {
     pub planes: Option<u32>,
     /// LUNs.
     pub luns: Option<u32>,
+    /// Rated erase cycles per block.
+    pub endurance: Option<u32>,
 }
 
 impl GeometryFlags {
@@ -236,6 +238,12 @@ impl GeometryFlags {
         }
         if let Some(v) = self.planes {
             g.planes_per_lun = v;
+        }
+        if let Some(v) = self.endurance {
+            if v == 0 {
+                return Err("--endurance 0: a block must take at least one erase".into());
+            }
+            g.endurance = v;
         }
         if let Some(v) = self.luns {
             // LUN addresses are 8 bits wide (`nand_hal::LunId`).
