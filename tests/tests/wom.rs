@@ -278,9 +278,9 @@ fn prefetch_slots_serve_every_plane_pair() {
             f.prefetch_second_write().unwrap();
         }
         let s = f.reuse_stats().unwrap();
-        // Single-page writes alternate plane pairs; a second write reads its pages itself only
-        // when it activated its pair (nothing was there to prefetch).
-        assert!(s.second_writes > 300 && s.prefetch_misses <= s.pairs, "{s:?}");
+        // A second write reads its pages itself when it activated its pair (nothing was there
+        // to prefetch) or, rarely, when a page below the prefetched offset died since.
+        assert!(s.second_writes > 300 && s.prefetch_misses <= s.pairs + s.second_writes / 20, "{s:?}");
         assert_eq!(s.slot_hits, s.prefetch_hits, "{s:?}");
         let recycling = |q: u32| {
             (0..geo.total_blocks())

@@ -12,14 +12,17 @@
 //! second-written); that marker is how mount finds the blocks that may hold second writes.
 //!
 //! **Second write**: the logical page goes to the two pages at the offset counter of the
-//! active pair of a plane pair (both invalid, not voided, never second-written), encoded over
+//! active pair of a plane pair (that of the plane the next first write would take, so first and
+//! second writes share one rotation over planes and LUNs; a second write moves it past its pair;
+//! both invalid, not voided, never second-written), encoded over
 //! their current contents, with [`SwMeta`] at the end of both spares; the map points at
 //! the plane-0 half; a bitmap marks second-write pages and the block map
 //! ([`ReuseMemory::pair`]) names each half's partner; both halves carry a valid bit, so both
 //! blocks' valid counts include the page. Only hot pages (the classifier) are second-written,
 //! only when both planes have a recycled block and the blocks are within
 //! [`ReuseConfig::life_permille`] of their rated life; encode failure falls back to a first
-//! write. First writes are scrambled by logical page and complemented when more than half of
+//! write, or with [`ReuseConfig::retry_new_pair`] after one more encoding on the next pair of
+//! invalid pages. First writes are scrambled by logical page and complemented when more than half of
 //! the cells would be programmed (flags in the metadata's `aux` word), so that second writes
 //! succeed on structured data.
 //!
@@ -37,7 +40,9 @@
 //! **Prefetch** ([`Ftl::prefetch_second_write`], when [`ReuseConfig::prefetch`]): background
 //! work between host requests reads the next pair of invalid pages into the pair buffers, so
 //! the next second write programs without reading first (host reads of second writes use a
-//! third buffer and leave the prefetched pair alone).
+//! third buffer and leave the prefetched pair alone). With [`Reuse::with_prefetch_slots`] every
+//! plane pair has its own slot of two raw pages and the prefetch fills all of them (the paper's
+//! one page per plane); a slot is dropped when its pair ends or a block of it is erased.
 //!
 //! **Same-plane pairs** ([`ReuseConfig::same_plane`], off by default): both halves in two
 //! blocks of one plane, programmed and read one after the other (the cost model of the paper's
@@ -63,7 +68,8 @@
 //! before being taken as torn.
 //!
 //! RAM ([`ReuseLayout`]): `ceil(total_pages / 32)` words of second-write bitmap, 5 bytes per
-//! block (partner, state) and three raw pages, plus the codec's own memory.
+//! block (partner, state) and three raw pages, plus the codec's own memory; optionally two raw
+//! pages per plane pair of prefetch slots ([`ReuseLayout::slot_bytes`]).
 
 mod codec;
 mod meta;
@@ -284,7 +290,6 @@ pub struct Reuse<'m> {
     mem: ReuseMemory<'m>,
     cfg: ReuseConfig,
     active: [ActivePair; MAX_TOTAL_PLANES / 2],
-    next_pair: u32,
     /// Blocks recycled (any stage) or reused, device-wide.
     in_reuse: u32,
     /// Per plane: recycled + active blocks.
@@ -306,7 +311,6 @@ impl<'m> Reuse<'m> {
             mem,
             cfg,
             active: [NO_PAIR; MAX_TOTAL_PLANES / 2],
-            next_pair: 0,
             in_reuse: 0,
             recycled: [0; MAX_TOTAL_PLANES],
             prefetched: None,
@@ -634,15 +638,13 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
 
     /// Tries a second write of `lpn`; `Ok(None)` when it must be a first write instead.
     fn try_second_write(&mut self, lpn: u32, data: &[u8]) -> Result<Option<PageId>, Error> {
-        let pairs = self.geo.total_planes() / 2;
-        let q = match self.reuse.as_mut() {
-            Some(r) => {
-                let q = r.next_pair % pairs;
-                r.next_pair = r.next_pair.wrapping_add(1);
-                q as usize
-            }
-            None => return Ok(None),
-        };
+        if self.reuse.is_none() {
+            return Ok(None);
+        }
+        // The plane pair of the plane the next first write would take: second and first writes
+        // share one rotation over the planes (and so over the LUNs), which a second write
+        // advances past its pair.
+        let q = self.next_pair_index();
         // A page an earlier failed program left unvoided must not be followed by newer programs.
         self.settle_torn()?;
         // A trimmed page's old content is still what mount would find until the trim is
@@ -751,6 +753,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             }
         }
         self.remap(lpn, Some(a))?;
+        self.next_plane = (2 * q as u32 + 2) % self.geo.total_planes();
         if let Some(r) = self.reuse.as_mut() {
             r.set_second(a, true);
             r.set_second(b, true);
@@ -840,8 +843,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         if r.prefetched.is_some() {
             return Ok(false);
         }
-        let pairs = self.geo.total_planes() / 2;
-        let q = (r.next_pair % pairs) as usize;
+        let q = self.next_pair_index();
         let pair = r.active[q];
         if pair.a == NIL {
             return Ok(false);
@@ -851,6 +853,12 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let b = self.geo.page(BlockId(pair.b), o);
         self.load_pair(a, b, false)?;
         Ok(true)
+    }
+
+    /// The plane pair the next second write goes to: that of the next first write's plane.
+    fn next_pair_index(&self) -> usize {
+        let pairs = (self.geo.total_planes() / 2).max(1);
+        ((self.next_plane / 2) % pairs) as usize
     }
 
     /// Fills the empty prefetch slots of the plane pairs with an active pair.

@@ -732,7 +732,12 @@ fn base_config(
             return Err("--fit sizes the device to a trace; give --trace".into());
         };
         let f = footprint_pages(trace, dev.geometry.data_bytes as u64);
-        dev.geometry = fit_geometry(dev.geometry, f, op)?;
+        dev.geometry = if device.op_beyond_reserve {
+            // Grown from one block per plane by `beyond_reserve`.
+            Geometry { blocks_per_plane: 1, ..dev.geometry }
+        } else {
+            fit_geometry(dev.geometry, f, op)?
+        };
         footprint = Some(f);
     }
     let mut op = op;
