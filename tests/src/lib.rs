@@ -17,7 +17,7 @@
 use std::fmt::Write as _;
 
 use ftl_core::policy::{DefaultPolicies, PolicySet};
-use ftl_core::reuse::{Reuse, ReuseConfig, SecondWriteCodec};
+use ftl_core::reuse::{ReuseConfig, SecondWriteCodec};
 use ftl_core::{AnyMap, Config, Counters, Error, Ftl};
 use nand_hal::{EccRequirement, ErrorKind, Geometry, NandFlash};
 use sim_host::emulator::{Emulator, EmulatorConfig};
@@ -121,7 +121,7 @@ pub struct WomParts {
     pub buffers: ReuseBuffers,
     /// The settings.
     pub config: ReuseConfig,
-    /// A prefetch slot per plane pair ([`Reuse::with_prefetch_slots`]).
+    /// A prefetch slot per plane pair ([`ftl_core::reuse::Reuse::with_prefetch_slots`]).
     pub slots: bool,
 }
 
