@@ -23,7 +23,7 @@ fn config(dedup: &str) -> SimConfig {
         nv_cache: None,
         flex: Default::default(),
         wom: sim_host::sim::wom::WomOptions::default(),
-        until_worn: false,
+        until_worn_permille: None,
         gc_pacing: true,
         map: sim_host::memory::MapChoice::Flat,
         classifier_opts: Default::default(),

@@ -379,10 +379,11 @@ struct RunOpts {
     /// Second writes' settings.
     #[command(flatten)]
     wom: WomArgs,
-    /// End the measured part once the blocks have spent their rated endurance on average (the
-    /// lifetime run; combine with --until-written or enough --writes so the input lasts).
+    /// End the measured part once the blocks have spent this share (per mille) of their rated
+    /// endurance on average (the lifetime run: 1000 = worn out, 300 = the paper's life share of
+    /// second writes; combine with --until-written or enough --writes so the input lasts).
     #[arg(long)]
-    until_worn: bool,
+    until_worn_permille: Option<u32>,
     /// Before measuring: none, seq, seq+random:PASSES, eti (= seq+random:2).
     #[arg(long, default_value = "none")]
     precondition: String,
@@ -779,7 +780,7 @@ fn base_config(
             },
             hot_threshold_bytes: opts.wom.hot_threshold_kib * 1024,
         },
-        until_worn: opts.until_worn,
+        until_worn_permille: opts.until_worn_permille,
         gc_pacing: match opts.gc_pacing.as_str() {
             "on" => true,
             "off" => false,
@@ -1211,7 +1212,7 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
     let opts = RunOpts {
         wom_recycle_max_valid: 1000,
         wom: WomArgs::default(),
-        until_worn: false,
+        until_worn_permille: None,
         precondition: "eti".into(),
         queue_depth: 8,
         closed_loop: true,
@@ -1271,7 +1272,7 @@ fn map_table(quick: bool) -> Result<(), String> {
         let opts = RunOpts {
             wom_recycle_max_valid: 1000,
             wom: WomArgs::default(),
-            until_worn: false,
+            until_worn_permille: None,
             precondition: "seq+random:1".into(),
             queue_depth: 1,
             closed_loop: true,

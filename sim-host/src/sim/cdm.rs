@@ -273,7 +273,7 @@ mod tests {
             dedup: crate::sim::dedup::DedupOptions::default(),
             flex: crate::sim::flexecc::FlexSimConfig::default(),
             wom: crate::sim::wom::WomOptions::default(),
-            until_worn: false,
+            until_worn_permille: None,
             classifier_opts: Default::default(),
             gc_pacing: true,
             map: crate::memory::MapChoice::Flat,

@@ -390,9 +390,9 @@ pub struct SimConfig {
     pub flex: flexecc::FlexSimConfig,
     /// Second writes' settings (used when `features` has a wom variant).
     pub wom: wom::WomOptions,
-    /// Stop the measured part once the device's blocks have on average reached their rated
-    /// endurance (the lifetime run: host pages written until then).
-    pub until_worn: bool,
+    /// Stop the measured part once the device's blocks have on average spent this share (per
+    /// mille) of their rated endurance (the lifetime run: host pages written until then).
+    pub until_worn_permille: Option<u32>,
     /// Paced GC (a copy budget per host write, `ftl_core::pacing`) or whole victims on demand.
     pub gc_pacing: bool,
     /// The map: flat, or on flash behind a cache of a given size.
@@ -563,7 +563,11 @@ where
     ec.timing = cfg.device.timing;
     ec.channels = cfg.device.channels;
     let mut emu = Emulator::new(ec).map_err(|e| e.to_string())?;
-    let fcfg = Config::with_logical_pages(&geo, cfg.logical_pages());
+    let mut fcfg = Config::with_logical_pages(&geo, cfg.logical_pages());
+    // Static wear leveling's spread limit (256 erases) is 0.26 % of a 100k-cycle endurance; a
+    // device rated for a few hundred cycles (the lifetime runs' `--endurance`) gets 10 % of it.
+    fcfg.wear_spread_limit = fcfg.wear_spread_limit.min((geo.endurance / 10).max(4));
+    let fcfg = fcfg;
     let mut mem = FtlMemory::with_map(&geo, &fcfg, cfg.map);
     let (map, m) = mem.parts();
     let mut reuse_buffers = wom::ReuseBuffers::new(&geo);
@@ -673,7 +677,8 @@ where
     }
     let erase_base: Vec<u32> = ftl.nand().erase_counts().to_vec();
     // The lifetime run's end: every block's rated endurance spent on average.
-    let worn_at = cfg.until_worn.then(|| geo.endurance as u64 * geo.total_blocks() as u64);
+    let worn_at =
+        cfg.until_worn_permille.map(|p| geo.endurance as u64 * geo.total_blocks() as u64 * p as u64 / 1000);
     let erased_before: u64 = erase_base.iter().map(|&e| e as u64).sum();
     let t0 = ftl.nand().idle_at_ns();
 
