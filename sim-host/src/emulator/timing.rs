@@ -582,6 +582,29 @@ mod tests {
         assert_eq!(e.plane_busy_until(2), None);
     }
 
+    /// Computation (WOM encoding) between a read and the program that needs its result: the
+    /// program starts that long after its plane is free; what is left after the last operation
+    /// (decoding) is handed to the caller once, and taken by no operation.
+    #[test]
+    fn computation_delays_the_next_operation_once() {
+        let mut e = emu(1);
+        let g = e.geometry();
+        let compute = Arc::new(AtomicU64::new(0));
+        e.set_compute_source(Some(compute.clone()));
+        let (mut d, mut s) = (vec![0u8; 2048], vec![0u8; 64]);
+        e.read_page(g.page(BlockId(0), 0), &mut d, &mut s).unwrap();
+        let read_end = P.t_r_ns + XFER_PAGE;
+        compute.fetch_add(12_500, Ordering::Relaxed);
+        e.program_page(g.page(BlockId(0), 1), &d, &s).unwrap();
+        let prog_end = read_end + 12_500 + XFER_PAGE + P.t_prog_ns;
+        assert_eq!(e.last_op_completion_ns(), prog_end);
+        // Consumed: the next operation on the plane follows right after.
+        e.read_page(g.page(BlockId(0), 1), &mut d, &mut s).unwrap();
+        assert_eq!(e.last_op_completion_ns(), prog_end + P.t_r_ns + XFER_PAGE);
+        compute.fetch_add(7_000, Ordering::Relaxed);
+        assert_eq!((e.take_compute_ns(), e.take_compute_ns()), (7_000, 0));
+    }
+
     #[test]
     fn operations_never_start_before_now() {
         let mut e = emu(1);
