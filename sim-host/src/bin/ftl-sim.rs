@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand};
 use ftl_core::cdm::NvPolicy;
-use ftl_core::reuse::ReuseConfig;
 use ftl_core::Config;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nand_hal::Geometry;
@@ -743,7 +742,7 @@ fn base_config(
     }
     let mut op = op;
     if device.op_beyond_reserve {
-        (dev.geometry, op) = beyond_reserve(dev.geometry, op, footprint)?;
+        (dev.geometry, op) = sim_host::sim::device::beyond_reserve(dev.geometry, op, footprint)?;
     }
     let mut cfg = SimConfig {
         label: "baseline".into(),
@@ -819,32 +818,6 @@ fn base_config(
         cfg.write_limit_pages = Some((f * cfg.logical_pages() as f64).ceil() as u64);
     }
     Ok(cfg)
-}
-
-/// `--op-beyond-reserve`: the geometry (grown, if `footprint` is given, until the logical
-/// capacity holds it) and the device's whole over-provisioning in percent such that the logical
-/// capacity is (physical - the FTL's reserve blocks) / (1 + `op` / 100).
-fn beyond_reserve(g: Geometry, op: f64, footprint: Option<u64>) -> Result<(Geometry, f64), String> {
-    let mut g = g;
-    for _ in 0..100_000 {
-        let total = g.total_pages() as u64;
-        let guess = (total as f64 / (1.0 + op / 100.0)) as u32;
-        let reserve = ReuseConfig::reserve_blocks(&g, &Config::with_logical_pages(&g, guess)) as u64
-            * g.pages_per_block as u64;
-        let logical = (total.saturating_sub(reserve) as f64 / (1.0 + op / 100.0)).floor() as u64;
-        if logical > 0 && footprint.is_none_or(|f| logical >= f) {
-            // Slightly below the exact ratio, so that SimConfig::logical_pages floors to `logical`.
-            let whole = (total as f64 / logical as f64 - 1.0) * 100.0 * (1.0 - 1e-9);
-            if Config::with_logical_pages(&g, logical as u32).validate(&g, 0).is_ok() {
-                return Ok((g, whole));
-            }
-        }
-        if footprint.is_none() {
-            return Err(format!("--op-beyond-reserve: no logical capacity left at {op}% on this device"));
-        }
-        g.blocks_per_plane += 1;
-    }
-    Err("--op-beyond-reserve: no device size found".into())
 }
 
 /// Microseconds from the command line as nanoseconds.
