@@ -2,7 +2,7 @@
 # Reusable SSD (feature `wom`, issues #6 and #20): second writes against the same FTL with first
 # writes only, in the paper's setup as far as the simulator has it, and the paper's sweeps.
 # Writes JSON reports under docs/eval/wom/ and docs/eval/wom/README.md (scripts/eval/wom_readme.py).
-# About 10 minutes on the shared 2-core machine.
+# About 7 minutes on the shared 2-core machine.
 #
 # The paper's setup (docs/eval/wom/README.md says where each choice comes from): the `wom-ssd`
 # preset (4 chips of 2 planes, one data path per chip, 4 KiB + 368 B pages, 64-page blocks, tR
