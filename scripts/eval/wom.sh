@@ -58,6 +58,8 @@ for op in 7 28; do
     tag=nocompute run decomp "$name" "$op" baseline,wom,wom-noprefetch --wom-encode-us 0 --wom-decode-us 0
     tag=bus1.25 run decomp "$name" "$op" baseline,wom,wom-noprefetch --xfer-ns-per-byte 1.25
     tag=bus0 run decomp "$name" "$op" baseline,wom,wom-noprefetch --xfer-ns-per-byte 0 --wom-encode-us 0 --wom-decode-us 0
+    tag=bus0-nohot run decomp "$name" "$op" baseline,wom,wom-noprefetch --xfer-ns-per-byte 0 --wom-encode-us 0 \
+      --wom-decode-us 0 --hot-threshold-kib 1
     tag=paced pacing=on run decomp "$name" "$op" baseline,wom,wom-noprefetch
   done
 done

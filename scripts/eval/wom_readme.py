@@ -156,18 +156,19 @@ p("")
 p("The same runs (relative response of `wom`, and of `wom-noprefetch` in brackets) with one part")
 p("of the cost model removed at a time: WOM encode/decode time (`--wom-encode-us 0")
 p("--wom-decode-us 0`), a fast bus (1.25 ns/byte, ONFI NV-DDR2 800 MT/s), no bus time and no")
-p("computation at all (the paper's \"a parallel second write costs one write\"), and the")
-p("baseline with the FTL's default GC pacing (which second writes cannot use).")
+p("computation at all (the paper's \"a parallel second write costs one write\"), the same with")
+p("no page hot (`--hot-threshold-kib 1`: no second write, only the recycling GC rules and the")
+p("top-up), and the baseline with the FTL's default GC pacing (which second writes cannot use).")
 p("")
-p("| OP | input | paper setup | no WOM compute | bus 1.25 ns/B | no bus, no compute | paced baseline | rel. erasures |")
-p("|---|---|---|---|---|---|---|---|")
+p("| OP | input | paper setup | no WOM compute | bus 1.25 ns/B | no bus, no compute | same, no second write | paced baseline | rel. erasures |")
+p("|---|---|---|---|---|---|---|---|---|")
 for op in (7, 28):
     for name in ["zipf2", "fiu-mail", "msr-hm0", "heimdall-1370"]:
         cells = []
         main = path("main", name, op)
         if not have(main):
             continue
-        for f in [main] + [path("decomp", name, op, t) for t in ["nocompute", "bus1.25", "bus0", "paced"]]:
+        for f in [main] + [path("decomp", name, op, t) for t in ["nocompute", "bus1.25", "bus0", "bus0-nohot", "paced"]]:
             if have(f):
                 rs = load(f)
                 cells.append(f"{f3(response(rs))} ({f3(response(rs, 'wom-noprefetch'))})")
