@@ -91,6 +91,8 @@ fn write_at_90_with<P: ftl_core::policy::PolicySet + Default, N: NandFlash>(
 fn emulator() -> Emulator {
     let mut ec = EmulatorConfig::new(SteadyState::ANCHOR_GEOMETRY);
     ec.store_data = false;
+    // The FTL's anchor records must read back (they are verified when written).
+    ec.stored_blocks = ftl_core::anchor::ANCHOR_BLOCKS;
     Emulator::new(ec).expect("emulator")
 }
 

@@ -286,7 +286,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let ckpt = self.blocks.iter().filter(|(_, i)| i.state() == BlockState::Checkpoint).count();
         let pool = self.pool.listed as usize;
         let max = max_listed_blocks(self.geo.data_bytes);
-        let allowed = self.anchor_fast_allowed() && self.anchor.copies.iter().any(|c| c.block != NIL);
+        let allowed = self.anchor_fast_allowed() && self.anchor_has_copy();
         let clean = clean && allowed && ckpt <= max;
         let bounded = !clean && allowed && self.pool.bounded && ckpt + pool <= max;
         if !clean && !bounded && !self.anchor.clean_on_flash && !self.anchor.bounded_on_flash {
@@ -472,6 +472,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     #[cfg(not(feature = "cdm"))]
     fn anchor_nv(&self) -> bool {
         false
+    }
+
+    /// Whether a copy of the anchor is left to write records to.
+    pub(crate) fn anchor_has_copy(&self) -> bool {
+        self.anchor.copies.iter().any(|c| c.block != NIL)
     }
 
     /// Whether the fast mount may use a clean record (and `unmount` write one).

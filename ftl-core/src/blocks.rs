@@ -54,6 +54,9 @@ pub const FLAG_LIVE_JOURNAL: u8 = 1;
 /// Flag: the block is in the mount pool, the blocks a mount after a power cut reads (see
 /// [`crate::pool`]).
 pub const FLAG_POOL: u8 = 2;
+/// Flag: the block was in the mount pool the newest record on flash lists, while a record for a
+/// changed pool is being written.
+pub const FLAG_POOL_OLD: u8 = 4;
 
 /// One block-table entry: 12 bytes, 2-byte aligned, so the table costs `12 x blocks` bytes.
 ///
@@ -252,6 +255,14 @@ impl<'m> BlockTable<'m> {
         }
         if flags & FLAG_POOL != 0 {
             self.pool_free = [0; MAX_TOTAL_PLANES];
+        }
+    }
+
+    /// Sets flag `to` on exactly the blocks that have flag `from` (`to` must not be `FLAG_POOL`).
+    pub fn copy_flag(&mut self, from: u8, to: u8) {
+        for i in self.info.iter_mut() {
+            let f = if i.flags() & from != 0 { i.flags() | to } else { i.flags() & !to };
+            i.set_flag_bits(f);
         }
     }
 

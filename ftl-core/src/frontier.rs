@@ -418,11 +418,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// block of the plane chosen before. Called only where the page buffer holds nothing.
     pub(crate) fn ensure_gc_frontier(&mut self, plane: u32) -> Result<u32, Error> {
         self.settle_torn()?;
+        // Blocks are opened from the mount pool's flagged ones (see `pool.rs`): keep some, also
+        // for the openings with data in the buffer (map write-backs, retries), and before the
+        // plane is chosen (a plane whose free blocks are not flagged yet is not full).
+        self.pool_top_up()?;
         let target = self.gc_plane(plane);
         if self.frontiers[Self::frontier_index(target, Stream::Gc)].block != NIL {
-            // Blocks opened with data in the buffer (map write-backs, retries) come from the
-            // pool's flagged ones: keep some (see `pool.rs`).
-            self.pool_top_up()?;
             return Ok(target);
         }
         // The due checkpoint waits while it would take the blocks GC needs to free any (it

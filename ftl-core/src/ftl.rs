@@ -135,7 +135,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             reserve_spent: false,
             gc_pacing: true,
             anchor: crate::anchor::AnchorState::NONE,
-            pool: crate::pool::PoolState { bounded: false, listed: 0, renew_due: false },
+            pool: crate::pool::PoolState { bounded: false, listed: 0, renew_due: false, uncertain: false },
             paced: [PacedVictim::NONE; MAX_TOTAL_PLANES],
             host_stream_pages: [0; 2],
             #[cfg(feature = "wom")]
@@ -437,6 +437,11 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         }
         #[cfg(feature = "dedup")]
         self.dedup_flush_pending(true)?;
+        // An anchor record failed: a mount may take the record before it, whose checkpoint does
+        // not hold what the last one made durable (trims): a new checkpoint and record first.
+        if self.pool.uncertain {
+            self.write_checkpoint()?;
+        }
         self.maintenance()
     }
 

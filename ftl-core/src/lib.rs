@@ -53,7 +53,7 @@ pub mod reuse;
 pub mod wear;
 
 pub use blocks::BlockInfo;
-pub use config::{checkpoint_blocks, Config, RamLayout, DEFAULT_MOUNT_POOL_BLOCKS, MAX_TOTAL_PLANES};
+pub use config::{checkpoint_blocks, Config, RamLayout, MAX_TOTAL_PLANES, RECOMMENDED_MOUNT_POOL_BLOCKS};
 pub use counters::Counters;
 pub use error::Error;
 pub use ftl::{Ftl, Memory};

@@ -35,7 +35,7 @@
 use nand_hal::{BlockId, NandFlash};
 
 use crate::anchor::max_listed_blocks;
-use crate::blocks::FLAG_POOL;
+use crate::blocks::{FLAG_POOL, FLAG_POOL_OLD};
 use crate::checkpoint::checkpoint_pages;
 use crate::map::MappingTable;
 use crate::policy::PolicySet;
@@ -56,6 +56,10 @@ pub struct PoolState {
     pub listed: u32,
     /// A checkpoint is due to renew the pool.
     pub renew_due: bool,
+    /// A record failed to write (a device error, power lost): which of it and the one before a
+    /// mount will find is not known; `flush` writes a checkpoint (and a record) before it
+    /// acknowledges.
+    pub uncertain: bool,
 }
 
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
@@ -111,7 +115,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// Takes the pool the current checkpoint's record lists (mount: the flags are already set).
     pub(crate) fn pool_adopt(&mut self, listed: u32) {
-        self.pool = PoolState { bounded: true, listed, renew_due: false };
+        self.pool = PoolState { bounded: true, listed, renew_due: false, uncertain: false };
     }
 
     /// Forgets the pool: no block is flagged and the allocator takes any block.
@@ -124,8 +128,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// record naming the current checkpoint and it (or, where the anchor cannot hold one, a record
     /// that stops a bounded one on flash from being trusted). Called with the page buffer free.
     pub(crate) fn pool_renew(&mut self) -> Result<(), Error> {
-        self.pool_drop();
-        if self.anchor_fast_allowed() && self.cfg.mount_pool_blocks > 0 {
+        let before = self.pool_change();
+        self.blocks.clear_flags_everywhere(FLAG_POOL);
+        self.pool.listed = 0;
+        self.pool.bounded = false;
+        if self.anchor_fast_allowed() && self.cfg.mount_pool_blocks > 0 && self.anchor_has_copy() {
             // Per plane: the free blocks, coolest first (the allocator's next picks), then the
             // used blocks with the fewest valid pages (greedy GC's next victims, which come back
             // to the free list flagged). Nearly empty device: only free blocks; nearly full: its
@@ -137,11 +144,68 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             }
             self.pool.bounded = true;
         }
-        self.pool.bounded = self.write_anchor(false)?;
-        if !self.pool.bounded {
-            self.pool_drop();
+        self.pool.renew_due = false;
+        self.pool_record(before)
+    }
+
+    /// Before the pool changes: keeps the pool the newest record lists under `FLAG_POOL_OLD`
+    /// and returns whether that record is bounded (see [`Self::pool_record`]).
+    fn pool_change(&mut self) -> bool {
+        self.blocks.copy_flag(FLAG_POOL, FLAG_POOL_OLD);
+        self.pool.bounded
+    }
+
+    /// Writes the record for a changed pool (`bounded_before`: whether the record before it lists
+    /// a pool, kept under `FLAG_POOL_OLD`). Written: the new pool is in force (or, if the record
+    /// could not list it, none: any block may be opened, every mount surveys, until the next
+    /// checkpoint renews it). Failed (a device error): a mount may find either record, so only
+    /// blocks both pools hold may be opened from now on, a checkpoint falls due and the error
+    /// is returned.
+    fn pool_record(&mut self, bounded_before: bool) -> Result<(), Error> {
+        let wanted = self.pool.bounded;
+        match self.write_anchor(false) {
+            Ok(bounded) => {
+                self.blocks.clear_flags_everywhere(FLAG_POOL_OLD);
+                self.pool.uncertain = false;
+                self.pool.bounded = bounded;
+                if !bounded {
+                    // Unlisted although wanted: a renewal (a smaller pool) may fit, unless the
+                    // anchor lost its last copy.
+                    if wanted && self.anchor_has_copy() {
+                        self.counters.pool_unbounded += 1;
+                        self.pool.renew_due = true;
+                    }
+                    self.blocks.clear_flags_everywhere(FLAG_POOL);
+                    self.pool.listed = 0;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                if bounded_before && wanted {
+                    for b in 0..self.geo.total_blocks() {
+                        let f = self.blocks.get(BlockId(b)).flags();
+                        if f & FLAG_POOL != 0 && f & FLAG_POOL_OLD == 0 {
+                            self.blocks.set_flags(BlockId(b), FLAG_POOL, false);
+                            self.pool.listed -= 1;
+                        }
+                    }
+                } else if bounded_before {
+                    // The new record would have listed none: the old pool stays.
+                    for b in 0..self.geo.total_blocks() {
+                        if self.blocks.get(BlockId(b)).flags() & FLAG_POOL_OLD != 0 {
+                            self.blocks.set_flags(BlockId(b), FLAG_POOL, true);
+                            self.pool.listed += 1;
+                        }
+                    }
+                }
+                self.blocks.clear_flags_everywhere(FLAG_POOL_OLD);
+                self.pool.bounded = bounded_before || wanted;
+                self.pool.uncertain = true;
+                self.pool.renew_due = true;
+                self.dirty = true;
+                Err(e)
+            }
         }
-        Ok(())
     }
 
     /// With the page buffer free, before a block may be opened: each plane left with fewer than
@@ -158,16 +222,16 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         let room = self.pool_budget().saturating_sub(self.pool.listed);
         let batch = (room / (2 * planes.max(1))).max(POOL_LOW);
-        let mut added = 0;
-        for plane in 0..planes {
-            if self.blocks.pool_free_count(plane) < POOL_LOW {
-                added += self.pool_flag_free(plane, batch);
-            }
-        }
-        if added == 0 {
+        if (0..planes).all(|p| self.blocks.pool_free_count(p) >= self.blocks.free_count(p)) {
             return Ok(());
         }
-        self.pool_extended()
+        let before = self.pool_change();
+        for plane in 0..planes {
+            if self.blocks.pool_free_count(plane) < POOL_LOW {
+                self.pool_flag_free(plane, batch);
+            }
+        }
+        self.pool_extended(before)
     }
 
     /// Before GC erases victim `b` (with the page buffer free): a victim outside the pool joins it,
@@ -178,8 +242,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         if !self.pool.bounded || self.blocks.get(b).flags() & FLAG_POOL != 0 {
             return Ok(());
         }
+        let before = self.pool_change();
         self.pool_flag(b);
-        self.pool_extended()
+        self.pool_extended(before)
     }
 
     /// Before a checkpoint of `need` blocks, with the page buffer free: flags free blocks until
@@ -190,7 +255,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         let planes = self.geo.total_planes();
         let mut have: u32 = (0..planes).map(|p| self.allocatable(p)).sum();
-        let mut added = 0;
+        if have >= need || (0..planes).all(|p| self.blocks.free_count(p) == self.allocatable(p)) {
+            return Ok(());
+        }
+        let before = self.pool_change();
         while have < need {
             let Some(plane) = (0..planes)
                 .filter(|&p| self.blocks.free_count(p) > self.allocatable(p))
@@ -200,28 +268,16 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             };
             self.pool_flag_free(plane, 1);
             have += 1;
-            added += 1;
         }
-        if added == 0 {
-            return Ok(());
-        }
-        self.pool_extended()
+        self.pool_extended(before)
     }
 
     /// Writes the record an extension needs; past the budget a checkpoint falls due to renew it.
-    fn pool_extended(&mut self) -> Result<(), Error> {
+    fn pool_extended(&mut self, bounded_before: bool) -> Result<(), Error> {
         self.counters.pool_extensions += 1;
         if self.pool.listed > self.pool_budget() {
             self.pool.renew_due = true;
         }
-        self.pool.bounded = self.write_anchor(false)?;
-        if !self.pool.bounded {
-            // No record lists the pool: any block may be opened, every mount surveys, until the
-            // next checkpoint renews it.
-            self.pool_drop();
-            self.pool.renew_due = true;
-            self.counters.pool_unbounded += 1;
-        }
-        Ok(())
+        self.pool_record(bounded_before)
     }
 }

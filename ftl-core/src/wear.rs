@@ -34,7 +34,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let mut coldest: Option<(BlockId, u32)> = None;
         for (b, info) in self.blocks.iter() {
             match info.state() {
-                BlockState::Bad => continue,
+                // The anchor's blocks wear with its records, outside wear leveling.
+                BlockState::Bad | BlockState::Anchor => continue,
                 BlockState::Used if coldest.is_none_or(|(_, ec)| info.erase_count() < ec) => {
                     coldest = Some((b, info.erase_count()));
                 }

@@ -46,7 +46,9 @@ pub fn measure(
     seed: u64,
     map: MapChoice,
 ) -> Result<MountCost, String> {
-    let cfg = Config::for_utilization(&geometry, utilization_permille);
+    let mut cfg = Config::for_utilization(&geometry, utilization_permille);
+    // With the mount pool: a mount after a cut reads the pool's blocks, not every block.
+    cfg.mount_pool_blocks = ftl_core::RECOMMENDED_MOUNT_POOL_BLOCKS;
     let mut emu = Emulator::new(EmulatorConfig::new(geometry)).map_err(|e| e.to_string())?;
     let mut mem = FtlMemory::with_map(&geometry, &cfg, map);
     let n = cfg.logical_pages;

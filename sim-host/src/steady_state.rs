@@ -79,6 +79,8 @@ impl SteadyState {
     pub fn run(&self) -> Result<SteadyStateResult, String> {
         let mut ec = EmulatorConfig::new(self.geometry);
         ec.store_data = false;
+        // The FTL's anchor records must read back (they are verified when written).
+        ec.stored_blocks = ftl_core::anchor::ANCHOR_BLOCKS;
         let mut emu = Emulator::new(ec).map_err(|e| e.to_string())?;
         let cfg = Config::for_utilization(&self.geometry, self.utilization_permille);
         let mut mem = FtlMemory::new(&self.geometry, &cfg);

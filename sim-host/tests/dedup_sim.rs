@@ -22,12 +22,13 @@ fn config(dedup: &str) -> SimConfig {
         dedup: DedupOptions::from_features(dedup).unwrap().unwrap(),
         nv_cache: None,
         flex: Default::default(),
-        wom_recycle_max_valid_permille: 0,
+        wom: sim_host::sim::wom::WomOptions::default(),
+        until_worn_permille: None,
         gc_pacing: true,
         map: sim_host::memory::MapChoice::Flat,
         classifier_opts: Default::default(),
         write_buffer_bytes: None,
-        mount_pool_blocks: ftl_core::DEFAULT_MOUNT_POOL_BLOCKS,
+        mount_pool_blocks: ftl_core::RECOMMENDED_MOUNT_POOL_BLOCKS,
     }
 }
 

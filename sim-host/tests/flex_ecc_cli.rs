@@ -147,6 +147,9 @@ fn filebench(name: &str, args: &[&str]) -> Value {
         .args(["run", "--device", "flexecc", "--luns", "2", "--blocks", "256", "--scheduling", "luns"])
         .args(["--features", "flex-ecc", "--workload", "varmail", "--writes", "3000", "--arrival-us", "20"])
         .args(["--disk-queue", "off", "--cache-share", "1", "--quiet", "--json", json.to_str().unwrap()])
+        // No mount pool: the allocator then takes any free block, and every GC move here stays in
+        // its plane (with the pool a few cross planes when a plane's pool runs short).
+        .args(["--mount-pool-blocks", "0"])
         .args(args)
         .output()
         .unwrap();

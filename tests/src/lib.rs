@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 
 use ftl_core::blocks::BlockState;
 use ftl_core::policy::{DefaultPolicies, PolicySet};
-use ftl_core::reuse::{Reuse, ReuseConfig, SecondWriteCodec};
+use ftl_core::reuse::{ReuseConfig, SecondWriteCodec};
 use ftl_core::{AnyMap, Config, Counters, Error, Ftl};
 use nand_hal::{BlockId, EccRequirement, ErrorKind, Geometry, NandFlash};
 use sim_host::emulator::{Emulator, EmulatorConfig};
@@ -122,6 +122,8 @@ pub struct WomParts {
     pub buffers: ReuseBuffers,
     /// The settings.
     pub config: ReuseConfig,
+    /// A prefetch slot per plane pair ([`ftl_core::reuse::Reuse::with_prefetch_slots`]).
+    pub slots: bool,
 }
 
 /// Formats (`format`) or mounts `nand` with memory from `mem`, with second writes if `wom` is
@@ -139,7 +141,7 @@ pub fn open<'a, N: NandFlash, P: PolicySet>(
         (None, true) => Ftl::format(nand, policies, map, m, cfg),
         (None, false) => Ftl::mount(nand, policies, map, m, cfg),
         (Some(w), format) => {
-            let reuse = Reuse::new(&mut *w.codec, w.buffers.memory(), w.config);
+            let reuse = w.buffers.reuse(&mut *w.codec, w.config, w.slots);
             if format {
                 Ftl::format_reusable(nand, policies, map, m, cfg, reuse)
             } else {
@@ -1048,6 +1050,12 @@ impl<P: PolicySet + Clone> Env<P> {
     /// A new environment over `emu` (nothing done to it yet) whose FTLs run with `policies`.
     pub fn with_policies(emu: Emulator, cfg: Config, policies: P) -> Self {
         let geo = emu.geometry();
+        // Every harness run has the mount pool on (its mounts after a cut read the pool; with a
+        // technique attached the FTL keeps none), unless `FTL_TEST_POOL=0`.
+        let mut cfg = cfg;
+        if cfg.mount_pool_blocks == 0 && std::env::var("FTL_TEST_POOL").as_deref() != Ok("0") {
+            cfg.mount_pool_blocks = ftl_core::RECOMMENDED_MOUNT_POOL_BLOCKS;
+        }
         Env {
             mem: test_memory(&geo, &cfg),
             emu,

@@ -14,7 +14,8 @@ use sim_host::memory::{FtlMemory, MapChoice};
 
 fn setup() -> (Geometry, Config) {
     let geo = geometry(32, 64, 2);
-    let cfg = Config::for_utilization(&geo, 800);
+    let mut cfg = Config::for_utilization(&geo, 800);
+    cfg.mount_pool_blocks = ftl_core::RECOMMENDED_MOUNT_POOL_BLOCKS;
     (geo, cfg)
 }
 
@@ -248,7 +249,8 @@ fn anchor_blocks_rotate() {
 /// reads every block), with every acknowledged write there, for both maps, cut after cut.
 fn cut_mount_case(choice: MapChoice) {
     let geo = geometry(64, 512, 2);
-    let cfg = Config::for_utilization(&geo, 850);
+    let mut cfg = Config::for_utilization(&geo, 850);
+    cfg.mount_pool_blocks = ftl_core::RECOMMENDED_MOUNT_POOL_BLOCKS;
     let map = sized_map(choice, &cfg);
     let mut emu = Emulator::new(EmulatorConfig::new(geo)).unwrap();
     let mut mem = FtlMemory::with_map(&geo, &cfg, map);

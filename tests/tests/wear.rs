@@ -23,6 +23,8 @@ const GEO: Geometry = Geometry {
 fn skewed_run(limit: u32) -> (u32, u64) {
     let mut ec = EmulatorConfig::new(GEO);
     ec.store_data = false;
+    // The FTL's anchor records must read back (they are verified when written).
+    ec.stored_blocks = ftl_core::anchor::ANCHOR_BLOCKS;
     let mut emu = Emulator::new(ec).unwrap();
     let mut cfg = Config::for_utilization(&GEO, 700);
     cfg.wear_spread_limit = limit;

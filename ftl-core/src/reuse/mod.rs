@@ -12,14 +12,17 @@
 //! second-written); that marker is how mount finds the blocks that may hold second writes.
 //!
 //! **Second write**: the logical page goes to the two pages at the offset counter of the
-//! active pair of a plane pair (both invalid, not voided, never second-written), encoded over
+//! active pair of a plane pair (that of the plane the next first write would take, so first and
+//! second writes share one rotation over planes and LUNs; a second write moves it past its pair;
+//! both invalid, not voided, never second-written), encoded over
 //! their current contents, with [`SwMeta`] at the end of both spares; the map points at
 //! the plane-0 half; a bitmap marks second-write pages and the block map
 //! ([`ReuseMemory::pair`]) names each half's partner; both halves carry a valid bit, so both
 //! blocks' valid counts include the page. Only hot pages (the classifier) are second-written,
 //! only when both planes have a recycled block and the blocks are within
 //! [`ReuseConfig::life_permille`] of their rated life; encode failure falls back to a first
-//! write. First writes are scrambled by logical page and complemented when more than half of
+//! write, or with [`ReuseConfig::retry_new_pair`] after one more encoding on the next pair of
+//! invalid pages. First writes are scrambled by logical page and complemented when more than half of
 //! the cells would be programmed (flags in the metadata's `aux` word), so that second writes
 //! succeed on structured data.
 //!
@@ -37,7 +40,9 @@
 //! **Prefetch** ([`Ftl::prefetch_second_write`], when [`ReuseConfig::prefetch`]): background
 //! work between host requests reads the next pair of invalid pages into the pair buffers, so
 //! the next second write programs without reading first (host reads of second writes use a
-//! third buffer and leave the prefetched pair alone).
+//! third buffer and leave the prefetched pair alone). With [`Reuse::with_prefetch_slots`] every
+//! plane pair has its own slot of two raw pages and the prefetch fills all of them (the paper's
+//! one page per plane); a slot is dropped when its pair ends or a block of it is erased.
 //!
 //! **Same-plane pairs** ([`ReuseConfig::same_plane`], off by default): both halves in two
 //! blocks of one plane, programmed and read one after the other (the cost model of the paper's
@@ -63,7 +68,8 @@
 //! before being taken as torn.
 //!
 //! RAM ([`ReuseLayout`]): `ceil(total_pages / 32)` words of second-write bitmap, 5 bytes per
-//! block (partner, state) and three raw pages, plus the codec's own memory.
+//! block (partner, state) and three raw pages, plus the codec's own memory; optionally two raw
+//! pages per plane pair of prefetch slots ([`ReuseLayout::slot_bytes`]).
 
 mod codec;
 mod meta;
@@ -144,6 +150,11 @@ pub struct ReuseConfig {
     pub same_plane: bool,
     /// Read the next pair of invalid pages ahead ([`Ftl::prefetch_second_write`]).
     pub prefetch: bool,
+    /// After an encoding failure (every attempt of the codec on the pair failed), read the
+    /// next pair of invalid pages and encode once more there before falling back to a first
+    /// write (the paper's general retry, section 5.6 and figure 12(c); off by default: the
+    /// polar code retries on the same pages).
+    pub retry_new_pair: bool,
 }
 
 impl ReuseConfig {
@@ -152,11 +163,7 @@ impl ReuseConfig {
     /// what this FTL keeps aside anyway (per plane its free reserve and one open block per
     /// stream plus one, and two checkpoints).
     pub const fn paper(geometry: &Geometry, config: &Config) -> Self {
-        let ppb = if geometry.pages_per_block == 0 { 1 } else { geometry.pages_per_block };
-        let reserve = geometry.total_planes()
-            * (config.gc_free_threshold + crate::frontier::STREAMS as u32 + 1)
-            + 2 * crate::config::checkpoint_blocks(geometry, config.logical_pages);
-        let r = ((geometry.total_pages().saturating_sub(config.logical_pages)) / ppb).saturating_sub(reserve);
+        let r = Self::paper_r_blocks(geometry, config).saturating_sub(Self::reserve_blocks(geometry, config));
         let pct = geometry.blocks_per_plane / 100;
         let floor = config.gc_free_threshold + 2;
         ReuseConfig {
@@ -167,7 +174,22 @@ impl ReuseConfig {
             recycle_max_valid_permille: 1000,
             same_plane: false,
             prefetch: true,
+            retry_new_pair: false,
         }
+    }
+
+    /// The paper's R = T - U: physical minus logical capacity, in blocks.
+    pub const fn paper_r_blocks(geometry: &Geometry, config: &Config) -> u32 {
+        let ppb = if geometry.pages_per_block == 0 { 1 } else { geometry.pages_per_block };
+        geometry.total_pages().saturating_sub(config.logical_pages) / ppb
+    }
+
+    /// Blocks of over-provisioning this FTL keeps aside whatever second writes do (so R here is
+    /// [`Self::paper_r_blocks`] less this): per plane its free reserve and one open block per
+    /// stream plus one, and two checkpoints.
+    pub const fn reserve_blocks(geometry: &Geometry, config: &Config) -> u32 {
+        geometry.total_planes() * (config.gc_free_threshold + crate::frontier::STREAMS as u32 + 1)
+            + 2 * crate::config::checkpoint_blocks(geometry, config.logical_pages)
     }
 }
 
@@ -197,6 +219,11 @@ pub struct ReuseStats {
     pub prefetch_misses: u64,
     /// Offsets skipped because a half was voided or already carried second-write cells.
     pub skipped_pages: u64,
+    /// Encodings retried on a new pair after a failure ([`ReuseConfig::retry_new_pair`]).
+    pub pair_retries: u64,
+    /// Pair reads served by a plane pair's own prefetch slot ([`Reuse::with_prefetch_slots`];
+    /// also counted in `prefetch_hits`).
+    pub slot_hits: u64,
 }
 
 /// Buffer sizes second writes need (see [`ReuseMemory`]).
@@ -223,6 +250,12 @@ impl ReuseLayout {
     /// Total bytes.
     pub const fn total_bytes(&self) -> usize {
         self.second_words * 4 + self.blocks * 5 + 3 * self.page_buf
+    }
+
+    /// Bytes of the optional per-plane-pair prefetch slots ([`Reuse::with_prefetch_slots`]):
+    /// two raw pages per plane pair.
+    pub const fn slot_bytes(&self, geometry: &Geometry) -> usize {
+        (geometry.total_planes() / 2) as usize * 2 * self.page_buf
     }
 }
 
@@ -257,13 +290,16 @@ pub struct Reuse<'m> {
     mem: ReuseMemory<'m>,
     cfg: ReuseConfig,
     active: [ActivePair; MAX_TOTAL_PLANES / 2],
-    next_pair: u32,
     /// Blocks recycled (any stage) or reused, device-wide.
     in_reuse: u32,
     /// Per plane: recycled + active blocks.
     recycled: [u32; MAX_TOTAL_PLANES],
     /// The pages whose raw images are in the buffers, if a prefetch read them.
     prefetched: Option<(PageId, PageId)>,
+    /// Per plane pair, two raw pages read ahead for its next second write (empty: none).
+    slots: &'m mut [u8],
+    /// The pages whose raw images are in each plane pair's slot.
+    slotted: [Option<(PageId, PageId)>; MAX_TOTAL_PLANES / 2],
     stats: ReuseStats,
 }
 
@@ -275,12 +311,23 @@ impl<'m> Reuse<'m> {
             mem,
             cfg,
             active: [NO_PAIR; MAX_TOTAL_PLANES / 2],
-            next_pair: 0,
             in_reuse: 0,
             recycled: [0; MAX_TOTAL_PLANES],
             prefetched: None,
+            slots: &mut [],
+            slotted: [None; MAX_TOTAL_PLANES / 2],
             stats: ReuseStats::default(),
         }
+    }
+
+    /// Gives every plane pair its own prefetch buffer (`slots`: [`ReuseLayout::slot_bytes`]
+    /// bytes), the paper's "one page must be prefetched for each plane": the prefetch then
+    /// reads ahead the next pair of every plane pair with an active pair, not only of the one
+    /// the next second write goes to. A slot is copied into the pair buffers when its pair is
+    /// written. A length that does not fit the geometry is refused when the FTL is built.
+    pub fn with_prefetch_slots(mut self, slots: &'m mut [u8]) -> Self {
+        self.slots = slots;
+        self
     }
 
     fn check(&self, geo: &Geometry, spare_used: usize) -> Result<(), Error> {
@@ -292,6 +339,7 @@ impl<'m> Reuse<'m> {
             || m.page_a.len() != lay.page_buf
             || m.page_b.len() != lay.page_buf
             || m.page_c.len() != lay.page_buf
+            || !(self.slots.is_empty() || self.slots.len() == lay.slot_bytes(geo))
         {
             return Err(Error::Memory);
         }
@@ -320,6 +368,7 @@ impl<'m> Reuse<'m> {
         self.in_reuse = 0;
         self.recycled = [0; MAX_TOTAL_PLANES];
         self.prefetched = None;
+        self.slotted = [None; MAX_TOTAL_PLANES / 2];
     }
 
     fn state(&self, b: BlockId) -> ReuseState {
@@ -589,15 +638,13 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
 
     /// Tries a second write of `lpn`; `Ok(None)` when it must be a first write instead.
     fn try_second_write(&mut self, lpn: u32, data: &[u8]) -> Result<Option<PageId>, Error> {
-        let pairs = self.geo.total_planes() / 2;
-        let q = match self.reuse.as_mut() {
-            Some(r) => {
-                let q = r.next_pair % pairs;
-                r.next_pair = r.next_pair.wrapping_add(1);
-                q as usize
-            }
-            None => return Ok(None),
-        };
+        if self.reuse.is_none() {
+            return Ok(None);
+        }
+        // The plane pair of the plane the next first write would take: second and first writes
+        // share one rotation over the planes (and so over the LUNs), which a second write
+        // advances past its pair.
+        let q = self.next_pair_index();
         // A page an earlier failed program left unvoided must not be followed by newer programs.
         self.settle_torn()?;
         // A trimmed page's old content is still what mount would find until the trim is
@@ -605,54 +652,61 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         if !self.trims.is_empty() {
             self.write_journal()?;
         }
-        let Some((a, b)) = self.next_pair_pages(q)? else {
-            if let Some(r) = self.reuse.as_mut() {
-                r.stats.no_pair += 1;
-            }
-            return Ok(None);
-        };
-        self.load_pair(a, b, true)?;
         let d = self.geo.data_bytes as usize;
         let so = self.sw_offset();
-        let Some(r) = self.reuse.as_mut() else { return Ok(None) };
-        r.prefetched = None;
-        // The pages must not have been voided by the first write nor carry second-write cells.
-        // Nor hold more programmed cells than a second write can live with (pages written
-        // unscrambled, e.g. journal pages): more than 5/8 of the data cells programmed.
-        let fresh = |p: &[u8]| {
-            let programmed: u32 = p[..d].iter().map(|x| x.count_zeros()).sum();
-            p[d + VOID_OFFSET] == 0xFF
-                && p[so..].iter().all(|&x| x == 0xFF)
-                && programmed as usize * 8 <= d * 8 * 5
-        };
-        // The code is computed over the cells as they are: correct the raw read errors of the
-        // first writes' data first (a cell read as erased but programmed would break the
-        // codeword for good). A first write that does not decode (torn) is not used.
-        let cl = META_LEN + self.codec_len;
-        let codec = self.policies.codec();
-        let mut corrected = |p: &mut [u8]| {
-            let (data, spare) = p.split_at_mut(d);
-            codec.decode(data, &spare[META_LEN..cl]).is_ok()
-        };
-        if !fresh(r.mem.page_a)
-            || !fresh(r.mem.page_b)
-            || !corrected(r.mem.page_a)
-            || !corrected(r.mem.page_b)
-        {
-            // Not usable (voided, torn, a second write started here before a cut, or too dense).
-            r.active[q].offset = self.geo.page_in_block(a) + 1;
-            r.stats.skipped_pages += 1;
-            return Ok(None);
-        }
-        let retries = match r.codec.encode(a.0 as u64, data, r.mem.page_a, r.mem.page_b) {
-            Ok(n) => n,
-            Err(_) => {
-                // Move on: another pair may suit this data, and this one other data.
-                r.stats.encode_failures += 1;
+        let mut new_pair_left = self.reuse.as_ref().is_some_and(|r| r.cfg.retry_new_pair);
+        let (a, b, retries) = loop {
+            let Some((a, b)) = self.next_pair_pages(q)? else {
+                if let Some(r) = self.reuse.as_mut() {
+                    r.stats.no_pair += 1;
+                }
+                return Ok(None);
+            };
+            self.load_pair(a, b, true)?;
+            let Some(r) = self.reuse.as_mut() else { return Ok(None) };
+            r.prefetched = None;
+            // The pages must not have been voided by the first write nor carry second-write cells.
+            // Nor hold more programmed cells than a second write can live with (pages written
+            // unscrambled, e.g. journal pages): more than 5/8 of the data cells programmed.
+            let fresh = |p: &[u8]| {
+                let programmed: u32 = p[..d].iter().map(|x| x.count_zeros()).sum();
+                p[d + VOID_OFFSET] == 0xFF
+                    && p[so..].iter().all(|&x| x == 0xFF)
+                    && programmed as usize * 8 <= d * 8 * 5
+            };
+            // The code is computed over the cells as they are: correct the raw read errors of the
+            // first writes' data first (a cell read as erased but programmed would break the
+            // codeword for good). A first write that does not decode (torn) is not used.
+            let cl = META_LEN + self.codec_len;
+            let codec = self.policies.codec();
+            let mut corrected = |p: &mut [u8]| {
+                let (data, spare) = p.split_at_mut(d);
+                codec.decode(data, &spare[META_LEN..cl]).is_ok()
+            };
+            if !fresh(r.mem.page_a)
+                || !fresh(r.mem.page_b)
+                || !corrected(r.mem.page_a)
+                || !corrected(r.mem.page_b)
+            {
+                // Not usable (voided, torn, a second write started here before a cut, or too dense).
                 r.active[q].offset = self.geo.page_in_block(a) + 1;
+                r.stats.skipped_pages += 1;
                 return Ok(None);
             }
+            match r.codec.encode(a.0 as u64, data, r.mem.page_a, r.mem.page_b) {
+                Ok(n) => break (a, b, n),
+                Err(_) => {
+                    // Move on: another pair may suit this data, and this one other data.
+                    r.active[q].offset = self.geo.page_in_block(a) + 1;
+                    if !core::mem::take(&mut new_pair_left) {
+                        r.stats.encode_failures += 1;
+                        return Ok(None);
+                    }
+                    r.stats.pair_retries += 1;
+                }
+            }
         };
+        let Some(r) = self.reuse.as_mut() else { return Ok(None) };
         r.stats.retries += retries as u64;
         let seq = self.seq;
         self.seq += 1;
@@ -699,6 +753,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             }
         }
         self.remap(lpn, Some(a))?;
+        self.next_plane = (2 * q as u32 + 2) % self.geo.total_planes();
         if let Some(r) = self.reuse.as_mut() {
             r.set_second(a, true);
             r.set_second(b, true);
@@ -742,11 +797,24 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         done
     }
 
-    /// Reads the raw images of `a` and `b` into the reuse buffers unless a prefetch holds them.
+    /// Reads the raw images of `a` and `b` into the reuse buffers unless a prefetch holds them
+    /// (in the buffers, or in their plane pair's slot, which is then copied over and emptied).
     fn load_pair(&mut self, a: PageId, b: PageId, on_demand: bool) -> Result<(), Error> {
+        let (q, _) = pair_of(self.geo.plane_index(self.geo.block_of(a)));
         let Some(r) = self.reuse.as_mut() else { return Ok(()) };
         if r.prefetched == Some((a, b)) {
             r.stats.prefetch_hits += 1;
+            return Ok(());
+        }
+        if r.slotted.get(q).copied().flatten() == Some((a, b)) {
+            let n = r.mem.page_a.len();
+            let slot = &r.slots[2 * q * n..2 * (q + 1) * n];
+            r.mem.page_a.copy_from_slice(&slot[..n]);
+            r.mem.page_b.copy_from_slice(&slot[n..]);
+            r.slotted[q] = None;
+            r.prefetched = Some((a, b));
+            r.stats.prefetch_hits += 1;
+            r.stats.slot_hits += 1;
             return Ok(());
         }
         if on_demand {
@@ -759,16 +827,23 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         Ok(())
     }
 
-    /// Background work between host requests: reads the next pair of invalid pages of each
-    /// plane pair's active pair ahead of the next second write (the paper's prefetch), when
-    /// prefetching is on. Returns whether it read anything.
+    /// Background work between host requests: reads the next pair of invalid pages ahead of
+    /// the next second write (the paper's prefetch), when prefetching is on: the pair the next
+    /// second write goes to, into the pair buffers, or with prefetch slots
+    /// ([`Reuse::with_prefetch_slots`]) the next pair of every plane pair with an active pair
+    /// and an empty slot. Returns whether it read anything.
     pub fn prefetch_second_write(&mut self) -> Result<bool, Error> {
         let Some(r) = self.reuse.as_ref() else { return Ok(false) };
-        if !r.cfg.prefetch || r.prefetched.is_some() {
+        if !r.cfg.prefetch {
             return Ok(false);
         }
-        let pairs = self.geo.total_planes() / 2;
-        let q = (r.next_pair % pairs) as usize;
+        if !r.slots.is_empty() {
+            return self.prefetch_slots();
+        }
+        if r.prefetched.is_some() {
+            return Ok(false);
+        }
+        let q = self.next_pair_index();
         let pair = r.active[q];
         if pair.a == NIL {
             return Ok(false);
@@ -778,6 +853,38 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let b = self.geo.page(BlockId(pair.b), o);
         self.load_pair(a, b, false)?;
         Ok(true)
+    }
+
+    /// The plane pair the next second write goes to: that of the next first write's plane.
+    fn next_pair_index(&self) -> usize {
+        let pairs = (self.geo.total_planes() / 2).max(1);
+        ((self.next_plane / 2) % pairs) as usize
+    }
+
+    /// Fills the empty prefetch slots of the plane pairs with an active pair.
+    fn prefetch_slots(&mut self) -> Result<bool, Error> {
+        let mut any = false;
+        for q in 0..(self.geo.total_planes() / 2) as usize {
+            let Some(r) = self.reuse.as_ref() else { return Ok(any) };
+            let pair = r.active[q];
+            if pair.a == NIL || r.slotted[q].is_some() {
+                continue;
+            }
+            let Some(o) = self.next_offset(pair) else { continue };
+            let a = self.geo.page(BlockId(pair.a), o);
+            let b = self.geo.page(BlockId(pair.b), o);
+            if r.prefetched == Some((a, b)) {
+                continue;
+            }
+            let Some(r) = self.reuse.as_mut() else { return Ok(any) };
+            let n = r.mem.page_a.len();
+            let (sa, sb) = r.slots[2 * q * n..2 * (q + 1) * n].split_at_mut(n);
+            self.counters.nand_reads += 2;
+            read_pair(&mut self.nand, &self.geo, a, b, sa, sb)?;
+            r.slotted[q] = Some((a, b));
+            any = true;
+        }
+        Ok(any)
     }
 
     /// The lowest offset from the pair's counter that is free in both blocks.
@@ -814,6 +921,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let Some(r) = self.reuse.as_mut() else { return };
         let pair = core::mem::replace(&mut r.active[q], NO_PAIR);
         r.prefetched = None;
+        if let Some(s) = r.slotted.get_mut(q) {
+            *s = None;
+        }
         for b in [pair.a, pair.b] {
             if b == NIL {
                 continue;
@@ -1134,9 +1244,15 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         for i in 0..geo.pages_per_block {
             r.set_second(geo.page(b, i), false);
         }
-        if let Some((x, y)) = r.prefetched {
-            if geo.block_of(x) == b || geo.block_of(y) == b {
-                r.prefetched = None;
+        let holds = |p: Option<(PageId, PageId)>| {
+            p.is_some_and(|(x, y)| geo.block_of(x) == b || geo.block_of(y) == b)
+        };
+        if holds(r.prefetched) {
+            r.prefetched = None;
+        }
+        for s in r.slotted.iter_mut() {
+            if holds(*s) {
+                *s = None;
             }
         }
     }

@@ -19,6 +19,7 @@ use sim_host::sim::device::{GeometryFlags, Preset};
 use sim_host::sim::ecc_model::{DecodeTiming, ErrorRates};
 use sim_host::sim::flexecc::{EccMode, FlexSimConfig};
 use sim_host::sim::report::compare_table;
+use sim_host::sim::wom::WomOptions;
 use sim_host::sim::{
     parse_classifier, parse_features, plot, simulate, AddressMode, ClassifierKind, ClassifierOpts, Feature,
     Precondition, SimConfig, SimOutput,
@@ -177,6 +178,17 @@ struct DeviceArgs {
     /// page the trace touches (overrides --blocks; use with --compact).
     #[arg(long)]
     fit: bool,
+    /// Over-provisioning on top of the FTL's own reserve blocks (per plane its free reserve and
+    /// open blocks, two checkpoints: `ReuseConfig::reserve_blocks`): the logical capacity is
+    /// (physical - reserve) / (1 + OP/100), so that GC and second writes get R = T - U blocks as
+    /// the Reusable SSD paper defines them; with --fit the device grows to keep the trace's
+    /// pages. The report's op_percent is then the device's whole over-provisioning.
+    #[arg(long)]
+    op_beyond_reserve: bool,
+    /// Override: rated erase cycles per block (second writes stop at 30 % of it; --until-worn
+    /// ends a run when the blocks have spent it on average).
+    #[arg(long)]
+    endurance: Option<u32>,
 }
 
 impl DeviceArgs {
@@ -196,6 +208,8 @@ impl DeviceArgs {
             scheduling: None,
             op: Some(op),
             fit,
+            op_beyond_reserve: false,
+            endurance: None,
         }
     }
 
@@ -208,6 +222,7 @@ impl DeviceArgs {
             blocks: self.blocks,
             planes: self.planes,
             luns: self.luns,
+            endurance: self.endurance,
         }
     }
 }
@@ -310,12 +325,67 @@ impl Default for ClassifierArgs {
     }
 }
 
+/// Second writes' settings (defaults: the paper's, [`WomOptions::default`]).
+#[derive(Args, Clone)]
+struct WomArgs {
+    /// Second writes: encoding success per attempt, per mille (the paper's 950; its figure 12
+    /// sweeps 750-1000).
+    #[arg(long, default_value_t = 950)]
+    wom_success_permille: u32,
+    /// Second writes: encoding attempts on the same pages (2: the paper's polar-code retry; 1:
+    /// no retry, figure 12(a)).
+    #[arg(long, default_value_t = 2)]
+    wom_attempts: u32,
+    /// Second writes: after the attempts fail, encode once more on the next pair of invalid
+    /// pages (read first), then fall back to a first write (the paper's figure 12(c)).
+    #[arg(long)]
+    wom_retry_new_pair: bool,
+    /// Second writes: controller time per encoding attempt, us (default: the paper's
+    /// worst-case ECC computation, half of tR 25 us).
+    #[arg(long, default_value_t = 12.5)]
+    wom_encode_us: f64,
+    /// Second writes: controller time per decoding, us.
+    #[arg(long, default_value_t = 12.5)]
+    wom_decode_us: f64,
+    /// Second writes: prefetch into a slot per plane pair (slots, the paper's) or only the next
+    /// second write's pair (next).
+    #[arg(long, default_value = "slots")]
+    wom_prefetch: String,
+    /// Second writes: requests smaller than this many KiB are hot (the paper's 64; its figure
+    /// 10 sweeps 16-256).
+    #[arg(long, default_value_t = 64)]
+    hot_threshold_kib: u64,
+}
+
+impl Default for WomArgs {
+    fn default() -> Self {
+        let d = WomOptions::default();
+        WomArgs {
+            wom_success_permille: d.success_permille,
+            wom_attempts: d.attempts,
+            wom_retry_new_pair: d.retry_new_pair,
+            wom_encode_us: d.encode_ns as f64 / 1000.0,
+            wom_decode_us: d.decode_ns as f64 / 1000.0,
+            wom_prefetch: "slots".into(),
+            hot_threshold_kib: d.hot_threshold_bytes / 1024,
+        }
+    }
+}
+
 #[derive(Args, Clone)]
 struct RunOpts {
     /// Second writes (wom): GC recycles only victims with at most this share (per mille) of
     /// valid pages (1000: no limit, the paper's rule).
     #[arg(long, default_value_t = 1000)]
     wom_recycle_max_valid: u32,
+    /// Second writes' settings.
+    #[command(flatten)]
+    wom: WomArgs,
+    /// End the measured part once the blocks have spent this share (per mille) of their rated
+    /// endurance on average (the lifetime run: 1000 = worn out, 300 = the paper's life share of
+    /// second writes; combine with --until-written or enough --writes so the input lasts).
+    #[arg(long)]
+    until_worn_permille: Option<u32>,
     /// Before measuring: none, seq, seq+random:PASSES, eti (= seq+random:2).
     #[arg(long, default_value = "none")]
     precondition: String,
@@ -345,10 +415,10 @@ struct RunOpts {
     #[arg(long)]
     write_buffer_mib: Option<u64>,
     /// Blocks the mount pool may list (the blocks a mount after a power cut reads; see
-    /// ftl-core/src/pool.rs). 0: no pool (every mount after a cut surveys every block, no pool
-    /// records), as a technique run has: use it to compare a technique with the baseline like
-    /// for like.
-    #[arg(long, default_value_t = ftl_core::DEFAULT_MOUNT_POOL_BLOCKS)]
+    /// ftl-core/src/pool.rs; the simulator turns it on, the library's default is off). 0: no pool
+    /// (every mount after a cut surveys every block, no pool records), as a technique run has:
+    /// use it to compare a technique with the baseline like for like.
+    #[arg(long, default_value_t = ftl_core::RECOMMENDED_MOUNT_POOL_BLOCKS)]
     mount_pool_blocks: u32,
     /// Write the JSON report here.
     #[arg(long)]
@@ -750,12 +820,23 @@ fn base_config(
     if !(op > 0.0 && op <= 400.0) {
         return Err(format!("--op {op} is not a percentage between 0 (exclusive) and 400"));
     }
+    let mut footprint = None;
     if device.fit {
         let Input::Trace { trace, .. } = inp else {
             return Err("--fit sizes the device to a trace; give --trace".into());
         };
-        dev.geometry =
-            fit_geometry(dev.geometry, footprint_pages(trace, dev.geometry.data_bytes as u64), op)?;
+        let f = footprint_pages(trace, dev.geometry.data_bytes as u64);
+        dev.geometry = if device.op_beyond_reserve {
+            // Grown from one block per plane by `beyond_reserve`.
+            Geometry { blocks_per_plane: 1, ..dev.geometry }
+        } else {
+            fit_geometry(dev.geometry, f, op)?
+        };
+        footprint = Some(f);
+    }
+    let mut op = op;
+    if device.op_beyond_reserve {
+        (dev.geometry, op) = sim_host::sim::device::beyond_reserve(dev.geometry, op, footprint)?;
     }
     let mut cfg = SimConfig {
         label: "baseline".into(),
@@ -778,7 +859,21 @@ fn base_config(
         nv_cache: None,
         dedup: DedupOptions::default(),
         flex: FlexSimConfig::default(),
-        wom_recycle_max_valid_permille: opts.wom_recycle_max_valid,
+        wom: WomOptions {
+            recycle_max_valid_permille: opts.wom_recycle_max_valid,
+            success_permille: opts.wom.wom_success_permille,
+            attempts: opts.wom.wom_attempts,
+            retry_new_pair: opts.wom.wom_retry_new_pair,
+            encode_ns: us_to_ns("--wom-encode-us", opts.wom.wom_encode_us)?,
+            decode_ns: us_to_ns("--wom-decode-us", opts.wom.wom_decode_us)?,
+            prefetch_slots: match opts.wom.wom_prefetch.as_str() {
+                "slots" => true,
+                "next" => false,
+                other => return Err(format!("--wom-prefetch {other}: expected slots or next")),
+            },
+            hot_threshold_bytes: opts.wom.hot_threshold_kib * 1024,
+        },
+        until_worn_permille: opts.until_worn_permille,
         gc_pacing: match opts.gc_pacing.as_str() {
             "on" => true,
             "off" => false,
@@ -818,6 +913,14 @@ fn base_config(
         cfg.write_limit_pages = Some((f * cfg.logical_pages() as f64).ceil() as u64);
     }
     Ok(cfg)
+}
+
+/// Microseconds from the command line as nanoseconds.
+fn us_to_ns(flag: &str, us: f64) -> Result<u64, String> {
+    if !(us.is_finite() && (0.0..=1e6).contains(&us)) {
+        return Err(format!("{flag} {us} is not between 0 and 1000000"));
+    }
+    Ok((us * 1000.0).round() as u64)
 }
 
 /// The geometry with the fewest blocks (a multiple of the planes) whose logical capacity at `op`
@@ -1179,6 +1282,8 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
     };
     let opts = RunOpts {
         wom_recycle_max_valid: 1000,
+        wom: WomArgs::default(),
+        until_worn_permille: None,
         precondition: "eti".into(),
         queue_depth: 8,
         closed_loop: true,
@@ -1186,7 +1291,7 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         map: "flat".into(),
         map_cache_kib: None,
         write_buffer_mib: None,
-        mount_pool_blocks: ftl_core::DEFAULT_MOUNT_POOL_BLOCKS,
+        mount_pool_blocks: ftl_core::RECOMMENDED_MOUNT_POOL_BLOCKS,
         json: Some(out.join("heimdall1370_compare.json")),
         plots: Some(out.join("heimdall1370_plots")),
         quiet: false,
@@ -1238,6 +1343,8 @@ fn map_table(quick: bool) -> Result<(), String> {
     for map in ["flat", "cached"] {
         let opts = RunOpts {
             wom_recycle_max_valid: 1000,
+            wom: WomArgs::default(),
+            until_worn_permille: None,
             precondition: "seq+random:1".into(),
             queue_depth: 1,
             closed_loop: true,
@@ -1245,7 +1352,7 @@ fn map_table(quick: bool) -> Result<(), String> {
             map: map.into(),
             map_cache_kib: None,
             write_buffer_mib: None,
-            mount_pool_blocks: ftl_core::DEFAULT_MOUNT_POOL_BLOCKS,
+            mount_pool_blocks: ftl_core::RECOMMENDED_MOUNT_POOL_BLOCKS,
             json: None,
             plots: None,
             quiet: true,

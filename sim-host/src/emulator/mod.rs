@@ -83,6 +83,9 @@ pub struct EmulatorConfig {
     pub seed: u64,
     /// Whether data areas are stored; `false` is the fast metadata-only mode.
     pub store_data: bool,
+    /// In metadata-only mode, the first this many blocks still store their data areas (an FTL's
+    /// own records there, e.g. its anchor, must read back). Not saved by `persist`.
+    pub stored_blocks: u32,
     /// Whether a program that would turn a 0 bit into 1 is refused (strict check for WOM codes).
     pub reject_set_bits: bool,
     /// Channels (data buses) the LUNs share, LUN `l` on channel `l % channels`; 0 gives every LUN
@@ -100,8 +103,18 @@ impl EmulatorConfig {
             timing: TimingParams::MT29F4G08,
             seed: 0,
             store_data: true,
+            stored_blocks: 0,
             reject_set_bits: false,
             channels: 0,
+        }
+    }
+
+    /// Pages whose data areas are stored: every page, or the first `stored_blocks` blocks'.
+    fn stored_pages(&self) -> usize {
+        if self.store_data {
+            self.geometry.total_pages() as usize
+        } else {
+            (self.stored_blocks.min(self.geometry.total_blocks()) * self.geometry.pages_per_block) as usize
         }
     }
 
@@ -142,8 +155,10 @@ pub struct Emulator {
     geo: Geometry,
     data_bytes: usize,
     spare_bytes: usize,
-    /// Data areas, page after page; empty in metadata-only mode.
+    /// Data areas, page after page, of the first `stored_pages` pages (every page, or in
+    /// metadata-only mode those of the first `stored_blocks` blocks).
     data: Vec<u8>,
+    stored_pages: usize,
     /// Spare areas, page after page.
     spare: Vec<u8>,
     /// One erased data area, returned by `peek_page` in metadata-only mode.
@@ -188,7 +203,7 @@ impl Emulator {
         let (blocks, pages) = (g.total_blocks() as usize, g.total_pages() as usize);
         let mut factory_bad = try_vec(blocks, false)?;
         faults::draw_factory_bad(&config.faults, &mut factory_bad, config.seed);
-        let data = try_vec(if config.store_data { pages * g.data_bytes as usize } else { 0 }, 0xFF)?;
+        let data = try_vec(config.stored_pages() * g.data_bytes as usize, 0xFF)?;
         let spare = try_vec(pages * g.spare_bytes as usize, 0xFF)?;
         let prog_count = try_vec(pages, 0)?;
         let erase_count = try_vec(blocks, 0)?;
@@ -217,6 +232,7 @@ impl Emulator {
         let g = config.geometry;
         let (data_bytes, spare_bytes) = (g.data_bytes as usize, g.spare_bytes as usize);
         let erased_data = try_vec(if config.store_data { 0 } else { data_bytes }, 0xFF)?;
+        let stored_pages = config.stored_pages();
         let mut highest = try_vec(g.total_blocks() as usize, 0u32)?;
         for (counts, h) in prog_count.chunks_exact(g.pages_per_block as usize).zip(highest.iter_mut()) {
             *h = counts.iter().rposition(|&c| c > 0).map_or(0, |i| i as u32 + 1);
@@ -226,6 +242,7 @@ impl Emulator {
             data_bytes,
             spare_bytes,
             data,
+            stored_pages,
             spare,
             erased_data,
             prog_count,
@@ -266,7 +283,7 @@ impl Emulator {
         }
         let p = page.0 as usize;
         let spare = &self.spare[p * self.spare_bytes..(p + 1) * self.spare_bytes];
-        let data = if self.config.store_data {
+        let data = if p < self.stored_pages {
             &self.data[p * self.data_bytes..(p + 1) * self.data_bytes]
         } else {
             &self.erased_data[..]
@@ -428,7 +445,7 @@ impl Emulator {
             return Err(EmuError::PowerLoss);
         }
         let p = page.0 as usize;
-        if self.config.store_data {
+        if p < self.stored_pages {
             let base = p * self.data_bytes;
             copy_bytes(data, &self.data[base..base + data.len()]);
         } else {
@@ -472,7 +489,7 @@ impl Emulator {
                 |old: &[u8], new: &[u8]| old.iter().zip(new).fold(0u8, |acc, (o, n)| acc | (!o & n)) != 0;
             let sb = p * self.spare_bytes;
             let mut bad = sets(&self.spare[sb..sb + spare.len()], spare);
-            if self.config.store_data {
+            if p < self.stored_pages {
                 let db = p * self.data_bytes;
                 bad |= sets(&self.data[db..db + data.len()], data);
             }
@@ -500,7 +517,7 @@ impl Emulator {
         let p = page.0 as usize;
         let fraction = self.config.faults.torn_fraction;
         let rng = if power_cut { &mut self.power.rng } else { &mut self.faults.rng };
-        if self.config.store_data {
+        if p < self.stored_pages {
             let base = p * self.data_bytes;
             faults::partial_program(&mut self.data[base..base + data.len()], data, rng, fraction);
         }
@@ -544,7 +561,7 @@ impl Emulator {
             return (Err(EmuError::ProgramFailed(page)), true);
         }
         let p = page.0 as usize;
-        if self.config.store_data {
+        if p < self.stored_pages {
             let base = p * self.data_bytes;
             and_into(&mut self.data[base..base + data.len()], data);
         }
@@ -558,7 +575,7 @@ impl Emulator {
     fn block_ranges(&self, block: u32) -> (core::ops::Range<usize>, core::ops::Range<usize>) {
         let first = (block * self.geo.pages_per_block) as usize;
         let pages = self.geo.pages_per_block as usize;
-        let data = if self.config.store_data {
+        let data = if first < self.stored_pages {
             first * self.data_bytes..(first + pages) * self.data_bytes
         } else {
             0..0

@@ -264,7 +264,16 @@ fn decode_header(bytes: &[u8], version: u32) -> io::Result<(EmulatorConfig, Head
     if !d.0.is_empty() {
         return Err(invalid("header longer than its fields"));
     }
-    let config = EmulatorConfig { geometry, faults, timing, seed, store_data, reject_set_bits, channels };
+    let config = EmulatorConfig {
+        geometry,
+        faults,
+        timing,
+        seed,
+        store_data,
+        stored_blocks: 0,
+        reject_set_bits,
+        channels,
+    };
     config.validate().map_err(|e| invalid(&e.to_string()))?;
     Ok((config, state))
 }

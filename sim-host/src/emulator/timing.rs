@@ -282,6 +282,10 @@ pub(crate) struct TimingState {
     /// Sum over operations of start to end (array, waits for the bus, transfers, holds): with
     /// LUN queues, the LUNs' busy time.
     total_op_busy: u64,
+    /// Controller computation on the data of the operations issued so far (WOM encoding and
+    /// decoding, `sim::wom::SimulatedWom`): ns the next operation waits after its planes are
+    /// free, taken (reset to zero) by that operation.
+    compute: Option<Arc<AtomicU64>>,
 }
 
 impl TimingState {
@@ -301,7 +305,13 @@ impl TimingState {
             next_not_before: 0,
             next_hold: 0,
             total_op_busy: 0,
+            compute: None,
         }
+    }
+
+    /// Takes the pending computation time (see `compute`).
+    fn take_compute(&mut self) -> u64 {
+        self.compute.as_ref().map_or(0, |c| c.swap(0, Ordering::Relaxed))
     }
 
     pub(crate) fn now(&self) -> u64 {
@@ -359,10 +369,12 @@ impl TimingState {
 
     /// When the planes of `ops` (and, with LUN queues, LUN `lun`) are all free, not before now
     /// plus the delay source's value (work outside the NAND, see `set_delay_source`).
-    fn start_at(&self, lun: usize, planes: &[(usize, u64)]) -> u64 {
+    /// Pending computation (`compute`) runs once the planes are free (their data is in).
+    fn start_at(&mut self, lun: usize, planes: &[(usize, u64)]) -> u64 {
         let now = self.now.saturating_add(self.delay.as_ref().map_or(0, |d| d.load(Ordering::Relaxed)));
         let now = now.max(self.next_not_before);
         let t = planes.iter().map(|&(p, _)| self.plane_busy[p]).fold(now, u64::max);
+        let t = t.saturating_add(self.take_compute());
         if self.lun_queues() {
             t.max(self.lun_busy.get(lun).copied().unwrap_or(0))
         } else {
@@ -468,6 +480,21 @@ impl super::Emulator {
     /// the controller between them, e.g. hashing); `None` (the default) turns it off.
     pub fn set_delay_source(&mut self, delay: Option<Arc<AtomicU64>>) {
         self.timing.delay = delay;
+    }
+
+    /// Controller computation on data already read (or before data is programmed): the value
+    /// of `compute` (ns, added by the computing code) delays the next operation's start past
+    /// the moment its planes are free, and is then reset to zero. Whatever is left after a
+    /// request's last operation is the caller's to add to its completion
+    /// ([`Self::take_compute_ns`]).
+    pub fn set_compute_source(&mut self, compute: Option<Arc<AtomicU64>>) {
+        self.timing.compute = compute;
+    }
+
+    /// Takes the computation time no operation has waited for yet (see
+    /// [`Self::set_compute_source`]).
+    pub fn take_compute_ns(&mut self) -> u64 {
+        self.timing.take_compute()
     }
 
     /// When the most recently issued operation that took time completed (its last plane or
@@ -630,6 +657,29 @@ mod tests {
         e.shape_next_op(Some(10), t3 + 1_000_000);
         e.program_page(e.geometry().page(BlockId(0), 0), &d, &s).unwrap();
         assert_eq!(e.last_op_completion_ns(), t3 + 1_000_000 + 200 + 200_000);
+    }
+
+    /// Computation (WOM encoding) between a read and the program that needs its result: the
+    /// program starts that long after its plane is free; what is left after the last operation
+    /// (decoding) is handed to the caller once, and taken by no operation.
+    #[test]
+    fn computation_delays_the_next_operation_once() {
+        let mut e = emu(1);
+        let g = e.geometry();
+        let compute = Arc::new(AtomicU64::new(0));
+        e.set_compute_source(Some(compute.clone()));
+        let (mut d, mut s) = (vec![0u8; 2048], vec![0u8; 64]);
+        e.read_page(g.page(BlockId(0), 0), &mut d, &mut s).unwrap();
+        let read_end = P.t_r_ns + XFER_PAGE;
+        compute.fetch_add(12_500, Ordering::Relaxed);
+        e.program_page(g.page(BlockId(0), 1), &d, &s).unwrap();
+        let prog_end = read_end + 12_500 + XFER_PAGE + P.t_prog_ns;
+        assert_eq!(e.last_op_completion_ns(), prog_end);
+        // Consumed: the next operation on the plane follows right after.
+        e.read_page(g.page(BlockId(0), 1), &mut d, &mut s).unwrap();
+        assert_eq!(e.last_op_completion_ns(), prog_end + P.t_r_ns + XFER_PAGE);
+        compute.fetch_add(7_000, Ordering::Relaxed);
+        assert_eq!((e.take_compute_ns(), e.take_compute_ns()), (7_000, 0));
     }
 
     #[test]

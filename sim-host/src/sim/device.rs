@@ -46,6 +46,8 @@
 
 use std::str::FromStr;
 
+use ftl_core::reuse::ReuseConfig;
+use ftl_core::Config;
 use nand_hal::{EccRequirement, Geometry};
 
 use crate::emulator::TimingParams;
@@ -205,6 +207,32 @@ impl Preset {
     }
 }
 
+/// `--op-beyond-reserve`: the geometry (grown, if `footprint` is given, until the logical
+/// capacity holds it) and the device's whole over-provisioning in percent such that the logical
+/// capacity is (physical - the FTL's reserve blocks) / (1 + `op` / 100).
+pub fn beyond_reserve(g: Geometry, op: f64, footprint: Option<u64>) -> Result<(Geometry, f64), String> {
+    let mut g = g;
+    for _ in 0..100_000 {
+        let total = g.total_pages() as u64;
+        let guess = (total as f64 / (1.0 + op / 100.0)) as u32;
+        let reserve = ReuseConfig::reserve_blocks(&g, &Config::with_logical_pages(&g, guess)) as u64
+            * g.pages_per_block as u64;
+        let logical = (total.saturating_sub(reserve) as f64 / (1.0 + op / 100.0)).floor() as u64;
+        if logical > 0 && footprint.is_none_or(|f| logical >= f) {
+            // Slightly below the exact ratio, so that SimConfig::logical_pages floors to `logical`.
+            let whole = (total as f64 / logical as f64 - 1.0) * 100.0 * (1.0 - 1e-9);
+            if Config::with_logical_pages(&g, logical as u32).validate(&g, 0).is_ok() {
+                return Ok((g, whole));
+            }
+        }
+        if footprint.is_none() {
+            return Err(format!("--op-beyond-reserve: no logical capacity left at {op}% on this device"));
+        }
+        g.blocks_per_plane += 1;
+    }
+    Err("--op-beyond-reserve: no device size found".into())
+}
+
 /// Geometry overrides from the command line.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct GeometryFlags {
@@ -220,6 +248,8 @@ pub struct GeometryFlags {
     pub planes: Option<u32>,
     /// LUNs.
     pub luns: Option<u32>,
+    /// Rated erase cycles per block.
+    pub endurance: Option<u32>,
 }
 
 impl GeometryFlags {
@@ -236,6 +266,12 @@ impl GeometryFlags {
         }
         if let Some(v) = self.planes {
             g.planes_per_lun = v;
+        }
+        if let Some(v) = self.endurance {
+            if v == 0 {
+                return Err("--endurance 0: a block must take at least one erase".into());
+            }
+            g.endurance = v;
         }
         if let Some(v) = self.luns {
             // LUN addresses are 8 bits wide (`nand_hal::LunId`).
@@ -263,6 +299,28 @@ impl GeometryFlags {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--op-beyond-reserve`: after the FTL's reserve, GC and second writes get the paper's
+    /// R = T - U at the nominal OP (to a page), on a given device and on one grown to a footprint.
+    #[test]
+    fn op_beyond_reserve_leaves_r_at_the_nominal_op() {
+        let g = Preset::WomSsd.device().geometry;
+        for (op, footprint) in [(7.0, None), (28.0, None), (7.0, Some(10_000)), (28.0, Some(10_000))] {
+            let start = if footprint.is_some() { Geometry { blocks_per_plane: 1, ..g } } else { g };
+            let (geo, whole) = beyond_reserve(start, op, footprint).unwrap();
+            let logical = (geo.total_pages() as f64 / (1.0 + whole / 100.0)).floor() as u32;
+            let cfg = Config::with_logical_pages(&geo, logical);
+            let reserve = (ReuseConfig::reserve_blocks(&geo, &cfg) * geo.pages_per_block) as f64;
+            let r = geo.total_pages() as f64 - reserve - logical as f64;
+            assert!((r - logical as f64 * op / 100.0).abs() <= 1.0 + op / 100.0, "{op} {footprint:?}: {r}");
+            assert!(footprint.is_none_or(|f| logical as u64 >= f) && whole > op);
+            if footprint.is_none() {
+                assert_eq!(geo, g);
+            }
+        }
+        let tiny = Geometry { blocks_per_plane: 4, ..g };
+        assert!(beyond_reserve(tiny, 28.0, None).is_err(), "the reserve is the whole device");
+    }
 
     #[test]
     fn presets_parse_and_validate() {

@@ -450,10 +450,13 @@ pub fn simulate_flex(
     let page_bytes = geo.data_bytes as u64;
     let mut ec = EmulatorConfig::new(geo);
     ec.store_data = false;
+    // The FTL's anchor records must read back (they are verified when written).
+    ec.stored_blocks = ftl_core::anchor::ANCHOR_BLOCKS;
     ec.timing = cfg.device.timing;
     ec.channels = cfg.device.channels;
     let mut emu = Emulator::new(ec).map_err(|e| e.to_string())?;
-    let fcfg = Config::with_logical_pages(&geo, cfg.logical_pages());
+    let mut fcfg = Config::with_logical_pages(&geo, cfg.logical_pages());
+    fcfg.mount_pool_blocks = cfg.mount_pool_blocks;
     let n = fcfg.logical_pages;
     let cache_pages = fx.cache_pages_for(n);
     if cache_pages == 0 || cache_pages > n {

@@ -388,9 +388,11 @@ pub struct SimConfig {
     pub dedup: dedup::DedupOptions,
     /// Settings of a FlexECC run (used with [`Feature::FlexEcc`]).
     pub flex: flexecc::FlexSimConfig,
-    /// Second writes: GC recycles only victims with at most this share (per mille) of valid
-    /// pages (1000: the paper's rule, no limit).
-    pub wom_recycle_max_valid_permille: u32,
+    /// Second writes' settings (used when `features` has a wom variant).
+    pub wom: wom::WomOptions,
+    /// Stop the measured part once the device's blocks have on average spent this share (per
+    /// mille) of their rated endurance (the lifetime run: host pages written until then).
+    pub until_worn_permille: Option<u32>,
     /// Paced GC (a copy budget per host write, `ftl_core::pacing`) or whole victims on demand.
     pub gc_pacing: bool,
     /// The map: flat, or on flash behind a cache of a given size.
@@ -476,6 +478,7 @@ pub fn simulate(
     }
     let size = RequestSizeClassifier::default();
     if wom::enabled(cfg).is_some() {
+        let size = RequestSizeClassifier { threshold_bytes: cfg.wom.hot_threshold_bytes };
         wom::check_device(&cfg.device.geometry)?;
         // Reusable SSD: hot (< 64 KiB requests) may become second writes; every first write
         // goes to one host stream (the paper's CleanActive), GC to its own.
@@ -560,21 +563,36 @@ where
     // pages back.
     let cached = matches!(cfg.map, MapChoice::Cached { .. });
     ec.store_data = dedup_on || cached;
+    // The FTL's anchor records must read back (they are verified when written).
+    ec.stored_blocks = ftl_core::anchor::ANCHOR_BLOCKS;
     ec.timing = cfg.device.timing;
     ec.channels = cfg.device.channels;
     let mut emu = Emulator::new(ec).map_err(|e| e.to_string())?;
     let mut fcfg = Config::with_logical_pages(&geo, cfg.logical_pages());
     fcfg.mount_pool_blocks = cfg.mount_pool_blocks;
+    // Static wear leveling checks a spread of 256 erases every 64 erases: 0.26 % of a 100k-cycle
+    // endurance. A device rated for a few hundred cycles (the lifetime runs' `--endurance`) gets
+    // a spread limit of 10 % of it, checked every endurance / 12 erases (every 8 at 100 cycles:
+    // the paper's "all blocks age together" within about 30 %).
+    fcfg.wear_spread_limit = fcfg.wear_spread_limit.min((geo.endurance / 10).max(4));
+    fcfg.wear_check_interval = fcfg.wear_check_interval.min((geo.endurance / 12).max(1));
+    let fcfg = fcfg;
     let mut mem = FtlMemory::with_map(&geo, &fcfg, cfg.map);
     let (map, m) = mem.parts();
     let mut reuse_buffers = wom::ReuseBuffers::new(&geo);
-    let mut wom_codec = wom::SimulatedWom::new(&geo, 0, 950, 2, cfg.seed);
+    let mut wom_codec = wom::SimulatedWom::new(&geo, 0, cfg.wom.success_permille, cfg.wom.attempts, cfg.seed)
+        .with_compute_ns(cfg.wom.encode_ns, cfg.wom.decode_ns);
     let wom_cfg = wom::enabled(cfg).map(|(prefetch, same_plane)| ftl_core::reuse::ReuseConfig {
         prefetch,
         same_plane,
-        recycle_max_valid_permille: cfg.wom_recycle_max_valid_permille,
+        recycle_max_valid_permille: cfg.wom.recycle_max_valid_permille,
+        retry_new_pair: cfg.wom.retry_new_pair,
         ..ftl_core::reuse::ReuseConfig::paper(&geo, &fcfg)
     });
+    let wom_r = (
+        ftl_core::reuse::ReuseConfig::paper_r_blocks(&geo, &fcfg),
+        ftl_core::reuse::ReuseConfig::reserve_blocks(&geo, &fcfg),
+    );
     let mut dbufs = dedup_on.then(|| {
         crate::dedup_memory::DedupBuffers::<{ dedup::BUCKET_ENTRIES }>::new(
             cfg.dedup.sizes(fcfg.logical_pages, geo.data_bytes),
@@ -609,7 +627,9 @@ where
     let mut nv_mem = cfg.nv_cache.map(|s| cdm::SimNvCache::new(s, geo.data_bytes)).transpose()?;
     let formatted = match (wom_cfg, nv_mem.as_mut(), index, dmem) {
         (Some(rc), _, _, _) => {
-            let reuse = ftl_core::reuse::Reuse::new(&mut wom_codec, reuse_buffers.memory(), rc);
+            emu.set_compute_source(Some(wom_codec.compute_source()));
+            let slots = rc.prefetch && cfg.wom.prefetch_slots;
+            let reuse = reuse_buffers.reuse(&mut wom_codec, rc, slots);
             Ftl::format_reusable(&mut emu, policies, map, m, fcfg, reuse)
         }
         (None, Some(c), _, _) => Ftl::format_with_cache(&mut emu, policies, map, m, fcfg, c.cache()?),
@@ -665,6 +685,10 @@ where
         ftl.nand_mut().set_delay_source(Some(hash_delay.clone()));
     }
     let erase_base: Vec<u32> = ftl.nand().erase_counts().to_vec();
+    // The lifetime run's end: every block's rated endurance spent on average.
+    let worn_at =
+        cfg.until_worn_permille.map(|p| geo.endurance as u64 * geo.total_blocks() as u64 * p as u64 / 1000);
+    let erased_before: u64 = erase_base.iter().map(|&e| e as u64).sum();
     let t0 = ftl.nand().idle_at_ns();
 
     let mut read_latency = Latencies::default();
@@ -686,6 +710,9 @@ where
 
     for req in requests {
         if cfg.write_limit_pages.is_some_and(|l| ftl.counters().host_write_pages >= l) {
+            break;
+        }
+        if worn_at.is_some_and(|w| erased_before + ftl.counters().nand_erases >= w) {
             break;
         }
         let Some(span) = page_span(req.offset, req.len, page_bytes) else {
@@ -788,6 +815,11 @@ where
         let nv_ns =
             nv_run.request(nv_before, ftl.nv_counters(), ftl.nv_cache().map_or(0, |c| c.only_copies()));
         let mut done = ftl.nand().window_completion_ns() + nv_ns;
+        // Decoding after the request's last read (a host read of a second write).
+        let compute = ftl.nand_mut().take_compute_ns();
+        if compute > 0 {
+            done = done.max(ftl.nand().last_op_completion_ns() + compute);
+        }
         let mut hash_ns = 0;
         if let (Some(d), Op::Write) = (dsim.as_mut(), req.op) {
             hash_ns = d.after_write(&ftl, done, lpns.len() as u64);
@@ -859,7 +891,7 @@ where
         .classifier()
         .feature_report()
         .into_iter()
-        .chain(ftl.reuse_stats().map(|s| ("wom".to_string(), wom::report(&s, &wom_cfg))))
+        .chain(ftl.reuse_stats().map(|s| ("wom".to_string(), wom::report(&s, &wom_cfg, &cfg.wom, wom_r))))
         .chain(dedup_report.map(|r| ("dedup".to_string(), r)))
         .collect();
     let mut report = Report::from_run(RunStats {

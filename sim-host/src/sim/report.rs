@@ -80,6 +80,8 @@ pub struct Report {
     pub anchor_erases: u64,
     /// Mount-pool extensions (see ftl-core/src/pool.rs).
     pub pool_extensions: u64,
+    /// Times the mount pool could not be listed and went unbounded until the next checkpoint.
+    pub pool_unbounded: u64,
     /// Journal pages programmed.
     pub journal_pages: u64,
     /// Write amplification: `nand_programs / host_write_pages`.
@@ -197,6 +199,7 @@ impl Report {
             anchor_pages: c.anchor_pages,
             anchor_erases: c.anchor_erases,
             pool_extensions: c.pool_extensions,
+            pool_unbounded: c.pool_unbounded,
             journal_pages: c.journal_pages,
             waf: if c.host_write_pages == 0 {
                 0.0

@@ -2,11 +2,15 @@
 //! [`ftl_core::reuse::ReuseMemory`], the polar WOM codec with owned work space ([`PolarWom`]),
 //! and the simulator's codec for metadata-only runs ([`SimulatedWom`]), which, like the paper's
 //! DiskSim experiments, draws encoding success at random with a given probability per attempt
-//! instead of encoding data the emulator does not store.
+//! instead of encoding data the emulator does not store, and charges each encoding attempt and
+//! each decoding on the emulator's clock ([`crate::emulator::Emulator::set_compute_source`]).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use ftl_core::meta::META_LEN;
 use ftl_core::policy::NullCodec;
-use ftl_core::reuse::{ReuseLayout, ReuseMemory, SecondWriteCodec, SecondWriteError};
+use ftl_core::reuse::{Reuse, ReuseConfig, ReuseLayout, ReuseMemory, SecondWriteCodec, SecondWriteError};
 use ftl_policies::wom::{fitted_codec, ftl_layout, WomScratch, WomSecondWrite};
 use nand_hal::Geometry;
 use rand::{Rng, SeedableRng};
@@ -21,6 +25,7 @@ pub struct ReuseBuffers {
     page_a: Vec<u8>,
     page_b: Vec<u8>,
     page_c: Vec<u8>,
+    slots: Vec<u8>,
 }
 
 impl ReuseBuffers {
@@ -34,6 +39,25 @@ impl ReuseBuffers {
             page_a: vec![0; l.page_buf],
             page_b: vec![0; l.page_buf],
             page_c: vec![0; l.page_buf],
+            slots: vec![0; l.slot_bytes(geometry)],
+        }
+    }
+
+    /// Second writes over these buffers, with a prefetch slot per plane pair if `slots`
+    /// ([`Reuse::with_prefetch_slots`]).
+    pub fn reuse<'a>(
+        &'a mut self,
+        codec: &'a mut (dyn SecondWriteCodec + Send),
+        cfg: ReuseConfig,
+        slots: bool,
+    ) -> Reuse<'a> {
+        let ReuseBuffers { second, pair, state, page_a, page_b, page_c, slots: s } = self;
+        let mem = ReuseMemory { second, pair, state, page_a, page_b, page_c };
+        let r = Reuse::new(codec, mem, cfg);
+        if slots {
+            r.with_prefetch_slots(s)
+        } else {
+            r
         }
     }
 
@@ -83,6 +107,9 @@ pub struct SimulatedWom {
     success_permille: u32,
     attempts: u32,
     rng: ChaCha8Rng,
+    encode_ns: u64,
+    decode_ns: u64,
+    compute: Arc<AtomicU64>,
 }
 
 impl SimulatedWom {
@@ -97,7 +124,35 @@ impl SimulatedWom {
     ) -> Self {
         let off = META_LEN + codec_spare;
         let len = (geometry.spare_bytes as usize).saturating_sub(off + ftl_core::reuse::SW_META_LEN);
-        SimulatedWom { region: (off, len), success_permille, attempts, rng: ChaCha8Rng::seed_from_u64(seed) }
+        SimulatedWom {
+            region: (off, len),
+            success_permille,
+            attempts,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            encode_ns: 0,
+            decode_ns: 0,
+            compute: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Charges `encode_ns` per encoding attempt and `decode_ns` per decoding to the counter
+    /// [`Self::compute_source`] returns (for the emulator's
+    /// [`crate::emulator::Emulator::set_compute_source`]).
+    pub fn with_compute_ns(mut self, encode_ns: u64, decode_ns: u64) -> Self {
+        self.encode_ns = encode_ns;
+        self.decode_ns = decode_ns;
+        self
+    }
+
+    /// The counter of computation time not yet waited for.
+    pub fn compute_source(&self) -> Arc<AtomicU64> {
+        self.compute.clone()
+    }
+
+    fn charge(&self, ns: u64) {
+        if ns > 0 {
+            self.compute.fetch_add(ns, Ordering::Relaxed);
+        }
     }
 }
 
@@ -120,6 +175,7 @@ impl SecondWriteCodec for SimulatedWom {
         _b: &mut [u8],
     ) -> Result<u32, SecondWriteError> {
         for retry in 0..self.attempts {
+            self.charge(self.encode_ns);
             if self.rng.random_range(0..1000) < self.success_permille {
                 return Ok(retry);
             }
@@ -133,6 +189,7 @@ impl SecondWriteCodec for SimulatedWom {
         _b: &mut [u8],
         out: &mut [u8],
     ) -> Result<(), SecondWriteError> {
+        self.charge(self.decode_ns);
         out.fill(0);
         Ok(())
     }
@@ -156,6 +213,49 @@ pub fn check_device(geometry: &Geometry) -> Result<(), String> {
     Ok(())
 }
 
+/// The simulator's settings of second writes (the paper's by default).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct WomOptions {
+    /// GC recycles only victims with at most this share (per mille) of valid pages (1000: the
+    /// paper's rule, no limit).
+    pub recycle_max_valid_permille: u32,
+    /// Encoding success per attempt, per mille (the paper's 95 %).
+    pub success_permille: u32,
+    /// Encoding attempts on the same pair (the polar code's retry: 2; 1 for no retry).
+    pub attempts: u32,
+    /// After the attempts fail, encode once more on the next pair of invalid pages
+    /// ([`ReuseConfig::retry_new_pair`], the paper's figure 12(c)).
+    pub retry_new_pair: bool,
+    /// Controller time per encoding attempt, ns.
+    pub encode_ns: u64,
+    /// Controller time per decoding, ns.
+    pub decode_ns: u64,
+    /// A prefetch slot per plane pair ([`Reuse::with_prefetch_slots`]); else one pair is read
+    /// ahead, the next second write's.
+    pub prefetch_slots: bool,
+    /// Requests smaller than this are hot (second-write candidates): the paper's 64 KiB.
+    pub hot_threshold_bytes: u64,
+}
+
+impl Default for WomOptions {
+    /// The paper's: 95 % per attempt, one retry on the same pages, no limit on recycling, a
+    /// prefetch per plane pair, 64 KiB threshold; encoding and decoding charged 12.5 us each,
+    /// the paper's worst-case estimate of a page's ECC computation (section 6.6: "half the read
+    /// access time", tR 25 us in the `wom` presets).
+    fn default() -> Self {
+        WomOptions {
+            recycle_max_valid_permille: 1000,
+            success_permille: 950,
+            attempts: 2,
+            retry_new_pair: false,
+            encode_ns: 12_500,
+            decode_ns: 12_500,
+            prefetch_slots: true,
+            hot_threshold_bytes: 64 * 1024,
+        }
+    }
+}
+
 /// Whether `cfg` runs second writes: (prefetching, same-plane pairs).
 pub fn enabled(cfg: &super::SimConfig) -> Option<(bool, bool)> {
     cfg.features.iter().find_map(|f| match f {
@@ -170,6 +270,8 @@ pub fn enabled(cfg: &super::SimConfig) -> Option<(bool, bool)> {
 pub fn report(
     s: &ftl_core::reuse::ReuseStats,
     cfg: &Option<ftl_core::reuse::ReuseConfig>,
+    opts: &WomOptions,
+    r: (u32, u32),
 ) -> serde_json::Value {
     serde_json::json!({
         "second_writes": s.second_writes,
@@ -183,12 +285,21 @@ pub fn report(
         "prefetch_hits": s.prefetch_hits,
         "prefetch_misses": s.prefetch_misses,
         "skipped_pages": s.skipped_pages,
+        "pair_retries": s.pair_retries,
+        "slot_hits": s.slot_hits,
+        "r_blocks_paper": r.0,
+        "reserve_blocks": r.1,
+        "retry_new_pair": opts.retry_new_pair,
+        "encode_us": opts.encode_ns as f64 / 1000.0,
+        "decode_us": opts.decode_ns as f64 / 1000.0,
+        "prefetch_slots": opts.prefetch_slots,
+        "hot_threshold_bytes": opts.hot_threshold_bytes,
         "cap_blocks": cfg.map(|c| c.cap_blocks),
         "gc_threshold": cfg.map(|c| c.gc_threshold),
         "prefetch": cfg.map(|c| c.prefetch),
         "same_plane": cfg.map(|c| c.same_plane),
         "recycle_max_valid_permille": cfg.map(|c| c.recycle_max_valid_permille),
-        "success_per_attempt": 0.95,
-        "attempts": 2,
+        "success_per_attempt": opts.success_permille as f64 / 1000.0,
+        "attempts": opts.attempts,
     })
 }
