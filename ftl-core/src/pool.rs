@@ -244,6 +244,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         let before = self.pool_change();
         self.pool_flag(b);
+        // The same record brings the plane's next victims in (the used blocks with the fewest
+        // valid pages now), so that the next collections need no record of their own.
+        let plane = self.geo.plane_index(b);
+        let share = self.pool_share();
+        self.pool.listed += self.blocks.flag_fewest_valid(plane, share, FLAG_POOL);
         self.pool_extended(before)
     }
 

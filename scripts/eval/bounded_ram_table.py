@@ -47,4 +47,6 @@ for dev, label in (("", "anchor geometry"), ("mt29f4g08-", "MT29F4G08 (7% OP)"))
         r = json.load(open(p))
         print(f"- Mount reads, {label} at {r['fill_permille'] / 10:.0f}% fill, {m} map: clean {r['mount_reads_clean']:,}, "
               f"after a cut mean {r['mount_reads_after_cut_mean']:,} / max {r['mount_reads_after_cut_max']:,} "
-              f"({r['cuts']} cuts; checkpoint {r['checkpoint_pages']} pages)")
+              f"({r['cuts']} cuts; checkpoint {r['checkpoint_pages']} pages; pages replayed mean "
+              f"{r['mount_replayed_pages_mean']:,} / max {r['mount_replayed_pages_max']:,}; first pages of at most "
+              f"{r['mount_surveyed_blocks_after_cut_max']:,} blocks read)")

@@ -415,10 +415,10 @@ struct RunOpts {
     #[arg(long)]
     write_buffer_mib: Option<u64>,
     /// Blocks the mount pool may list (the blocks a mount after a power cut reads; see
-    /// ftl-core/src/pool.rs; the simulator turns it on, the library's default is off). 0: no pool
-    /// (every mount after a cut surveys every block, no pool records), as a technique run has:
-    /// use it to compare a technique with the baseline like for like.
-    #[arg(long, default_value_t = ftl_core::RECOMMENDED_MOUNT_POOL_BLOCKS)]
+    /// ftl-core/src/pool.rs; 160 is the recommended setting). 0 (the library's default): no
+    /// pool, every mount after a cut surveys every block, no pool records (a technique run keeps
+    /// none either).
+    #[arg(long, default_value_t = 0)]
     mount_pool_blocks: u32,
     /// Write the JSON report here.
     #[arg(long)]
@@ -1291,7 +1291,7 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         map: "flat".into(),
         map_cache_kib: None,
         write_buffer_mib: None,
-        mount_pool_blocks: ftl_core::RECOMMENDED_MOUNT_POOL_BLOCKS,
+        mount_pool_blocks: 0,
         json: Some(out.join("heimdall1370_compare.json")),
         plots: Some(out.join("heimdall1370_plots")),
         quiet: false,
@@ -1352,7 +1352,7 @@ fn map_table(quick: bool) -> Result<(), String> {
             map: map.into(),
             map_cache_kib: None,
             write_buffer_mib: None,
-            mount_pool_blocks: ftl_core::RECOMMENDED_MOUNT_POOL_BLOCKS,
+            mount_pool_blocks: 0,
             json: None,
             plots: None,
             quiet: true,
