@@ -325,7 +325,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         (0..self.geo.total_planes())
             .max_by_key(|&pl| {
                 let i = pl as usize % MAX_TOTAL_PLANES;
-                (self.allocatable(pl), old[i] > new[i])
+                // (Free blocks decide, as without the mount pool; a plane must have one the
+                // allocator may open.)
+                (self.allocatable(pl) > 0, self.blocks.free_count(pl), old[i] > new[i])
             })
             .unwrap_or(0)
     }

@@ -31,8 +31,8 @@ pub struct Config {
     /// first page of each instead of every block's. A pool that outgrows it makes a checkpoint
     /// due. At most what one anchor record lists (`data_bytes / 4 - 10` with the checkpoint's
     /// blocks). 0 (the default) turns the pool off: every mount after a cut surveys every block.
-    /// [`RECOMMENDED_MOUNT_POOL_BLOCKS`] turns it on (opt-in while its effect on static wear
-    /// leveling is open: docs/design.md, "The mount pool").
+    /// [`RECOMMENDED_MOUNT_POOL_BLOCKS`] turns it on (opt-in while its effect on wear is open:
+    /// docs/design.md, "The mount pool").
     pub mount_pool_blocks: u32,
 }
 

@@ -415,9 +415,9 @@ struct RunOpts {
     #[arg(long)]
     write_buffer_mib: Option<u64>,
     /// Blocks the mount pool may list (the blocks a mount after a power cut reads; see
-    /// ftl-core/src/pool.rs; 160 is the recommended setting). 0 (the library's default): no
-    /// pool, every mount after a cut surveys every block, no pool records (a technique run keeps
-    /// none either).
+    /// ftl-core/src/pool.rs; 160 turns it on). The default 0, as the library's (no pool,
+    /// every mount after a cut surveys every block, no pool records; a technique run keeps none
+    /// either) keeps the techniques' evaluations like for like with their baselines.
     #[arg(long, default_value_t = 0)]
     mount_pool_blocks: u32,
     /// Write the JSON report here.
