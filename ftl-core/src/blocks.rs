@@ -258,6 +258,27 @@ impl<'m> BlockTable<'m> {
         }
     }
 
+    /// Sets `flag` on up to `n` used blocks of `plane` that do not have it, fewest valid pages
+    /// first; returns how many. O(blocks visited).
+    pub fn flag_next_fewest_valid(&mut self, plane: u32, n: u32, flag: u8) -> u32 {
+        let mut added = 0;
+        for v in 0..=self.geo.pages_per_block {
+            let mut cur = self.heads[self.bucket_head(plane, v)];
+            while cur != NIL && added < n {
+                let i = &mut self.info[cur as usize];
+                if i.flags() & flag == 0 {
+                    i.set_flag_bits(i.flags() | flag);
+                    added += 1;
+                }
+                cur = i.next();
+            }
+            if added == n {
+                break;
+            }
+        }
+        added
+    }
+
     /// Sets flag `to` on exactly the blocks that have flag `from` (`to` must not be `FLAG_POOL`).
     pub fn copy_flag(&mut self, from: u8, to: u8) {
         for i in self.info.iter_mut() {

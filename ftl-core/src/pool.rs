@@ -46,6 +46,9 @@ use crate::{Error, Ftl};
 /// program failure's retry).
 pub const POOL_LOW: u32 = 3;
 
+/// Victims outside the pool a GC victim's extension record brings in with it.
+pub const VICTIM_BATCH: u32 = 4;
+
 /// The pool's RAM state.
 #[derive(Copy, Clone, Debug, Default)]
 pub struct PoolState {
@@ -244,11 +247,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         let before = self.pool_change();
         self.pool_flag(b);
-        // The same record brings the plane's next victims in (the used blocks with the fewest
-        // valid pages now), so that the next collections need no record of their own.
+        // The same record brings the plane's next few victims in (the used blocks outside the
+        // pool with the fewest valid pages now), so that the next collections need no record of
+        // their own, without growing the pool by more than a few blocks per record (a pool past
+        // its budget costs a checkpoint).
         let plane = self.geo.plane_index(b);
-        let share = self.pool_share();
-        self.pool.listed += self.blocks.flag_fewest_valid(plane, share, FLAG_POOL);
+        self.pool.listed += self.blocks.flag_next_fewest_valid(plane, VICTIM_BATCH, FLAG_POOL);
         self.pool_extended(before)
     }
 
