@@ -1050,11 +1050,11 @@ impl<P: PolicySet + Clone> Env<P> {
     /// A new environment over `emu` (nothing done to it yet) whose FTLs run with `policies`.
     pub fn with_policies(emu: Emulator, cfg: Config, policies: P) -> Self {
         let geo = emu.geometry();
-        // The mount pool is on (the library's default) unless `FTL_TEST_POOL=0`; with a technique
-        // attached the FTL keeps none.
+        // Every harness run has the mount pool on (its mounts after a cut read the pool; with a
+        // technique attached the FTL keeps none), unless `FTL_TEST_POOL=0`.
         let mut cfg = cfg;
-        if std::env::var("FTL_TEST_POOL").as_deref() == Ok("0") {
-            cfg.mount_pool_blocks = 0;
+        if cfg.mount_pool_blocks == 0 && std::env::var("FTL_TEST_POOL").as_deref() != Ok("0") {
+            cfg.mount_pool_blocks = ftl_core::RECOMMENDED_MOUNT_POOL_BLOCKS;
         }
         Env {
             mem: test_memory(&geo, &cfg),

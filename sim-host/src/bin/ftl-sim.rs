@@ -415,7 +415,7 @@ struct RunOpts {
     #[arg(long)]
     write_buffer_mib: Option<u64>,
     /// Blocks the mount pool may list (the blocks a mount after a power cut reads; see
-    /// ftl-core/src/pool.rs; the library's default is 160). The simulator's default 0 (no pool,
+    /// ftl-core/src/pool.rs; 160 turns it on). The default 0, as the library's (no pool,
     /// every mount after a cut surveys every block, no pool records; a technique run keeps none
     /// either) keeps the techniques' evaluations like for like with their baselines.
     #[arg(long, default_value_t = 0)]
