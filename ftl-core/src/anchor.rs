@@ -6,10 +6,15 @@
 //! never allocated nor collected ([`BlockState::Anchor`]); each holds one copy of the anchor log.
 //! A record is one page (`PageKind::Anchor`, protected by the codec and a CRC-32C): words `magic,
 //! version, seq (2 words), flags (bit 0: clean, bit 1: bounded), checkpoint sequence (2 words),
-//! n, m, n checkpoint block numbers (in block order), m pool block numbers, CRC`. Each record is appended to copy 0, then to copy 1, and
-//! read back (a page that does not read back is passed over); a full copy, or one whose next page
-//! the chip refuses, is erased before its next record (the other copy holds the newest
-//! meanwhile). A copy
+//! n, m, n checkpoint block numbers (in block order), m pool block numbers, CRC`. Each record is
+//! appended to both copies, the one whose newest whole record is older first, and read back (a
+//! page that does not read back is passed over); a full copy, or one whose next page the chip
+//! refuses, is erased before its next record. A copy is never erased while the other holds an
+//! older whole record than it (that one is erased first): a cut during the erase must leave the
+//! newest record, or none (then mount surveys), never an older one, which may name a checkpoint
+//! and a pool that are no longer true. (A cut that tears one copy's record leaves the copies
+//! holding different records; before this rule, copy 0 erased for the next record with copy 1
+//! holding the one before the torn one lost a flushed trim, found with the pool on.) A copy
 //! whose program or erase fails is marked bad and dropped; with no good copy left every mount
 //! surveys the device as before.
 //!
@@ -29,7 +34,8 @@
 //! checkpoint, and mount may then take that checkpoint's block table as the truth (see
 //! `recovery.rs`, the fast path). A cut while writing a record leaves it torn (skipped: the record
 //! before it is newest, which was true when it was written, since nothing else happened in
-//! between) or whole. A cut while erasing a copy leaves the other copy's newest record. Anything
+//! between) or whole. A cut while erasing a copy leaves the other copy's record, which is the newest or
+//! (if the other copy holds none) no record at all. Anything
 //! else (no copy, a damaged record, a damaged checkpoint) makes mount fall back to the survey.
 
 use nand_hal::{BlockId, ErrorKind, NandFlash, PageId};
@@ -65,13 +71,16 @@ pub struct AnchorCopy {
     pub block: u32,
     /// The next page to program (`pages_per_block`: erase first).
     pub next_page: u32,
+    /// Sequence number of the newest whole record the copy holds (0: none). A copy is never
+    /// erased while the other holds an older whole record (see `anchor_erase_copy`).
+    pub holds: u64,
 }
 
 impl AnchorCopy {
-    const NONE: AnchorCopy = AnchorCopy { block: NIL, next_page: 0 };
+    const NONE: AnchorCopy = AnchorCopy { block: NIL, next_page: 0, holds: 0 };
 }
 
-/// The anchor's RAM state: 32 bytes.
+/// The anchor's RAM state: 48 bytes.
 #[derive(Copy, Clone, Debug)]
 pub struct AnchorState {
     /// Sequence number of the newest record.
@@ -188,7 +197,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 continue;
             }
             self.blocks.raw_set(b, BlockState::Anchor, 0, 0);
-            let mut copy = AnchorCopy { block: b.0, next_page: 0 };
+            let mut copy = AnchorCopy { block: b.0, next_page: 0, holds: 0 };
             if first != SpareState::Erased {
                 // Records are appended in order and each is read back: a page whose program was
                 // cut before its metadata (metadata erased, data not) gets the next record
@@ -213,6 +222,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                             self.blocks.set_erase_count(b, m.erase_count);
                         }
                         whole = true;
+                        copy.holds = r.seq;
                         if best.is_none_or(|(s, _)| r.seq > s) {
                             let found =
                                 Found { page, clean: r.clean, bounded: r.bounded, ckpt_seq: r.ckpt_seq };
@@ -269,7 +279,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             if self.blocks.state(b) == BlockState::Free {
                 self.blocks.set_state(b, BlockState::Anchor);
                 if let Some(c) = self.anchor.copies.get_mut(slot) {
-                    *c = AnchorCopy { block: b.0, next_page: 0 };
+                    *c = AnchorCopy { block: b.0, next_page: 0, holds: 0 };
                     slot += 1;
                 }
             }
@@ -294,7 +304,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         let seq = self.anchor.seq + 1;
         let mut written = 0;
-        for i in 0..self.anchor.copies.len() {
+        // The copy holding the older newest record first: once it holds this one, the other may
+        // be erased for it (a cut while a copy holding the newest record is erased must leave
+        // that record in the other copy, or mount would take an older one).
+        let first = usize::from(self.anchor.copies[1].holds < self.anchor.copies[0].holds);
+        for i in [first, 1 - first] {
             written += self.anchor_program_copy(i, seq, clean, bounded)? as u32;
         }
         self.anchor.seq = seq;
@@ -378,16 +392,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let b = BlockId(c.block);
             let mut next = c.next_page;
             if next >= ppb {
-                self.counters.nand_erases += 1;
-                self.counters.anchor_erases += 1;
-                match self.nand.erase_block(b) {
-                    Ok(()) => self.blocks.count_erase(b),
-                    Err(e) if nand_hal::Error::kind(&e) == ErrorKind::EraseFailed => {
-                        self.counters.erase_failures += 1;
-                        self.anchor_drop(i);
-                        return Ok(false);
-                    }
-                    Err(e) => return Err(e.into()),
+                if !self.anchor_erase_copy(i)? {
+                    return Ok(false);
                 }
                 next = 0;
             }
@@ -411,6 +417,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             match self.nand.program_page(page, &self.buf[..d], &self.buf[d..d + spare_len]) {
                 Ok(()) => {
                     if matches!(self.anchor_read(page)?, Some(r) if r.seq == seq) {
+                        self.anchor.copies[i].holds = seq;
                         return Ok(true);
                     }
                 }
@@ -434,6 +441,41 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             }
         }
         Ok(false)
+    }
+
+    /// Erases copy `i` for its next record; `Ok(false)` if the erase failed (the copy is dropped).
+    /// If the other copy holds an older whole record than this one, it is erased first: a cut
+    /// during this erase must not leave that older record the newest on flash (it may name a
+    /// checkpoint and pool that are no longer true; with no record, mount surveys).
+    fn anchor_erase_copy(&mut self, i: usize) -> Result<bool, Error> {
+        let j = 1 - i;
+        let other = self.anchor.copies[j];
+        if other.block != NIL && other.holds != 0 && other.holds < self.anchor.copies[i].holds {
+            self.anchor_erase_block(j)?;
+        }
+        self.anchor_erase_block(i)
+    }
+
+    /// Erases copy `i`'s block: it holds nothing and starts at page 0. `Ok(false)` if the erase
+    /// failed (the copy is dropped).
+    fn anchor_erase_block(&mut self, i: usize) -> Result<bool, Error> {
+        let b = BlockId(self.anchor.copies[i].block);
+        self.counters.nand_erases += 1;
+        self.counters.anchor_erases += 1;
+        match self.nand.erase_block(b) {
+            Ok(()) => {
+                self.blocks.count_erase(b);
+                self.anchor.copies[i].holds = 0;
+                self.anchor.copies[i].next_page = 0;
+                Ok(true)
+            }
+            Err(e) if nand_hal::Error::kind(&e) == ErrorKind::EraseFailed => {
+                self.counters.erase_failures += 1;
+                self.anchor_drop(i);
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Copy `i` went bad: marked bad, dropped.
