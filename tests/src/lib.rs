@@ -1050,9 +1050,9 @@ impl<P: PolicySet + Clone> Env<P> {
     /// A new environment over `emu` (nothing done to it yet) whose FTLs run with `policies`.
     pub fn with_policies(emu: Emulator, cfg: Config, policies: P) -> Self {
         let geo = emu.geometry();
-        // `FTL_TEST_POOL=1` runs the harness with the mount pool on (opt-in, like the library's
-        // default; with it the geometries proptest found a trim lost after a cut, open: see
-        // docs/design.md, "The mount pool"). tests/tests/anchor.rs runs it in the default run.
+        // `FTL_TEST_POOL=1` runs every harness run with the mount pool on (it is opt-in in the
+        // library; by default tests/tests/anchor.rs and half the model and geometries proptest
+        // cases run with it: see docs/design.md, "The mount pool").
         let mut cfg = cfg;
         if cfg.mount_pool_blocks == 0 && std::env::var("FTL_TEST_POOL").as_deref() == Ok("1") {
             cfg.mount_pool_blocks = ftl_core::RECOMMENDED_MOUNT_POOL_BLOCKS;

@@ -10,6 +10,8 @@
 //! panic (overflow checks are on in the test profile), no failed or `Corrupt` mount, guarantees
 //! 1 and 2 after every cut, everything read back after a final clean remount.
 //!
+//! Half the cases run with the mount pool (`Config::mount_pool_blocks`).
+//!
 //! `PROPTEST_CASES` sets the case count (default 400).
 
 use ftl_core::{Config, Error};
@@ -40,12 +42,12 @@ fn case() -> impl Strategy<Value = Case> {
             prop_oneof![Just(32u32), Just(40), Just(64), Just(128)],
             prop_oneof![Just(2u32), Just(3), Just(4), Just(8), Just(16), Just(64), Just(128)],
         ),
-        (0..40u32, prop_oneof![Just(2u8), Just(4)], any::<bool>()),
+        (0..40u32, prop_oneof![Just(2u8), Just(4)], any::<bool>(), any::<bool>()),
         (50..=950u32, 2..=6u32, 1..=140u32, 1..=128u32, 1..=512u32),
         (any::<u64>(), 50..400usize),
     )
         .prop_map(
-            |((ppl, luns, data), (spare, ppb), (extra_blocks, nop, sequential), c, (seed, ops))| {
+            |((ppl, luns, data), (spare, ppb), (extra_blocks, nop, sequential, pool), c, (seed, ops))| {
                 let (permille, gc, interval, wear_check, wear_spread) = c;
                 let planes = ppl * luns;
                 // Enough blocks per plane for the reserves most of the time, within MAX_PAGES.
@@ -68,6 +70,8 @@ fn case() -> impl Strategy<Value = Case> {
                 cfg.checkpoint_interval_blocks = interval;
                 cfg.wear_check_interval = wear_check;
                 cfg.wear_spread_limit = wear_spread;
+                // Half the cases with the mount pool (opt-in in the library).
+                cfg.mount_pool_blocks = if pool { ftl_core::RECOMMENDED_MOUNT_POOL_BLOCKS } else { 0 };
                 Case { geo, cfg, seed, ops }
             },
         )

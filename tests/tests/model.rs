@@ -58,6 +58,12 @@ fn large_block_config() -> (nand_hal::Geometry, Config) {
     (geo, cfg)
 }
 
+/// Half the cases run with the mount pool (opt-in in the library; see ftl-core/src/pool.rs).
+fn with_pool(cfg: Config, pool: bool) -> Config {
+    let mount_pool_blocks = if pool { ftl_core::RECOMMENDED_MOUNT_POOL_BLOCKS } else { 0 };
+    Config { mount_pool_blocks, ..cfg }
+}
+
 fn run_on(
     geo: nand_hal::Geometry,
     cfg: Config,
@@ -90,12 +96,13 @@ proptest! {
         ops in proptest::collection::vec(op(config().logical_pages), 1..300),
         torn in prop_oneof![Just(0.5), Just(0.99), Just(0.999), Just(1.0), Just(0.01)],
         erase in prop_oneof![Just(0.5), Just(0.01), Just(0.999)],
+        pool in any::<bool>(),
     ) {
         // The flat map only: with 4-page blocks a victim frees too little for the cached map's
         // write-backs during GC (docs/design.md, "GC and the cached map"); the cached map runs
         // in the large-block property below.
         let geo = geometry(PPB, BLOCKS_PER_PLANE, PLANES);
-        run_on(geo, config(), Verify::All, &ops, torn, erase, false).map_err(TestCaseError::fail)?;
+        run_on(geo, with_pool(config(), pool), Verify::All, &ops, torn, erase, false).map_err(TestCaseError::fail)?;
     }
 
     #[test]
@@ -104,8 +111,10 @@ proptest! {
         torn in prop_oneof![Just(0.5), Just(0.999), Just(1.0)],
         erase in prop_oneof![Just(0.5), Just(0.999)],
         cached in any::<bool>(),
+        pool in any::<bool>(),
     ) {
         let (geo, cfg) = large_block_config();
+        let cfg = with_pool(cfg, pool);
         // Reads back only what each op touched, so cut and fault offsets land on programs and
         // erases rather than on the read-back.
         run_on(geo, cfg, Verify::Touched, &ops, torn, erase, cached).map_err(TestCaseError::fail)?;
