@@ -48,6 +48,15 @@ pub enum BlockState {
     Anchor = 9,
 }
 
+/// Which free block an allocation takes (dynamic wear leveling, see `wear.rs`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Pick {
+    /// The least worn: for data expected to be rewritten soon (host data, checkpoints, map pages).
+    Coolest,
+    /// The most worn: for data that has already outlived a block (GC and wear-leveling moves).
+    Hottest,
+}
+
 /// Flag: the block holds a journal page newer than the current checkpoint, so it must not be
 /// erased before the next checkpoint.
 pub const FLAG_LIVE_JOURNAL: u8 = 1;
@@ -431,6 +440,18 @@ impl<'m> BlockTable<'m> {
     /// The free block with the lowest erase count in `plane` (dynamic wear leveling).
     pub fn coolest_free(&self, plane: u32) -> Option<BlockId> {
         self.coolest_free_with(plane, 0, 0)
+    }
+
+    /// The free block with the highest erase count in `plane` among those whose flags masked by
+    /// `mask` equal `want`. O(free blocks of the plane).
+    pub fn hottest_free_with(&self, plane: u32, mask: u8, want: u8) -> Option<BlockId> {
+        let mut best: Option<(u32, u32)> = None;
+        self.each_free(plane, |b, i| {
+            if i.flags() & mask == want && best.is_none_or(|(_, ec)| i.erase_count() > ec) {
+                best = Some((b, i.erase_count()));
+            }
+        });
+        best.map(|(b, _)| BlockId(b))
     }
 
     /// The free block with the lowest erase count in `plane` among those whose flags masked by

@@ -21,7 +21,7 @@
 
 use nand_hal::{BlockId, ErrorKind, NandFlash, PageId};
 
-use crate::blocks::BlockState;
+use crate::blocks::{BlockState, Pick};
 use crate::map::MappingTable;
 use crate::meta::{void_zeros, PageKind, PageMeta, META_LEN, VOID_PROGRAM, VOID_STRONG_ZEROS};
 use crate::policy::{PageCodec, PageFormat, PolicySet, Stream};
@@ -461,7 +461,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// Opens a fresh block on a frontier (no GC, no checkpoint: safe with data in the buffer).
     fn open_block(&mut self, plane: u32, stream: Stream) -> Result<(), Error> {
-        let b = self.alloc_block(plane)?;
+        // Dynamic wear leveling (see `wear.rs`): data GC moves has outlived a block once and
+        // goes to the most worn free block; everything else to the least worn.
+        let pick = if stream == Stream::Gc { Pick::Hottest } else { Pick::Coolest };
+        let b = self.alloc_block_for(plane, pick)?;
         self.blocks.set_state(b, BlockState::Open);
         let i = Self::frontier_index(plane, stream);
         self.frontiers[i] = Frontier { block: b.0, next_page: 0 };
@@ -473,9 +476,18 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Takes the coolest free block of `plane` the allocator may open (one in the mount pool
     /// while it is bounded: see `pool.rs`), erased.
     pub(crate) fn alloc_block(&mut self, plane: u32) -> Result<BlockId, Error> {
+        self.alloc_block_for(plane, Pick::Coolest)
+    }
+
+    /// As [`Self::alloc_block`], taking the free block `pick` says.
+    pub(crate) fn alloc_block_for(&mut self, plane: u32, pick: Pick) -> Result<BlockId, Error> {
         loop {
             let mask = self.pool_mask();
-            let b = self.blocks.coolest_free_with(plane, mask, mask).ok_or(Error::NoSpace)?;
+            let b = match pick {
+                Pick::Coolest => self.blocks.coolest_free_with(plane, mask, mask),
+                Pick::Hottest => self.blocks.hottest_free_with(plane, mask, mask),
+            }
+            .ok_or(Error::NoSpace)?;
             if self.blocks.state(b) == BlockState::Dirty {
                 self.erase_free_block(b)?;
                 if self.blocks.state(b) == BlockState::Bad {

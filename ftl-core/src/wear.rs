@@ -1,6 +1,12 @@
 //! Wear leveling.
 //!
-//! Dynamic: allocation takes the free block with the lowest erase count (see `frontier`).
+//! Dynamic: host data, checkpoints and map pages take the free block with the lowest erase
+//! count, the GC stream (pages GC and static leveling move: data that outlived a block once) the
+//! one with the highest (see `frontier`, [`crate::blocks::Pick`]). Measured (uniform random at
+//! 90% fill, anchor geometry, twelve capacities of writes): erase-count spread 10 where coolest
+//! for every stream gave 17, and 11 instead of 52 with the mount pool, whose released checkpoint
+//! blocks were otherwise the only free blocks left at each checkpoint and took it again and
+//! again; the static test's skewed workload: spread 40 with 618 moves instead of 45 with 682.
 //! Static: every `wear_check_interval` erases, the spread between the most worn good block and the
 //! least worn used block is checked; past `wear_spread_limit`, that cold block is collected (its
 //! data moves to the GC stream) so its low-wear block returns to the free pool, where dynamic
