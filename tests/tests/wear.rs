@@ -62,9 +62,6 @@ fn static_wear_leveling_bounds_the_spread() {
     assert!(spread <= limit + 24, "spread {spread} with limit {limit}");
 }
 
-/// A device whose checkpoint takes two blocks.
-const UNIFORM_GEO: Geometry = Geometry { pages_per_block: 32, blocks_per_plane: 128, ..GEO };
-
 /// Uniform overwrites at 90% fill of the anchor geometry (a checkpoint takes three blocks), after
 /// a sequential fill, with and without the mount pool: (spread, mean erase count).
 fn uniform_run(pool: u32) -> (u32, u32) {
