@@ -30,9 +30,8 @@ pub struct Config {
     /// Most blocks the mount pool lists (see `pool.rs`): a mount after a power cut reads the
     /// first page of each instead of every block's. A pool that outgrows it makes a checkpoint
     /// due. At most what one anchor record lists (`data_bytes / 4 - 10` with the checkpoint's
-    /// blocks). 0 (the default) turns the pool off: every mount after a cut surveys every block.
-    /// [`RECOMMENDED_MOUNT_POOL_BLOCKS`] turns it on (opt-in while its effect on wear is open:
-    /// docs/design.md, "The mount pool").
+    /// blocks). Default [`RECOMMENDED_MOUNT_POOL_BLOCKS`]; 0 turns the pool off: every mount
+    /// after a cut surveys every block (and no pool records are written).
     pub mount_pool_blocks: u32,
 }
 
@@ -66,7 +65,7 @@ impl Config {
             wear_spread_limit: 256,
             wear_check_interval: 64,
             checkpoint_interval_blocks: if max_interval < 64 { max_interval } else { 64 },
-            mount_pool_blocks: 0,
+            mount_pool_blocks: RECOMMENDED_MOUNT_POOL_BLOCKS,
         }
     }
 
@@ -121,8 +120,8 @@ impl Config {
     }
 }
 
-/// A [`Config::mount_pool_blocks`] that turns the pool on: with the anchor's reads and a cached
-/// map's checkpoint, a mount after a cut reads under 256 pages plus what it replays.
+/// The default [`Config::mount_pool_blocks`]: with the anchor's reads and a cached map's
+/// checkpoint, a mount after a cut reads under 256 pages plus what it replays.
 pub const RECOMMENDED_MOUNT_POOL_BLOCKS: u32 = 160;
 
 /// Blocks one checkpoint occupies.

@@ -1050,12 +1050,16 @@ impl<P: PolicySet + Clone> Env<P> {
     /// A new environment over `emu` (nothing done to it yet) whose FTLs run with `policies`.
     pub fn with_policies(emu: Emulator, cfg: Config, policies: P) -> Self {
         let geo = emu.geometry();
-        // `FTL_TEST_POOL=1` runs every harness run with the mount pool on (it is opt-in in the
-        // library; by default tests/tests/anchor.rs and half the model and geometries proptest
-        // cases run with it: see docs/design.md, "The mount pool").
+        // The mount pool is on as in the library's default (the model and geometries proptests
+        // turn it off in half their cases); `FTL_TEST_POOL=0` turns it off in every harness run,
+        // `FTL_TEST_POOL=1` on in every one (see docs/design.md, "The mount pool").
         let mut cfg = cfg;
-        if cfg.mount_pool_blocks == 0 && std::env::var("FTL_TEST_POOL").as_deref() == Ok("1") {
-            cfg.mount_pool_blocks = ftl_core::RECOMMENDED_MOUNT_POOL_BLOCKS;
+        match std::env::var("FTL_TEST_POOL").as_deref() {
+            Ok("0") => cfg.mount_pool_blocks = 0,
+            Ok("1") if cfg.mount_pool_blocks == 0 => {
+                cfg.mount_pool_blocks = ftl_core::RECOMMENDED_MOUNT_POOL_BLOCKS;
+            }
+            _ => {}
         }
         Env {
             mem: test_memory(&geo, &cfg),

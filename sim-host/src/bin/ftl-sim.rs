@@ -415,9 +415,10 @@ struct RunOpts {
     #[arg(long)]
     write_buffer_mib: Option<u64>,
     /// Blocks the mount pool may list (the blocks a mount after a power cut reads; see
-    /// ftl-core/src/pool.rs; 160 turns it on). The default 0, as the library's (no pool,
-    /// every mount after a cut surveys every block, no pool records; a technique run keeps none
-    /// either) keeps the techniques' evaluations like for like with their baselines.
+    /// ftl-core/src/pool.rs; the library's default is 160). The simulator's default 0 (no pool,
+    /// every mount after a cut surveys every block, no pool records; wom, dedup and the NV cache
+    /// mount by survey and keep none either) keeps the techniques' evaluations like for like
+    /// with their baselines.
     #[arg(long, default_value_t = 0)]
     mount_pool_blocks: u32,
     /// Write the JSON report here.

@@ -188,7 +188,7 @@ fn decode_log_header(h: &[u8]) -> Option<(u64, u64, Config)> {
         wear_check_interval: u32_at(36),
         checkpoint_interval_blocks: u32_at(40),
         // Not stored: a mount-time choice, not a property of the image (the library's default).
-        mount_pool_blocks: 0,
+        mount_pool_blocks: ftl_core::RECOMMENDED_MOUNT_POOL_BLOCKS,
     };
     Some((u64_at(8), u64_at(16), config))
 }
