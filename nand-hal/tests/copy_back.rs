@@ -352,6 +352,15 @@ fn the_model_enforces_the_copy_back_rules() {
     program_for_move(&mut c, g.page(BlockId(2), 1)).unwrap();
     assert!(matches!(c.command(cmd::PROGRAM_CONFIRM), Err(ModelError::ProgramOrder { .. })));
     assert_eq!(c.program_count(g.page(BlockId(2), 1)), Some(0));
+    // Without odd-to-even copy-back: same parity only.
+    let mut cfg = ModelConfig::for_geometry(&g).unwrap();
+    cfg.param.features &= !features::ODD_TO_EVEN_COPYBACK;
+    let mut c = chip_cfg(cfg);
+    read_for_move(&mut c, PageId(0));
+    assert!(protocol(program_for_move(&mut c, g.page(BlockId(2), 1))));
+    read_for_move(&mut c, PageId(0));
+    program_for_move(&mut c, g.page(BlockId(2), 2)).unwrap();
+    c.command(cmd::PROGRAM_CONFIRM).unwrap();
     // Not advertised: 35h refused.
     let mut cfg = ModelConfig::for_geometry(&g).unwrap();
     cfg.param.optional_commands &= !nand_hal::onfi::param_page::optional_commands::COPYBACK;
@@ -492,4 +501,33 @@ fn errors_say_which_half_failed() {
     let dst = g.page(BlockId(4), 2);
     assert_eq!(copy(&mut n, dst), Err(CopyBackError::Read(OnfiError::Timeout)));
     assert_eq!(n.bus().program_count(dst), Some(0));
+}
+
+#[test]
+fn copy_back_on_a_bus_without_ready_busy() {
+    let g = small();
+    let cfg = ModelConfig { ready_line: false, ..ModelConfig::for_geometry(&g).unwrap() };
+    let mut c = chip_cfg(cfg);
+    let mut n = OnfiNand::new(&mut c).unwrap();
+    let src = g.page(BlockId(2), 0);
+    let (data, spare) = (pattern(512, 40), pattern(16, 41));
+    n.program_page(src, &data, &spare).unwrap();
+    for (i, read) in [CopyBackRead::Nothing, CopyBackRead::Spare, CopyBackRead::Page].into_iter().enumerate()
+    {
+        let dst = g.page(BlockId(4), i as u32);
+        let (mut d, mut s) = (vec![0u8; 512], vec![0u8; 16]);
+        let op = CopyBackOp { src, dst, read, data: &mut d, spare: &mut s };
+        n.copy_back(op, &mut |_, s| {
+            s[15] = 0;
+            CopyBackAction::Program { write_data: false, write_spare: true }
+        })
+        .unwrap();
+        let mut want = [&data[..], &spare[..]].concat();
+        if read == CopyBackRead::Nothing {
+            // The spare buffer was not read out: what the caller had there is written back.
+            want[512..].fill(0);
+        }
+        want[527] = 0;
+        assert_eq!(stored(n.bus(), dst), want, "{read:?}");
+    }
 }
