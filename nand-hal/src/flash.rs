@@ -13,7 +13,11 @@
 //!   page offset. On error it returns the index of the failing operation: operations before it
 //!   completed; the state of the failing one and of those after it is unknown (treat their pages
 //!   as consumed). The default methods issue single-plane operations one after another.
+//! - A copy-back ([`NandFlash::copy_back`]) moves a page within one plane; its rules, and the
+//!   rule that the caller must still check the data, are in [`crate::copy_back`]. The default
+//!   method is a read followed by a program.
 
+use crate::copy_back::{copy_back_fallback, CopyBackAction, CopyBackCaps, CopyBackError, CopyBackOp};
 use crate::{BlockId, ErrorType, Geometry, PageId};
 
 /// Most planes per LUN any device may have.
@@ -92,6 +96,28 @@ pub trait NandFlash: ErrorType {
         }
         Ok(())
     }
+
+    /// What the device offers for [`NandFlash::copy_back`]. Default:
+    /// [`CopyBackCaps::FALLBACK`] (read + program).
+    fn copy_back_caps(&self) -> CopyBackCaps {
+        CopyBackCaps::FALLBACK
+    }
+
+    /// Copies `op.src` to `op.dst` through the page register (see [`crate::copy_back`]): the
+    /// read, the read-out `op.read` names, `check` on the buffers (it must decode the data, or
+    /// the caller must bound unread copies: see the module's check rule), then, unless `check`
+    /// answers [`CopyBackAction::Abort`], the program. Returns the action taken.
+    ///
+    /// Default ([`copy_back_fallback`]): the pair rules ([`crate::copy_back::check_copy_back`]), [`NandFlash::read_page`] of the whole
+    /// page into the buffers, `check`, [`NandFlash::program_page`] of the buffers.
+    fn copy_back(
+        &mut self,
+        op: CopyBackOp<'_>,
+        check: &mut dyn FnMut(&mut [u8], &mut [u8]) -> CopyBackAction,
+    ) -> Result<CopyBackAction, CopyBackError<Self::Error>> {
+        let caps = self.copy_back_caps();
+        copy_back_fallback(self, caps, op, check)
+    }
 }
 
 impl<T: NandFlash + ?Sized> NandFlash for &mut T {
@@ -124,5 +150,15 @@ impl<T: NandFlash + ?Sized> NandFlash for &mut T {
     }
     fn erase_multi(&mut self, blocks: &[BlockId]) -> Result<(), (usize, Self::Error)> {
         T::erase_multi(self, blocks)
+    }
+    fn copy_back_caps(&self) -> CopyBackCaps {
+        T::copy_back_caps(self)
+    }
+    fn copy_back(
+        &mut self,
+        op: CopyBackOp<'_>,
+        check: &mut dyn FnMut(&mut [u8], &mut [u8]) -> CopyBackAction,
+    ) -> Result<CopyBackAction, CopyBackError<Self::Error>> {
+        T::copy_back(self, op, check)
     }
 }

@@ -29,6 +29,16 @@
 //!   (more than the planes of a LUN, two LUNs, two on one plane, different page offsets) fail as
 //!   a whole with [`OnfiError::MultiPlane`] before anything is issued; operations that qualify
 //!   only for single-plane commands are issued one after another.
+//! - copy-back, when the page advertises COPYBACK ([`ChipInfo::copy_back_caps`]): READ FOR
+//!   INTERNAL DATA MOVE (00h, source address at column 0, or at the spare for a spare-only
+//!   read-out, 35h, wait tR), data output of what [`CopyBackRead`] names (00h after READ
+//!   STATUS), the caller's check, then PROGRAM FOR INTERNAL DATA MOVE (85h, destination
+//!   address at column 0, or at the spare when only the spare is written back, data input of
+//!   the buffers written back, 10h, wait tPROG, 70h). A pair in two planes or LUNs, or of
+//!   different page parity on a part without odd-to-even copy-back, is refused with
+//!   [`CopyBackError::Refused`] before any cycle; a part without COPYBACK gets the read +
+//!   program fallback. A failure before 85h is [`CopyBackError::Read`], from 85h on
+//!   [`CopyBackError::Program`].
 //! - bad blocks: [`NandFlash::is_bad`] reads spare byte 0 of the first and second page of the
 //!   block; [`NandFlash::mark_bad`] erases the block (as Linux does before writing a marker, so
 //!   the marker programs respect NOP and page order), programs 00h there in both pages, and
@@ -54,6 +64,9 @@ use super::param_page::{
 };
 use super::timing::{common_mode, BusTiming};
 use super::{cmd, status};
+use crate::copy_back::{
+    copy_back_fallback, CopyBackAction, CopyBackCaps, CopyBackError, CopyBackOp, CopyBackRead,
+};
 use crate::{BlockId, ErrorKind, ErrorType, Geometry, NandFlash, PageId, ProgramOp, ReadOp, MAX_PLANES};
 
 /// An error of the ONFI driver over a bus with error type `E`.
@@ -242,6 +255,16 @@ impl ChipInfo {
     /// Whether reads use the multi-plane commands.
     pub fn multi_plane_read(&self) -> bool {
         self.param.multi_plane_read() && self.geometry.planes_per_lun > 1
+    }
+
+    /// Copy-back as the page advertises it: on chip with COPYBACK (odd-to-even as byte 6 bit 4
+    /// says), else the read + program fallback.
+    pub fn copy_back_caps(&self) -> CopyBackCaps {
+        if self.param.copy_back() {
+            CopyBackCaps { native: true, odd_to_even: self.param.odd_to_even_copy_back() }
+        } else {
+            CopyBackCaps::FALLBACK
+        }
     }
 }
 
@@ -750,6 +773,42 @@ impl<B: OnfiBus> OnfiNand<B> {
         (0..g.pages_per_block.min(2)).map(move |i| g.page(block, i))
     }
 
+    // ---- copy-back ----
+
+    /// 00h, source, 35h, wait, and the read-out `read` names.
+    fn copy_back_read(
+        &mut self,
+        src: PageId,
+        read: CopyBackRead,
+        data: &mut [u8],
+        spare: &mut [u8],
+    ) -> Res<(), B> {
+        let column = if read == CopyBackRead::Spare { self.info.geometry.data_bytes } else { 0 };
+        self.cmd(cmd::READ)?;
+        self.send_address(column, self.info.address.page_row(src))?;
+        self.cmd(cmd::READ_INTERNAL_MOVE)?;
+        self.wait(self.timeouts.read_us, read != CopyBackRead::Nothing)?;
+        match read {
+            CopyBackRead::Nothing => Ok(()),
+            CopyBackRead::Spare => self.bus.read_data(spare).map_err(OnfiError::Bus),
+            CopyBackRead::Page => self.read_out(data, spare, None),
+        }
+    }
+
+    /// 85h, destination, the buffers written back, 10h, wait, status.
+    fn copy_back_program(&mut self, dst: PageId, data: Option<&[u8]>, spare: Option<&[u8]>) -> Res<(), B> {
+        let column = if data.is_none() && spare.is_some() { self.info.geometry.data_bytes } else { 0 };
+        self.cmd(cmd::PROGRAM_INTERNAL_MOVE)?;
+        self.send_address(column, self.info.address.page_row(dst))?;
+        // Data then spare: the column runs on from the data's end into the spare.
+        for bytes in [data, spare].into_iter().flatten() {
+            self.bus.write_data(bytes).map_err(OnfiError::Bus)?;
+        }
+        self.cmd(cmd::PROGRAM_CONFIRM)?;
+        self.wait(self.timeouts.program_us, false)?;
+        self.check_status(OnfiError::ProgramFailed(dst))
+    }
+
     // ---- multi-plane operations on qualifying operations ----
 
     fn read_multi_hw(&mut self, ops: &mut [ReadOp<'_>]) -> Result<(), (usize, OnfiError<B::Error>)> {
@@ -928,5 +987,29 @@ impl<B: OnfiBus> NandFlash for OnfiNand<B> {
             self.erase_one(b).map_err(|e| (i, e))?;
         }
         Ok(())
+    }
+
+    fn copy_back_caps(&self) -> CopyBackCaps {
+        self.info.copy_back_caps()
+    }
+
+    fn copy_back(
+        &mut self,
+        op: CopyBackOp<'_>,
+        check: &mut dyn FnMut(&mut [u8], &mut [u8]) -> CopyBackAction,
+    ) -> Result<CopyBackAction, CopyBackError<Self::Error>> {
+        let caps = self.info.copy_back_caps();
+        if !caps.native {
+            return copy_back_fallback(self, caps, op, check);
+        }
+        op.check(&self.info.geometry, caps).map_err(CopyBackError::Refused)?;
+        self.copy_back_read(op.src, op.read, op.data, op.spare).map_err(CopyBackError::Read)?;
+        let action = check(op.data, op.spare);
+        if let CopyBackAction::Program { write_data, write_spare } = action {
+            let data = write_data.then_some(&*op.data);
+            let spare = write_spare.then_some(&*op.spare);
+            self.copy_back_program(op.dst, data, spare).map_err(CopyBackError::Program)?;
+        }
+        Ok(action)
     }
 }

@@ -10,7 +10,8 @@
 //! - [`driver`]: [`OnfiNand`], which identifies the target (RESET, READ ID with the ONFI
 //!   signature, READ PARAMETER PAGE) and implements [`crate::NandFlash`] with PAGE READ,
 //!   CHANGE READ COLUMN, PAGE PROGRAM, BLOCK ERASE, READ STATUS (ENHANCED), multi-plane
-//!   operations when advertised, and the factory bad-block marker.
+//!   operations and copy-back (READ / PROGRAM FOR INTERNAL DATA MOVE) when advertised, and the
+//!   factory bad-block marker.
 //! - [`gpio`]: [`gpio::GpioBus`], an [`OnfiBus`] over embedded-hal 1.0 pins, a delay and an 8-bit
 //!   data port, for microcontrollers without a NAND controller; it keeps the interface timings
 //!   the driver selects.
@@ -67,8 +68,13 @@ pub mod cmd {
     pub const CHANGE_READ_COLUMN_CONFIRM: u8 = 0xE0;
     /// PAGE PROGRAM, first cycle.
     pub const PROGRAM: u8 = 0x80;
-    /// CHANGE WRITE COLUMN.
+    /// CHANGE WRITE COLUMN (column cycles only, inside a program).
     pub const CHANGE_WRITE_COLUMN: u8 = 0x85;
+    /// READ FOR INTERNAL DATA MOVE (copy-back read), second cycle after 00h and the address.
+    pub const READ_INTERNAL_MOVE: u8 = 0x35;
+    /// PROGRAM FOR INTERNAL DATA MOVE (copy-back program), first cycle, then the destination's
+    /// column and row; the same opcode as [`CHANGE_WRITE_COLUMN`], told apart by its place.
+    pub const PROGRAM_INTERNAL_MOVE: u8 = 0x85;
     /// PAGE PROGRAM, second cycle.
     pub const PROGRAM_CONFIRM: u8 = 0x10;
     /// Multi-plane PAGE PROGRAM, second cycle of every plane but the last.

@@ -3,7 +3,9 @@
 //! It answers the command sequences the driver issues, cycle by cycle: RESET, READ ID (00h and
 //! 20h), READ PARAMETER PAGE (three copies, repeated), PAGE READ (00h-30h, multi-plane 00h-32h),
 //! CHANGE READ COLUMN (05h-E0h) and its enhanced form (06h-E0h), PAGE PROGRAM (80h-10h,
-//! multi-plane 80h-11h), CHANGE WRITE COLUMN (85h), BLOCK ERASE (60h-D0h, multi-plane 60h-D1h),
+//! multi-plane 80h-11h), CHANGE WRITE COLUMN (85h), copy-back (READ FOR INTERNAL DATA MOVE
+//! 00h-35h, then PROGRAM FOR INTERNAL DATA MOVE 85h with the destination's column and row,
+//! optional data input and 85h column changes, 10h), BLOCK ERASE (60h-D0h, multi-plane 60h-D1h),
 //! READ STATUS (70h), READ STATUS ENHANCED (78h), GET and SET FEATURES (EEh, EFh: timing mode
 //! 01h and Micron's array operation mode 90h, whose on-die ECC bit makes programs write the
 //! chip's own parity into the spare, [`ModelConfig::on_die_ecc`]). After READ STATUS, 00h without address cycles
@@ -27,7 +29,13 @@
 //! - a block can be factory bad ([`OnfiChipModel::mark_factory_bad`]): spare byte 0 of its first
 //!   and second page is 00h and its programs and erases report status FAIL without effect;
 //! - multi-plane operations take distinct planes of one LUN at one page offset (and one
-//!   block-in-plane index when the page restricts block addresses).
+//!   block-in-plane index when the page restricts block addresses);
+//! - copy-back programs the register a 35h read filled (read noise included: nothing corrects
+//!   it), with whatever data input changed in it; the destination must be in the source's
+//!   plane and LUN and, unless the page advertises odd-to-even copy-back, of the same page
+//!   parity (a [`ModelError::Protocol`] otherwise); 85h with a full address is only accepted
+//!   after a 35h read whose register no other array operation has replaced since, and one
+//!   copy-back program consumes it. Multi-plane copy-back is not modelled.
 //!
 //! Protocol rules (a driver bug becomes a [`ModelError::Protocol`] bus error, and the sequence in
 //! progress is abandoned): only READ STATUS (ENHANCED) and RESET while busy; data output only
@@ -196,6 +204,8 @@ pub struct ModelCounters {
     pub block_erases: u64,
     /// Multi-plane operations (two or more planes).
     pub multi_plane_ops: u64,
+    /// Copy-back programs (each also counted in `page_reads` and `page_programs`).
+    pub copy_backs: u64,
     /// Programs that reported FAIL.
     pub program_failures: u64,
     /// Erases that reported FAIL.
@@ -315,6 +325,8 @@ enum State {
     ProgData,
     /// 85h: column.
     ProgCol,
+    /// 85h after a 35h read: the destination's column and row.
+    CopyBackAddr,
     /// After 11h: the next plane's 80h.
     ProgQueued,
     /// 60h: row, then D0h or D1h.
@@ -374,6 +386,10 @@ pub struct OnfiChipModel<S> {
     prog_plane: usize,
     prog_col: usize,
     cur_row: u32,
+    /// The source row of a 35h read whose register still holds it, for a copy-back program.
+    copy_src: Option<u32>,
+    /// Whether the program in progress is a copy-back program.
+    copy_program: bool,
     /// Rows queued by 32h, 11h or D1h (fewer than the planes of a LUN).
     queue: heapless::Vec<u32, MAX_PLANES>,
     /// Feature parameters: timing mode (01h) and array operation mode (90h), P1..P4.
@@ -462,6 +478,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
             prog_plane: 0,
             prog_col: 0,
             cur_row: 0,
+            copy_src: None,
+            copy_program: false,
             queue: heapless::Vec::new(),
             feat_timing: [0; 4],
             feat_array: [if config.on_die_ecc { FEATURE_ECC_ON } else { 0 }, 0, 0, 0],
@@ -624,7 +642,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
         let (c, r) = (self.addr.column_cycles() as usize, self.addr.row_cycles() as usize);
         match self.state {
             State::ReadId | State::ParamAddr | State::SetFeatAddr | State::GetFeatAddr => Some(1),
-            State::ReadAddr | State::ProgAddr | State::ColEnhAddr => Some(c + r),
+            State::ReadAddr | State::ProgAddr | State::ColEnhAddr | State::CopyBackAddr => Some(c + r),
             State::ColAddr | State::ProgCol => Some(c),
             State::EraseAddr | State::StatusEnhAddr => Some(r),
             _ => None,
@@ -740,10 +758,13 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
         self.fail = false;
         self.plane_fail = [false; MAX_PLANES];
         self.reg_row = [None; MAX_PLANES];
+        self.copy_src = None;
+        self.copy_program = false;
         self.go_busy(self.config.timing.t_rst_us);
     }
 
     fn exec_read(&mut self, multi: bool) -> Result<(), ModelError> {
+        self.copy_src = None;
         let col = self.column();
         let row = self.row(self.addr.column_cycles() as usize);
         self.decode(row)?;
@@ -813,6 +834,12 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
     }
 
     fn exec_program(&mut self, multi: bool) -> Result<(), ModelError> {
+        let copy = core::mem::take(&mut self.copy_program);
+        if copy {
+            self.copy_src = None;
+            self.need(!multi, "multi-plane copy-back is not modelled")?;
+            self.counters.copy_backs += 1;
+        }
         let row = self.cur_row;
         let rows = self.set_with(row)?;
         let n = rows.len();
@@ -883,6 +910,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
     }
 
     fn exec_erase(&mut self, multi: bool) -> Result<(), ModelError> {
+        self.copy_src = None;
         let row = self.row(0);
         let rows = self.set_with(row)?;
         let n = rows.len();
@@ -1027,6 +1055,16 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
                 )?;
                 self.exec_read(c == cmd::READ_MULTI_PLANE)?;
             }
+            cmd::READ_INTERNAL_MOVE => {
+                self.need(self.config.param.copy_back(), "copy-back not advertised")?;
+                self.need(
+                    self.state == State::ReadAddr && self.address_complete(),
+                    "35h without 00h and address",
+                )?;
+                self.need(self.queue.is_empty(), "multi-plane copy-back is not modelled")?;
+                self.exec_read(false)?;
+                self.copy_src = Some(self.row(self.addr.column_cycles() as usize));
+            }
             cmd::CHANGE_READ_COLUMN => {
                 self.need(
                     self.idle() && matches!(self.saved_or_output(), Output::Register { .. }),
@@ -1050,10 +1088,16 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
                 )?;
                 self.start(State::ProgAddr);
             }
-            cmd::CHANGE_WRITE_COLUMN => {
-                self.need(self.state == State::ProgData, "85h outside a program")?;
+            cmd::CHANGE_WRITE_COLUMN if self.state == State::ProgData => {
                 self.state = State::ProgCol;
                 self.ncycles = 0;
+            }
+            cmd::PROGRAM_INTERNAL_MOVE => {
+                self.need(
+                    self.idle() && self.copy_src.is_some(),
+                    "85h outside a program and without a copy-back read",
+                )?;
+                self.start(State::CopyBackAddr);
             }
             cmd::PROGRAM_CONFIRM | cmd::PROGRAM_MULTI_PLANE => {
                 self.need(self.state == State::ProgData, "10h without 80h and address")?;
@@ -1110,6 +1154,32 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
         };
         self.output = Output::Register { plane, col };
         self.state = State::Idle;
+        Ok(())
+    }
+
+    /// 85h's destination is complete: the rules of a copy-back pair, then data input (if any)
+    /// goes into the register the 35h read filled.
+    fn start_copy_back_program(&mut self) -> Result<(), ModelError> {
+        let col = self.column();
+        let dst = self.row(self.addr.column_cycles() as usize);
+        let src = self.copy_src.ok_or(ModelError::Protocol("85h without a copy-back read"))?;
+        let (src_lun, src_block, src_page) = self.decode(src)?;
+        let (dst_lun, dst_block, dst_page) = self.decode(dst)?;
+        let planes = self.geo.planes_per_lun;
+        self.need(src_lun == dst_lun, "copy-back across LUNs")?;
+        self.need(src_block % planes == dst_block % planes, "copy-back across planes")?;
+        self.need(
+            self.config.param.odd_to_even_copy_back() || (src_page ^ dst_page) & 1 == 0,
+            "copy-back between odd and even pages not advertised",
+        )?;
+        self.need(col <= self.lay.raw, "column beyond the page")?;
+        let plane = (dst_block % planes) as usize;
+        self.reg_row[plane] = None;
+        self.prog_plane = plane;
+        self.prog_col = col;
+        self.cur_row = dst;
+        self.copy_program = true;
+        self.state = State::ProgData;
         Ok(())
     }
 
@@ -1183,11 +1253,14 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
                 let mem = self.mem()?;
                 mem[lay.reg_off + plane * lay.raw..][..lay.raw].fill(0xFF);
                 self.reg_row[plane] = None;
+                self.copy_src = None;
+                self.copy_program = false;
                 self.prog_plane = plane;
                 self.prog_col = col;
                 self.cur_row = row;
                 self.state = State::ProgData;
             }
+            State::CopyBackAddr => self.start_copy_back_program()?,
             State::ProgCol => {
                 let col = self.column();
                 if col > self.lay.raw {
@@ -1345,6 +1418,10 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> OnfiChipModel<S> {
             self.state = State::Idle;
             self.ncycles = 0;
             self.queue.clear();
+            if core::mem::take(&mut self.copy_program) {
+                // Data input may have changed the register: it no longer holds the source.
+                self.copy_src = None;
+            }
         }
         r
     }

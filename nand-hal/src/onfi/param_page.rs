@@ -322,7 +322,8 @@ impl ParamPage {
     };
 
     /// A page describing `g` in the style of [`Self::MT29F4G08ABADA`]: ONFI 2.0, 2 column and
-    /// 3 row address cycles (4 if the rows need more than 24 bits), multi-plane program, erase
+    /// 3 row address cycles (4 if the rows need more than 24 bits), copy-back with odd-to-even
+    /// pages, multi-plane program, erase
     /// and read with CHANGE READ COLUMN ENHANCED when `g` has more than one plane, non-sequential
     /// programming when `g` allows it. `g.ecc.bits` is taken as per 512 bytes. The block
     /// endurance is rounded down to two significant decimal digits when it has more. Fails when
@@ -350,7 +351,9 @@ impl ParamPage {
         }
         let multi = g.planes_per_lun > 1;
         let mut feats = features::ODD_TO_EVEN_COPYBACK;
-        let mut opt = optional_commands::GET_SET_FEATURES | optional_commands::READ_STATUS_ENHANCED;
+        let mut opt = optional_commands::GET_SET_FEATURES
+            | optional_commands::READ_STATUS_ENHANCED
+            | optional_commands::COPYBACK;
         if multi {
             feats |= features::MULTI_PLANE_PROGRAM_ERASE | features::MULTI_PLANE_READ;
             opt |= optional_commands::CHANGE_READ_COLUMN_ENHANCED;
@@ -500,6 +503,18 @@ impl ParamPage {
         self.features & features::MULTI_PLANE_READ != 0
             && self.optional_commands & optional_commands::CHANGE_READ_COLUMN_ENHANCED != 0
             && self.plane_address_bits > 0
+    }
+
+    /// Whether copy-back (READ / PROGRAM FOR INTERNAL DATA MOVE, 00h-35h and 85h-10h) is
+    /// advertised.
+    pub fn copy_back(&self) -> bool {
+        self.optional_commands & optional_commands::COPYBACK != 0
+    }
+
+    /// Whether copy-back may go from an odd to an even page (and back); when not, source and
+    /// destination must both be odd or both even.
+    pub fn odd_to_even_copy_back(&self) -> bool {
+        self.features & features::ODD_TO_EVEN_COPYBACK != 0
     }
 
     /// Whether READ STATUS ENHANCED (78h) is advertised.

@@ -31,6 +31,9 @@
 //!   and data programs are checked by every rule but not stored (`reject_set_bits` then checks
 //!   the spare area only). Spare areas are always stored.
 //!
+//! - copy-back ([`NandFlash::copy_back`]) runs on the emulated chip with its rules (same plane,
+//!   the destination an ordinary program, raw bit errors copied uncorrected): `copy_back.rs`.
+//!
 //! Faults ([`FaultConfig`]) live in `faults.rs`, power cuts in `power.rs`, persistence in
 //! `persist.rs`, the timing model ([`TimingParams`]) and counters ([`EmuCounters`]) in
 //! `timing.rs`, the error type in `error.rs`; each file documents what it owns and guarantees.
@@ -50,6 +53,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod copy_back;
 mod error;
 mod faults;
 pub mod nvram;
@@ -59,7 +63,12 @@ mod timing;
 
 use core::fmt;
 
-use nand_hal::{BlockId, ErrorType, Geometry, NandFlash, PageId, ProgramOp, ReadOp, MAX_PLANES};
+use nand_hal::{
+    BlockId, CopyBackAction, CopyBackCaps, CopyBackError, CopyBackOp, ErrorType, Geometry, NandFlash, PageId,
+    ProgramOp, ReadOp, MAX_PLANES,
+};
+
+pub use copy_back::NATIVE_COPY_BACK;
 
 pub use error::EmuError;
 pub use faults::FaultConfig;
@@ -91,6 +100,10 @@ pub struct EmulatorConfig {
     /// Channels (data buses) the LUNs share, LUN `l` on channel `l % channels`; 0 gives every LUN
     /// a channel of its own (the default). See the timing model in `timing.rs`.
     pub channels: u32,
+    /// Copy-back: on the emulated chip ([`NATIVE_COPY_BACK`], the default) or the read + program
+    /// fallback ([`CopyBackCaps::FALLBACK`]); `odd_to_even: false` adds the parity rule. Not
+    /// saved by `persist`.
+    pub copy_back: CopyBackCaps,
 }
 
 impl EmulatorConfig {
@@ -106,6 +119,7 @@ impl EmulatorConfig {
             stored_blocks: 0,
             reject_set_bits: false,
             channels: 0,
+            copy_back: NATIVE_COPY_BACK,
         }
     }
 
@@ -177,6 +191,8 @@ pub struct Emulator {
     /// at the retention time it was saved at).
     clock_base_s: u64,
     factory_bad: Vec<bool>,
+    /// The page register of a copy-back (data then spare), kept to reuse its allocation.
+    register: Vec<u8>,
     faults: FaultState,
     power: PowerState,
     timing: TimingState,
@@ -252,6 +268,7 @@ impl Emulator {
             block_reads: wear.block_reads,
             clock_base_s: wear.clock_base_s,
             factory_bad,
+            register: Vec::new(),
             faults: FaultState::new(&config.faults, config.seed),
             power: PowerState::new(config.seed),
             timing: TimingState::new(
@@ -798,6 +815,18 @@ impl NandFlash for Emulator {
             self.timing.program(lun, &charged[..n]);
         }
         result
+    }
+
+    fn copy_back_caps(&self) -> CopyBackCaps {
+        self.config.copy_back
+    }
+
+    fn copy_back(
+        &mut self,
+        op: CopyBackOp<'_>,
+        check: &mut dyn FnMut(&mut [u8], &mut [u8]) -> CopyBackAction,
+    ) -> Result<CopyBackAction, CopyBackError<EmuError>> {
+        self.copy_back_op(op, check)
     }
 
     fn erase_multi(&mut self, blocks: &[BlockId]) -> Result<(), (usize, EmuError)> {

@@ -273,6 +273,7 @@ fn decode_header(bytes: &[u8], version: u32) -> io::Result<(EmulatorConfig, Head
         stored_blocks: 0,
         reject_set_bits,
         channels,
+        copy_back: super::NATIVE_COPY_BACK,
     };
     config.validate().map_err(|e| invalid(&e.to_string()))?;
     Ok((config, state))

@@ -176,6 +176,9 @@ pub struct EmuCounters {
     pub bytes_out: u64,
     /// Multi-plane calls of two or more operations of which at least one reached the array.
     pub multi_plane_ops: u64,
+    /// Copy-backs on the emulated chip whose program reached the array (each also one of
+    /// `reads` and one of `programs`).
+    pub copy_backs: u64,
     /// Bits flipped by the raw bit-error model in returned read data.
     pub bit_flips: u64,
     /// Programs that reported status FAIL (not counting [`super::EmuError::SetBits`]).
