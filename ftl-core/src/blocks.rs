@@ -53,9 +53,19 @@ pub enum BlockState {
 pub enum Pick {
     /// The least worn: for data expected to be rewritten soon (host data, checkpoints, map pages).
     Coolest,
-    /// The most worn: for data that has already outlived a block (GC and wear-leveling moves).
-    Hottest,
+    /// The most worn within [`WORN_PICK_MARGIN`] erases of the least worn: for data that has
+    /// already outlived a block (GC and wear-leveling moves).
+    Worn,
 }
+
+/// How far above a plane's least worn free block [`Pick::Worn`] may go. Without a cap, GC data
+/// that dies young (hot pages still valid in a victim) returned the most worn block to the free
+/// list again and again: on the shared traces with hot/cold separation the erase-count spread
+/// rose by 35% (sum over 40 runs: 2,820 against 2,087 with every stream on the least worn);
+/// with 8 by 5% (2,183), 16 by 10%, while 8 keeps the fix it is for (MT29F4G08 uniform at 93%:
+/// most worn block 21 erases at a mean of 16, against 341 with every stream on the least worn; 4
+/// gives 128, 2 gives 288).
+pub const WORN_PICK_MARGIN: u32 = 8;
 
 /// Flag: the block holds a journal page newer than the current checkpoint, so it must not be
 /// erased before the next checkpoint.
@@ -442,13 +452,17 @@ impl<'m> BlockTable<'m> {
         self.coolest_free_with(plane, 0, 0)
     }
 
-    /// The free block with the highest erase count in `plane` among those whose flags masked by
-    /// `mask` equal `want`. O(free blocks of the plane).
-    pub fn hottest_free_with(&self, plane: u32, mask: u8, want: u8) -> Option<BlockId> {
+    /// The free block with the highest erase count in `plane`, among those whose flags masked by
+    /// `mask` equal `want` and at most [`WORN_PICK_MARGIN`] erases above the least worn of them.
+    /// O(free blocks of the plane).
+    pub fn worn_free_with(&self, plane: u32, mask: u8, want: u8) -> Option<BlockId> {
+        let coolest = self.coolest_free_with(plane, mask, want).map(|b| self.get(b).erase_count())?;
+        let limit = coolest.saturating_add(WORN_PICK_MARGIN);
         let mut best: Option<(u32, u32)> = None;
         self.each_free(plane, |b, i| {
-            if i.flags() & mask == want && best.is_none_or(|(_, ec)| i.erase_count() > ec) {
-                best = Some((b, i.erase_count()));
+            let ec = i.erase_count();
+            if i.flags() & mask == want && ec <= limit && best.is_none_or(|(_, e)| ec > e) {
+                best = Some((b, ec));
             }
         });
         best.map(|(b, _)| BlockId(b))

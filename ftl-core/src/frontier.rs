@@ -462,8 +462,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Opens a fresh block on a frontier (no GC, no checkpoint: safe with data in the buffer).
     fn open_block(&mut self, plane: u32, stream: Stream) -> Result<(), Error> {
         // Dynamic wear leveling (see `wear.rs`): data GC moves has outlived a block once and
-        // goes to the most worn free block; everything else to the least worn.
-        let pick = if stream == Stream::Gc { Pick::Hottest } else { Pick::Coolest };
+        // goes to a worn free block ([`Pick::Worn`]); everything else to the least worn.
+        let pick = if stream == Stream::Gc { Pick::Worn } else { Pick::Coolest };
         let b = self.alloc_block_for(plane, pick)?;
         self.blocks.set_state(b, BlockState::Open);
         let i = Self::frontier_index(plane, stream);
@@ -485,7 +485,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let mask = self.pool_mask();
             let b = match pick {
                 Pick::Coolest => self.blocks.coolest_free_with(plane, mask, mask),
-                Pick::Hottest => self.blocks.hottest_free_with(plane, mask, mask),
+                Pick::Worn => self.blocks.worn_free_with(plane, mask, mask),
             }
             .ok_or(Error::NoSpace)?;
             if self.blocks.state(b) == BlockState::Dirty {

@@ -92,7 +92,7 @@ fn uniform_run(pool: u32) -> (u32, u32) {
 /// Under uniform overwrites every block should wear alike, the checkpoint's blocks included:
 /// dynamic leveling alone (static leveling never triggers at its default limit) keeps the spread
 /// within a third of the mean, with and without the mount pool (measured 10 and 15 at a mean of
-/// 58). Before the GC stream took the most worn free block, the pool's spread was about 50: the
+/// 58). Before the GC stream took a worn free block (`Pick::Worn`), the pool's spread was 57: the
 /// released checkpoint blocks were often the only free blocks left at a checkpoint, which took
 /// them again and again.
 #[test]
