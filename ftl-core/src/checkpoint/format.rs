@@ -126,7 +126,7 @@ impl Header {
     }
 
     /// The header's words.
-    pub(crate) fn to_words(&self) -> [u32; HEADER_WORDS as usize] {
+    pub(crate) fn to_words(self) -> [u32; HEADER_WORDS as usize] {
         let mut w = [0u32; HEADER_WORDS as usize];
         w[field::MAGIC.start] = MAGIC;
         w[field::VERSION.start] = self.version;
