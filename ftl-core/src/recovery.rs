@@ -14,7 +14,7 @@
 //!    A first page that reads invalid with its void mark clear (torn) is read up to 4 times and
 //!    voided if no read decodes, as in step 3.
 //! 2. Load the newest checkpoint whose every page and CRC check out (older ones are the fallback
-//!    when a cut tore the newest).
+//!    when a cut tore the newest; `checkpoint/reader.rs`).
 //! 3. Replay, in global sequence order, every page written after the checkpoint: the blocks opened
 //!    since (first-page sequence above the checkpoint's) and the frontier blocks the checkpoint
 //!    recorded, from their recorded next page. A k-way merge over the blocks (each written in
@@ -60,11 +60,7 @@ use nand_hal::{BlockId, NandFlash, PageId};
 
 use crate::anchor::{Found, ANCHOR_BLOCKS};
 use crate::blocks::{BlockState, FLAG_LIVE_JOURNAL, FLAG_POOL};
-use crate::checkpoint::{
-    checkpoint_words, header_words, CheckpointState, BAD_BIT, EC_MASK, HEADER_WORDS, MAP_KIND_WORD,
-    WORD_DATA, WORD_ERASED,
-};
-use crate::crc32c::crc32c_append;
+use crate::checkpoint::CheckpointState;
 use crate::frontier::{Frontier, Source};
 use crate::journal::{journal_capacity, journal_entries};
 use crate::map::MappingTable;
@@ -91,7 +87,7 @@ const META_READS: u32 = 4;
 const HISTORY: usize = crate::frontier::MAX_PROGRAM_ATTEMPTS as usize;
 
 /// Block-table flag used only during mount: the loaded checkpoint says the block is bad.
-const FLAG_CKPT_BAD: u8 = 0x80;
+pub(crate) const FLAG_CKPT_BAD: u8 = 0x80;
 /// Block-table flag used only during a mount from the pool: a frontier block the checkpoint
 /// recorded.
 const FLAG_CKPT_FRONTIER: u8 = 0x40;
@@ -426,27 +422,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(Some((max_seq, ckpt_seq, next_seq)))
     }
 
-    /// A block word of the checkpoint the fast mount loads: the block's state and valid count
-    /// (the checkpoint's own blocks, set from the anchor's list, and the anchor region stay).
-    fn apply_block_word(&mut self, b: BlockId, w: u32, ec: u32) {
-        let state = self.blocks.state(b);
-        if b.0 < ANCHOR_BLOCKS || state == BlockState::CheckpointNew {
-            return;
-        }
-        if w & BAD_BIT != 0 {
-            self.blocks.raw_set(b, BlockState::Bad, ec, 0);
-            return;
-        }
-        let valid = ((w >> 20) & crate::checkpoint::MAX_PACKED_VALID).min(self.geo.pages_per_block) as u16;
-        match w >> 29 & 3 {
-            WORD_ERASED => self.blocks.raw_set(b, BlockState::Free, ec, 0),
-            WORD_DATA => self.blocks.raw_set(b, BlockState::Used, ec, valid),
-            // A block of this checkpoint the record does not list (`WORD_THIS`), or one to be
-            // erased.
-            _ => self.blocks.raw_set(b, BlockState::Dirty, ec, 0),
-        }
-    }
-
     /// Step 1. Returns the largest sequence number seen; `voids_complete` turns false if a void
     /// of a torn first page did not complete.
     fn survey(&mut self, voids_complete: &mut bool) -> Result<u64, Error> {
@@ -486,150 +461,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             }
         }
         Ok(max_seq)
-    }
-
-    /// Step 2. Returns (checkpoint sequence, next sequence it recorded).
-    fn load_newest_checkpoint(&mut self) -> Result<(u64, u64), Error> {
-        let mut below = u64::MAX;
-        let mut any_valid = false;
-        loop {
-            let mut best: Option<u64> = None;
-            for (b, info) in self.blocks.iter() {
-                if info.state() == BlockState::CheckpointNew {
-                    let s = self.blocks.raw_scratch(b);
-                    if s < below && best.is_none_or(|x| s > x) {
-                        best = Some(s);
-                    }
-                }
-                if info.state() == BlockState::Used || info.state() == BlockState::CheckpointNew {
-                    any_valid = true;
-                }
-            }
-            let Some(seq) = best else {
-                return Err(if any_valid { Error::Corrupt } else { Error::NotFormatted });
-            };
-            if let Some(next) = self.load_checkpoint(seq, false)? {
-                return Ok((seq, next));
-            }
-            // Torn or damaged: undo what it loaded and try the one before.
-            self.map.clear();
-            for b in 0..self.geo.total_blocks() {
-                self.blocks.set_flags(BlockId(b), FLAG_CKPT_BAD, false);
-            }
-            self.frontiers = [Frontier::NONE; crate::config::MAX_TOTAL_PLANES * crate::frontier::STREAMS];
-            below = seq;
-        }
-    }
-
-    /// Loads checkpoint `seq`; `Ok(None)` if it is incomplete or damaged. `fast`: the block
-    /// words set the block table (states and valid counts), as the anchor's fast mount needs.
-    fn load_checkpoint(&mut self, seq: u64, fast: bool) -> Result<Option<u64>, Error> {
-        let d = self.geo.data_bytes as usize;
-        let ppb = self.geo.pages_per_block;
-        let spare_len = META_LEN + self.codec_len;
-        let total_words = checkpoint_words(&self.geo, self.map.section_words());
-        let per_page = (d / 4) as u64;
-        let mut crc = 0u32;
-        let mut total_pages = u32::MAX;
-        let mut next_seq = 0;
-        let mut block: Option<BlockId> = None;
-        let mut p = 0u32;
-        while p < total_pages {
-            if p.is_multiple_of(ppb) {
-                let want = (p / ppb) as u16;
-                block = self.blocks.iter().find_map(|(b, i)| {
-                    (i.state() == BlockState::CheckpointNew
-                        && i.valid() == want
-                        && self.blocks.raw_scratch(b) == seq)
-                        .then_some(b)
-                });
-            }
-            let Some(b) = block else { return Ok(None) };
-            let page = self.geo.page(b, p % ppb);
-            self.counters.nand_reads += 1;
-            {
-                let (data, spare) = self.buf.split_at_mut(d);
-                self.nand.read_page(page, data, &mut spare[..spare_len])?;
-            }
-            let meta = match PageMeta::decode(&self.buf[d..d + spare_len]) {
-                SpareState::Valid(m) if m.kind == PageKind::Checkpoint && m.seq == seq && m.tag == p => m,
-                _ => return Ok(None),
-            };
-            {
-                let (data, spare) = self.buf.split_at_mut(d);
-                if self.policies.codec().decode(data, &spare[META_LEN..spare_len]).is_err() {
-                    return Ok(None);
-                }
-            }
-            if p == 0 {
-                total_pages = meta.aux;
-                let h = self.word(0);
-                if h != crate::checkpoint::MAGIC {
-                    return Ok(None);
-                }
-                next_seq = self.word(10) as u64 | (self.word(11) as u64) << 32;
-                let want = header_words(&self.geo, self.cfg.logical_pages, &self.map, seq, next_seq);
-                if self.word(MAP_KIND_WORD) != want[MAP_KIND_WORD] {
-                    // Formatted with the other kind of map.
-                    return Err(Error::Config);
-                }
-                if (0..HEADER_WORDS as usize).any(|i| self.word(i) != want[i]) {
-                    return Err(Error::Corrupt);
-                }
-            }
-            let first = p as u64 * per_page;
-            let body = (total_words - 1).saturating_sub(first).min(per_page) as usize;
-            crc = crc32c_append(crc, &self.buf[..body * 4]);
-            for j in 0..body {
-                let w = self.word(j);
-                self.apply_checkpoint_word(first + j as u64, w, fast);
-            }
-            if body < per_page as usize {
-                let stored = self.word(body);
-                return Ok((crc == stored && p + 1 == total_pages).then_some(next_seq));
-            }
-            p += 1;
-        }
-        Ok(None)
-    }
-
-    fn word(&self, j: usize) -> u32 {
-        let o = j * 4;
-        u32::from_le_bytes([self.buf[o], self.buf[o + 1], self.buf[o + 2], self.buf[o + 3]])
-    }
-
-    fn apply_checkpoint_word(&mut self, i: u64, w: u32, fast: bool) {
-        let mut i = i;
-        if i < HEADER_WORDS as u64 {
-            return;
-        }
-        i -= HEADER_WORDS as u64;
-        let fw = crate::checkpoint::FRONTIER_WORDS as u64;
-        if i < fw {
-            let f = &mut self.frontiers[(i / 2) as usize];
-            if i.is_multiple_of(2) {
-                f.block = w;
-            } else {
-                f.next_page = w;
-            }
-            return;
-        }
-        i -= fw;
-        if i < self.geo.total_blocks() as u64 {
-            let b = BlockId(i as u32);
-            let ec = (w & EC_MASK).max(self.blocks.get(b).erase_count());
-            self.blocks.set_erase_count(b, ec);
-            if fast {
-                self.apply_block_word(b, w, ec);
-            } else if w & BAD_BIT != 0 {
-                self.blocks.set_flags(b, FLAG_CKPT_BAD, true);
-            }
-            return;
-        }
-        i -= self.geo.total_blocks() as u64;
-        if i < self.map.section_words() as u64 {
-            self.map.import_section(i as u32, w);
-        }
     }
 
     /// Step 3's cursors: the blocks opened since the checkpoint, the frontier blocks it

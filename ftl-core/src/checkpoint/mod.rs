@@ -11,80 +11,37 @@
 //! every dirty map page written back first), and a CRC-32C of all words before it. Each page carries `PageKind::Checkpoint` metadata with the checkpoint's
 //! sequence number, its page index and the page count, and the codec's protection.
 //!
+//! Where: `format.rs` defines the stream once (header fields, parts, block words); this file
+//! writes checkpoints (when, where, how); `reader.rs` loads them at mount.
+//!
 //! Power-loss contract: the previous checkpoint's blocks are released only after the last page of
 //! the new one is programmed, so at every instant one complete checkpoint exists. Every page
 //! written after a checkpoint has a larger sequence number than it; every page before, a smaller.
 //! Writing a checkpoint also makes pending trims durable (the map already holds them) and ends the
 //! life of every journal page.
 
-use nand_hal::{BlockId, ErrorKind, Geometry, NandFlash};
+mod format;
+mod reader;
+
+pub use format::{
+    block_word, checkpoint_pages, checkpoint_words, field, BAD_BIT, EC_MASK, FRONTIER_WORDS, HEADER_LEN,
+    HEADER_WORDS, MAGIC, MAP_KIND_WORD, MAX_PACKED_VALID, STATE_SHIFT, VALID_SHIFT, VERSION, WORD_DATA,
+    WORD_DIRTY, WORD_ERASED, WORD_THIS,
+};
+
+use nand_hal::{BlockId, ErrorKind, NandFlash};
 
 use crate::blocks::{BlockState, FLAG_LIVE_JOURNAL};
 use crate::config::MAX_TOTAL_PLANES;
 use crate::crc32c::crc32c_append;
-use crate::frontier::STREAMS;
 use crate::map::{MappingTable, UNMAPPED};
 use crate::meta::{PageKind, PageMeta, META_LEN};
 use crate::policy::{PageCodec, PolicySet};
 use crate::{Error, Ftl};
+use format::{part, section_start, Header, Part};
 
-/// Header words.
-pub const HEADER_WORDS: u32 = 16;
-/// Header bytes.
-pub const HEADER_LEN: usize = HEADER_WORDS as usize * 4;
-/// "FLCK".
-pub const MAGIC: u32 = 0x4B43_4C46;
-/// Checkpoint format version.
-pub const VERSION: u32 = 2;
-/// Frontier words.
-pub const FRONTIER_WORDS: u32 = (2 * MAX_TOTAL_PLANES * STREAMS) as u32;
-/// Header word saying which map wrote the checkpoint (0: flat, 1: flash-resident).
-pub const MAP_KIND_WORD: usize = 13;
-/// Bit 31 of a block word: the block is bad.
-pub const BAD_BIT: u32 = 1 << 31;
-/// Erase-count bits of a block word.
-pub const EC_MASK: u32 = crate::blocks::MAX_TABLE_ERASE_COUNT;
-/// Largest valid count a block word holds (9 bits): the fast mount needs
-/// `pages_per_block <= MAX_PACKED_VALID`.
-pub const MAX_PACKED_VALID: u32 = 511;
-/// Block-word states (bits 29..31).
-pub const WORD_ERASED: u32 = 0;
-/// To be erased before use.
-pub const WORD_DIRTY: u32 = 1;
-/// Holding data (closed, open, a victim or retiring).
-pub const WORD_DATA: u32 = 2;
-/// A block of this checkpoint.
-pub const WORD_THIS: u32 = 3;
-
-/// A block-table entry as its checkpoint word.
-pub fn block_word(info: &crate::blocks::BlockInfo) -> u32 {
-    let (state, valid) = match info.state() {
-        BlockState::Free => (WORD_ERASED, 0),
-        BlockState::Open | BlockState::Used | BlockState::Victim | BlockState::Retiring => {
-            (WORD_DATA, (info.valid() as u32).min(MAX_PACKED_VALID))
-        }
-        BlockState::CheckpointNew => (WORD_THIS, 0),
-        BlockState::Dirty | BlockState::Checkpoint | BlockState::Anchor | BlockState::Bad => (WORD_DIRTY, 0),
-    };
-    let bad = if info.state() == BlockState::Bad { BAD_BIT } else { 0 };
-    (info.erase_count() & EC_MASK) | valid << 20 | state << 29 | bad
-}
+/// Program attempts of one checkpoint (a failed program retires its block and starts over).
 const ATTEMPTS: u32 = 4;
-
-/// Words in a checkpoint stream, CRC included, for a map section of `section_words` (a flat
-/// map's: the logical pages, the largest section).
-pub const fn checkpoint_words(geometry: &Geometry, section_words: u32) -> u64 {
-    HEADER_WORDS as u64 + FRONTIER_WORDS as u64 + geometry.total_blocks() as u64 + section_words as u64 + 1
-}
-
-/// Pages one checkpoint occupies, for a map section of `section_words`.
-pub const fn checkpoint_pages(geometry: &Geometry, section_words: u32) -> u32 {
-    let per_page = geometry.data_bytes as u64 / 4;
-    if per_page == 0 {
-        return u32::MAX;
-    }
-    checkpoint_words(geometry, section_words).div_ceil(per_page) as u32
-}
 
 /// Which checkpoint is current and how far the log has grown since.
 #[derive(Copy, Clone, Debug, Default)]
@@ -95,60 +52,32 @@ pub struct CheckpointState {
     pub blocks_since: u32,
 }
 
-/// The header a checkpoint of this FTL and map must carry.
-pub(crate) fn header_words(
-    geo: &Geometry,
-    logical_pages: u32,
-    map: &impl MappingTable,
-    ckpt_seq: u64,
-    next_seq: u64,
-) -> [u32; 16] {
-    [
-        MAGIC,
-        VERSION,
-        geo.data_bytes,
-        geo.spare_bytes,
-        geo.pages_per_block,
-        geo.total_blocks(),
-        logical_pages,
-        checkpoint_pages(geo, map.section_words()),
-        ckpt_seq as u32,
-        (ckpt_seq >> 32) as u32,
-        next_seq as u32,
-        (next_seq >> 32) as u32,
-        FRONTIER_WORDS,
-        map.on_flash() as u32,
-        0,
-        0,
-    ]
-}
-
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// The `i`-th word of the checkpoint stream (CRC excluded).
-    fn checkpoint_word(&self, i: u64, header: &[u32; 16]) -> u32 {
-        let mut i = i;
-        if i < HEADER_WORDS as u64 {
-            return header[i as usize];
+    fn checkpoint_word(&self, i: u64, header: &[u32; HEADER_WORDS as usize]) -> u32 {
+        match part(self.geo.total_blocks(), i) {
+            Part::Header(k) => header[k],
+            Part::Frontier { slot, next_page } => {
+                let f = &self.frontiers[slot];
+                if next_page {
+                    f.next_page
+                } else {
+                    f.block
+                }
+            }
+            Part::Block(b) => block_word(self.blocks.get(BlockId(b))),
+            Part::Section(k) => {
+                let mut w = [UNMAPPED];
+                self.map.export_section(k, &mut w);
+                w[0]
+            }
         }
-        i -= HEADER_WORDS as u64;
-        if i < FRONTIER_WORDS as u64 {
-            let f = &self.frontiers[(i / 2) as usize];
-            return if i.is_multiple_of(2) { f.block } else { f.next_page };
-        }
-        i -= FRONTIER_WORDS as u64;
-        if i < self.geo.total_blocks() as u64 {
-            return block_word(self.blocks.get(BlockId(i as u32)));
-        }
-        i -= self.geo.total_blocks() as u64;
-        let mut w = [UNMAPPED];
-        self.map.export_section(i as u32, &mut w);
-        w[0]
     }
 
     /// Serializes `count` words of the stream from word `first` into the page buffer (the map
     /// section in bulk).
-    fn fill_checkpoint_words(&mut self, first: u64, count: usize, header: &[u32; 16]) {
-        let map_start = (HEADER_WORDS + FRONTIER_WORDS + self.geo.total_blocks()) as u64;
+    fn fill_checkpoint_words(&mut self, first: u64, count: usize, header: &[u32; HEADER_WORDS as usize]) {
+        let map_start = section_start(self.geo.total_blocks());
         let mut j = 0;
         while j < count && first + (j as u64) < map_start {
             let w = self.checkpoint_word(first + j as u64, header);
@@ -214,7 +143,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let spare_len = META_LEN + self.codec_len;
         let ckpt_seq = self.seq;
         self.seq += 1;
-        let header = header_words(&self.geo, self.cfg.logical_pages, &self.map, ckpt_seq, self.seq);
+        let header = Header::new(&self.geo, self.cfg.logical_pages, &self.map, ckpt_seq, self.seq).to_words();
         let total_words = checkpoint_words(&self.geo, self.map.section_words());
         let total_pages = checkpoint_pages(&self.geo, self.map.section_words());
         let per_page = (d / 4) as u64;
