@@ -51,7 +51,7 @@
 //!    read out). A spare-only read checks the spare's own code, never the data.
 //!
 //! The emulator (`sim-host`) copies the source's raw bit errors into the destination, so an FTL
-//! that skips the check fails its tests; `sim-host/src/emulator` has the test that shows the
+//! that skips the check fails its tests; `nand-emu` (the emulator) has the test that shows the
 //! accumulation.
 
 use crate::{Geometry, PageId};

@@ -311,7 +311,7 @@ def findings(d):
         "personalities' mixes, sizes and locality, not their interleaving); no file-system metadata or "
         "page cache; the device is 256 MiB, not 60 GB (the ratios are kept: cache 30/60, working set 12 "
         "cache sizes, 15% OP); no host interface, no read priority or program suspension in the timing "
-        "model (sim-host/src/emulator/timing.rs).",
+        "model (nand-emu/src/timing.rs).",
         "",
     ]
     return out

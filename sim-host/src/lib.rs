@@ -13,6 +13,7 @@ pub mod filebench;
 pub mod memory;
 pub mod mount_cost;
 pub mod nbd;
+mod nvram;
 pub mod sim;
 pub mod steady_state;
 pub mod trace;

@@ -167,7 +167,7 @@ struct DeviceArgs {
     luns_per_channel: Option<u32>,
     /// Override: scheduling of the timing model: planes (each plane its own queue, bus in issue
     /// order) or luns (a LUN runs one command at a time; transfers fill gaps on the channel's
-    /// bus). See sim-host/src/emulator/timing.rs.
+    /// bus). See nand-emu/src/timing.rs.
     #[arg(long)]
     scheduling: Option<String>,
     /// Over-provisioning in percent (physical = logical x (1 + OP/100)); the preset's default

@@ -1,4 +1,5 @@
-//! A NAND flash emulator that behaves like a real SLC chip.
+//! A NAND flash emulator that behaves like a real SLC chip (crate `nand-emu`: no FTL features, so
+//! the FTL's no-feature build is tested on it; sim-host re-exports it as `sim_host::emulator`).
 //!
 //! [`Emulator`] implements [`nand_hal::NandFlash`] (and, through nand-hal's blanket impl, so does
 //! `&mut Emulator`). It is configured per test with an [`EmulatorConfig`]: the [`Geometry`], a
@@ -40,7 +41,7 @@
 //!
 //! ```
 //! use nand_hal::{BlockId, Geometry, NandFlash};
-//! use sim_host::emulator::{Emulator, EmulatorConfig};
+//! use nand_emu::{Emulator, EmulatorConfig};
 //!
 //! let geometry = Geometry { blocks_per_plane: 16, ..Geometry::MT29F4G08 };
 //! let mut flash = Emulator::new(EmulatorConfig { seed: 1, ..EmulatorConfig::new(geometry) })?;
@@ -56,7 +57,6 @@
 mod copy_back;
 mod error;
 mod faults;
-pub mod nvram;
 mod persist;
 mod power;
 mod timing;
@@ -72,7 +72,6 @@ pub use copy_back::NATIVE_COPY_BACK;
 
 pub use error::EmuError;
 pub use faults::FaultConfig;
-pub use nvram::NvRam;
 pub use timing::{EmuCounters, Scheduling, TimingParams};
 
 use faults::FaultState;
