@@ -34,6 +34,7 @@ pub mod crc32c;
 #[cfg(feature = "dedup")]
 pub mod dedup;
 mod error;
+mod format_doc;
 pub mod frontier;
 mod ftl;
 pub mod gc;
