@@ -221,7 +221,7 @@ fn header_expect(field: &str, map: &impl MappingTable) -> u32 {
 /// The header the code writes for the sample. (The one call into the checkpoint writer's
 /// internals: adapt here if its signature changes.)
 fn sample_header(map: &impl MappingTable) -> [u32; 16] {
-    checkpoint::header_words(&GEO, LOGICAL, map, CKPT_SEQ, NEXT_SEQ)
+    checkpoint::Header::new(&GEO, LOGICAL, map, CKPT_SEQ, NEXT_SEQ).to_words()
 }
 
 /// Header field `field` is at the doc's word, and the header markers name every header word

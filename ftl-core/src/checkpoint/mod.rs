@@ -38,7 +38,8 @@ use crate::map::{MappingTable, UNMAPPED};
 use crate::meta::{PageKind, PageMeta, META_LEN};
 use crate::policy::{PageCodec, PolicySet};
 use crate::{Error, Ftl};
-use format::{part, section_start, Header, Part};
+pub(crate) use format::Header;
+use format::{part, section_start, Part};
 
 /// Program attempts of one checkpoint (a failed program retires its block and starts over).
 const ATTEMPTS: u32 = 4;
