@@ -529,6 +529,7 @@ fn checks() -> Vec<(&'static str, Option<Check>)> {
         same!("anchor::WALK_BACK", crate::anchor::WALK_BACK),
         gated!("wom", "reuse::AUX_SCRAMBLED", |_, v| eq(v, crate::reuse::AUX_SCRAMBLED as u64)),
         gated!("wom", "reuse::AUX_COMPLEMENTED", |_, v| eq(v, crate::reuse::AUX_COMPLEMENTED as u64)),
+        gated!("wom", "reuse::AUX_FLAGS_LOST", |_, v| eq(v, crate::reuse::AUX_FLAGS_LOST as u64)),
         gated!("wom", "reuse::SW_META_LEN", |_, v| eq(v, crate::reuse::SW_META_LEN as u64)),
         gated!("wom", "reuse::HALF_MARKER", |_, v| eq(v, crate::reuse::HALF_MARKER as u64)),
         gated!("wom", "reuse.sw.void_offset", sw_void),

@@ -170,7 +170,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             {
                 (Some(m.tag), m.aux)
             }
-            _ => (self.find_lpn(page)?, 0),
+            _ => (self.find_lpn(page)?, self.aux_of_lost_meta()),
         };
         let Some(lpn) = lpn else {
             // Not mapped after all: nothing to move (without a bitmap it was never counted).
@@ -200,6 +200,24 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.remap(lpn, Some(new))?;
         self.counters.gc_page_copies += 1;
         Ok(())
+    }
+
+    /// The aux word of a page moved without its metadata (which no longer decodes): with second
+    /// writes attached, `AUX_FLAGS_LOST`, since its scrambler flags went with the metadata (a read
+    /// then reports it uncorrectable instead of returning data that may still be scrambled).
+    #[cfg(feature = "wom")]
+    fn aux_of_lost_meta(&self) -> u32 {
+        if self.reuse.is_some() {
+            crate::reuse::AUX_FLAGS_LOST
+        } else {
+            0
+        }
+    }
+
+    /// The aux word of a page moved without its metadata: nothing to keep without second writes.
+    #[cfg(not(feature = "wom"))]
+    fn aux_of_lost_meta(&self) -> u32 {
+        0
     }
 
     /// The logical page mapped to `page`, by searching the map (used only when the spare cannot be

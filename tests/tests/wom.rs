@@ -885,3 +885,62 @@ fn random_cuts_with_second_writes_and_rber() {
     eprintln!("{cuts} cuts, {flips} raw bit flips, {second} second writes at RBER {rber}");
     assert!(cuts > 20 && flips > 100 && second > 100, "{cuts} cuts, {flips} flips, {second} second writes");
 }
+
+/// A page whose metadata no longer decodes reads as uncorrectable; GC moves it by searching the
+/// map, without the metadata's aux word, so the scrambler's flags are lost with it. Its copy must
+/// go on reading as uncorrectable, never as the still-scrambled data (before `AUX_FLAGS_LOST`
+/// the copy carried aux 0 and read back scrambled, which the codec, checking the stored bytes,
+/// did not catch).
+#[test]
+fn a_page_moved_without_its_metadata_never_reads_as_scrambled_data() {
+    use ftl_core::meta::{PageKind, PageMeta, SpareState, META_LEN};
+    let geo = wom_geometry(8, 16, 2);
+    let cfg = Config::with_logical_pages(&geo, 96);
+    let mut emu = emulator(geo, 0.0, 0.0, 7);
+    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut w = parts(&geo, &cfg);
+    let mut f = open(&mut emu, &mut mem, Some(&mut w), cfg, DefaultPolicies::default(), true).unwrap();
+    for l in 0..96u32 {
+        f.write(l, &page(l, 1 + l as u64)).unwrap();
+    }
+    f.flush().unwrap();
+    // Lpn 0's page: the newest data page tagged 0.
+    let target = (0..geo.total_pages())
+        .map(nand_hal::PageId)
+        .filter_map(|p| match PageMeta::decode(&f.nand().peek_page(p).unwrap().1[..META_LEN]) {
+            SpareState::Valid(m) if m.kind == PageKind::Data && m.tag == 0 => Some((m.seq, p)),
+            _ => None,
+        })
+        .max()
+        .expect("lpn 0 on flash")
+        .1;
+    // Its metadata message zeroed (the first byte and the void mark left as they are): past what
+    // the metadata's code corrects.
+    let mut spare = [0u8; META_LEN];
+    spare.copy_from_slice(&f.nand().peek_page(target).unwrap().1[..META_LEN]);
+    spare[3..25].fill(0);
+    nand_hal::NandFlash::program_page(f.nand_mut(), target, &[], &spare).unwrap();
+    let mut buf = vec![0u8; 4096];
+    assert!(matches!(f.read(0, &mut buf), Err(Error::Uncorrectable { lpn: 0 })));
+    // Overwrite everything else until GC has erased lpn 0's block (moving its page first).
+    let block = geo.block_of(target);
+    let before = f.nand().erase_count(block).unwrap();
+    let mut rng = Rng::new(9);
+    let mut id = 1_000;
+    let mut moved = false;
+    for _ in 0..40_000 {
+        let l = 1 + rng.below(95) as u32;
+        id += 1;
+        f.write(l, &page(l, id)).unwrap();
+        if f.nand().erase_count(block).unwrap() > before {
+            moved = true;
+            break;
+        }
+    }
+    assert!(moved, "GC never erased lpn 0's block");
+    match f.read(0, &mut buf) {
+        Err(Error::Uncorrectable { lpn: 0 }) => {}
+        Ok(()) => assert_eq!(identify(0, &buf), Found::Content(Some(1)), "lpn 0 reads other data"),
+        Err(e) => panic!("{e:?}"),
+    }
+}

@@ -96,6 +96,10 @@ pub(crate) const SW_META_READS: u32 = 4;
 pub const AUX_SCRAMBLED: u32 = 1;
 /// `aux` bit: the scrambled data was complemented.
 pub const AUX_COMPLEMENTED: u32 = 2;
+/// `aux` bit: the page's flags are lost (GC moved it when its metadata no longer decoded, so
+/// whether and how it was scrambled is unknown): reads return `Error::Uncorrectable` rather than
+/// data that may still be scrambled.
+pub const AUX_FLAGS_LOST: u32 = 4;
 
 /// Reuse state of a block (low nibble of its state byte).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -560,6 +564,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             SpareState::Valid(m) if m.kind == PageKind::Data && m.tag == lpn => m.aux,
             _ => return Err(Error::Uncorrectable { lpn }),
         };
+        if aux & AUX_FLAGS_LOST != 0 {
+            return Err(Error::Uncorrectable { lpn });
+        }
         let stored = &self.buf[d + META_LEN..d + spare_len];
         let corrected =
             self.policies.codec().decode(out, stored).map_err(|_| Error::Uncorrectable { lpn })?;
