@@ -63,6 +63,12 @@ fn flex_and_all_bch_see_the_same_cache_and_flex_reads_crc_pages_cheaper() {
         // before the disk delivered it.
         assert!(u(r, "clean_writes") <= u(r, "read_misses"));
         assert_eq!(u(r, "crc_corrupt_served_from_disk") + u(r, "bch_uncorrectable_dirty"), 0);
+        // WAF as every other run reports it: NAND programs per host page written (not per page
+        // the cache manager wrote to the FTL, which adds the clean fills).
+        let programs = r["nand_programs"].as_u64().unwrap() as f64;
+        let hw = r["host_write_pages"].as_u64().unwrap() as f64;
+        assert_eq!(hw as u64, u(r, "write_hits") + u(r, "write_misses"));
+        assert!((r["waf"].as_f64().unwrap() - programs / hw).abs() < 1e-9, "waf {}", r["waf"]);
     }
     assert_eq!(u(&b, "crc_reads"), 0);
     assert_eq!(u(&b, "gc_bch_to_crc"), 0);
