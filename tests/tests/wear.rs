@@ -19,33 +19,46 @@ const GEO: Geometry = Geometry {
     ..Geometry::MT29F4G08
 };
 
-/// Runs the skewed workload; returns (spread, wear-leveling moves).
-fn skewed_run(limit: u32) -> (u32, u64) {
-    let mut ec = EmulatorConfig::new(GEO);
+/// Formats `geo` (metadata only) with `cfg`, fills the logical space sequentially, then writes
+/// `writes` pages at the logical pages `next` draws; returns the good blocks' erase counts and
+/// the static wear-leveling moves.
+fn run_writes(
+    geo: Geometry,
+    cfg: Config,
+    seed: u64,
+    writes: u32,
+    mut next: impl FnMut(&mut ChaCha8Rng, u32) -> u32,
+) -> (Vec<u32>, u64) {
+    let mut ec = EmulatorConfig::new(geo);
     ec.store_data = false;
     // The FTL's anchor records must read back (they are verified when written).
     ec.stored_blocks = ftl_core::anchor::ANCHOR_BLOCKS;
     let mut emu = Emulator::new(ec).unwrap();
-    let mut cfg = Config::for_utilization(&GEO, 700);
-    cfg.wear_spread_limit = limit;
-    cfg.wear_check_interval = 16;
-    let mut mem = ftl_tests::test_memory(&GEO, &cfg);
+    let mut mem = ftl_tests::test_memory(&geo, &cfg);
     let (map, m) = mem.parts();
     let mut ftl = Ftl::format(&mut emu, MetadataOnlyPolicies::default(), map, m, cfg).unwrap();
-    let page = vec![0u8; GEO.data_bytes as usize];
+    let page = vec![0u8; geo.data_bytes as usize];
     let n = cfg.logical_pages;
     for lpn in 0..n {
         ftl.write(lpn, &page).unwrap();
     }
-    // 90% of the space is cold; all traffic goes to the other 10%.
-    let hot = n / 10;
-    let mut rng = ChaCha8Rng::seed_from_u64(3);
-    for _ in 0..150 * n {
-        ftl.write(n - 1 - rng.random_range(0..hot), &page).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    for _ in 0..writes {
+        let lpn = next(&mut rng, n);
+        ftl.write(lpn, &page).unwrap();
     }
-    let counts: Vec<u32> = ftl.leveled_erase_counts().map(|(_, e)| e).collect();
-    let spread = counts.iter().max().unwrap() - counts.iter().min().unwrap();
-    (spread, ftl.counters().wear_level_moves)
+    (ftl.leveled_erase_counts().map(|(_, e)| e).collect(), ftl.counters().wear_level_moves)
+}
+
+/// Runs the skewed workload; returns (spread, wear-leveling moves).
+fn skewed_run(limit: u32) -> (u32, u64) {
+    let mut cfg = Config::for_utilization(&GEO, 700);
+    cfg.wear_spread_limit = limit;
+    cfg.wear_check_interval = 16;
+    // 90% of the space is cold; all traffic goes to the other 10%.
+    let n = cfg.logical_pages;
+    let (counts, moves) = run_writes(GEO, cfg, 3, 150 * n, |rng, n| n - 1 - rng.random_range(0..n / 10));
+    (counts.iter().max().unwrap() - counts.iter().min().unwrap(), moves)
 }
 
 #[test]
@@ -66,25 +79,9 @@ fn static_wear_leveling_bounds_the_spread() {
 /// a sequential fill, with and without the mount pool: (spread, mean erase count).
 fn uniform_run(pool: u32) -> (u32, u32) {
     const GEO: Geometry = sim_host::steady_state::SteadyState::ANCHOR_GEOMETRY;
-    let mut ec = EmulatorConfig::new(GEO);
-    ec.store_data = false;
-    ec.stored_blocks = ftl_core::anchor::ANCHOR_BLOCKS;
-    let mut emu = Emulator::new(ec).unwrap();
     let mut cfg = Config::for_utilization(&GEO, 900);
     cfg.mount_pool_blocks = pool;
-    let mut mem = ftl_tests::test_memory(&GEO, &cfg);
-    let (map, m) = mem.parts();
-    let mut ftl = Ftl::format(&mut emu, MetadataOnlyPolicies::default(), map, m, cfg).unwrap();
-    let page = vec![0u8; GEO.data_bytes as usize];
-    let n = cfg.logical_pages;
-    for lpn in 0..n {
-        ftl.write(lpn, &page).unwrap();
-    }
-    let mut rng = ChaCha8Rng::seed_from_u64(5);
-    for _ in 0..12 * n {
-        ftl.write(rng.random_range(0..n), &page).unwrap();
-    }
-    let counts: Vec<u32> = ftl.leveled_erase_counts().map(|(_, e)| e).collect();
+    let (counts, _) = run_writes(GEO, cfg, 5, 12 * cfg.logical_pages, |rng, n| rng.random_range(0..n));
     let mean = counts.iter().sum::<u32>() / counts.len() as u32;
     (counts.iter().max().unwrap() - counts.iter().min().unwrap(), mean)
 }
