@@ -488,32 +488,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Whether a technique that keeps its own state across mounts is attached (the fast mount
     /// does not rebuild it: such a mount surveys).
     fn anchor_techniques_attached(&self) -> bool {
-        self.anchor_wom() || self.anchor_dedup() || self.anchor_nv()
-    }
-
-    #[cfg(feature = "wom")]
-    fn anchor_wom(&self) -> bool {
-        self.reuse.is_some()
-    }
-    #[cfg(not(feature = "wom"))]
-    fn anchor_wom(&self) -> bool {
-        false
-    }
-    #[cfg(feature = "dedup")]
-    fn anchor_dedup(&self) -> bool {
-        self.dedup_attached()
-    }
-    #[cfg(not(feature = "dedup"))]
-    fn anchor_dedup(&self) -> bool {
-        false
-    }
-    #[cfg(feature = "cdm")]
-    fn anchor_nv(&self) -> bool {
-        self.nv.is_some()
-    }
-    #[cfg(not(feature = "cdm"))]
-    fn anchor_nv(&self) -> bool {
-        false
+        self.reuse_on() || self.dedup_on() || self.nv_on()
     }
 
     /// Whether a copy of the anchor is left to write records to.

@@ -33,6 +33,8 @@ pub enum Error {
     Config,
     /// The caller's memory does not have the sizes [`crate::RamLayout`] requires.
     Memory,
+    /// A combination of techniques the FTL does not run; the [`crate::Refusal`] says why.
+    Unsupported(crate::Refusal),
 }
 
 impl core::fmt::Display for Error {
@@ -47,6 +49,7 @@ impl core::fmt::Display for Error {
             Error::Corrupt => f.write_str("device image is corrupt or foreign"),
             Error::Config => f.write_str("configuration does not fit the geometry"),
             Error::Memory => f.write_str("caller memory has the wrong size"),
+            Error::Unsupported(r) => write!(f, "unsupported combination: {r}"),
         }
     }
 }

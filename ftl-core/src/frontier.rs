@@ -24,7 +24,7 @@ use nand_hal::{BlockId, ErrorKind, NandFlash, PageId};
 use crate::blocks::{BlockState, Pick};
 use crate::map::MappingTable;
 use crate::meta::{void_zeros, PageKind, PageMeta, META_LEN, VOID_PROGRAM, VOID_STRONG_ZEROS};
-use crate::policy::{PageCodec, PageFormat, PolicySet, Stream};
+use crate::policy::{PageCodec, PolicySet, Stream};
 use crate::{Error, Ftl};
 
 /// Streams (open blocks) per plane.
@@ -146,11 +146,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
         let mut encoded = false;
-        // Data pages take the format FlexECC asks for; journal and checkpoint pages always correct.
-        #[cfg(feature = "flex-ecc")]
-        let format = if kind == PageKind::Data { self.flex.write_format } else { PageFormat::Correcting };
-        #[cfg(not(feature = "flex-ecc"))]
-        let format = PageFormat::Correcting;
+        // Host data pages and GC's copies take the format FlexECC asks for; every other page
+        // (a technique's own copies and write-backs, journals, checkpoints) corrects.
+        let format = self.flex_page_format(kind, matches!(src, Source::Host(_)));
         // Failed pages of this append whose void did not complete: superseded if a retry lands,
         // left for `settle_torn` if the append gives up.
         let mut unvoided = TornPages::NONE;
@@ -511,7 +509,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 return Err(Error::NoSpace);
             }
         }
-        #[cfg(feature = "wom")]
         self.reuse_top_up(plane)?;
         Ok(())
     }

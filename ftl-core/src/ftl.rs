@@ -25,7 +25,7 @@ use crate::map::{FlatMap, MappingTable};
 use crate::meta::{PageKind, PageMeta, SpareState, META_LEN};
 use crate::pacing::PacedVictim;
 use crate::policy::{
-    Classifier, DefaultPolicies, Destination, PageCodec, Placement, PolicySet, WriteRequest,
+    Classifier, DefaultPolicies, Destination, PageCodec, Placement, PolicySet, Temperature, WriteRequest,
 };
 use crate::wear::WearState;
 use crate::{Counters, Error};
@@ -81,18 +81,12 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     /// Recent host pages on the host and cold streams (pacing's estimate of when a host-side
     /// block opens, see `pacing.rs`).
     pub(crate) host_stream_pages: [u32; 2],
-    /// Second writes, when on (see [`crate::reuse`]).
-    #[cfg(feature = "wom")]
-    pub(crate) reuse: Option<crate::reuse::Reuse<'m>>,
-    /// The NV cache (CDM or NVM-basic), if the FTL runs with one.
-    #[cfg(feature = "cdm")]
-    pub(crate) nv: Option<crate::cdm::NvCache<'m>>,
-    /// Deduplication state (empty unless attached by `format_dedup`/`mount_dedup`).
-    #[cfg(feature = "dedup")]
-    pub(crate) dedup: crate::dedup::DedupState<'m>,
-    /// FlexECC: write format, per-page RAM marks, counters.
-    #[cfg(feature = "flex-ecc")]
-    pub(crate) flex: crate::intent::FlexState<'m>,
+    /// The stacked techniques (see [`crate::ext`]; empty in a build without them).
+    #[cfg_attr(
+        not(any(feature = "wom", feature = "dedup", feature = "cdm", feature = "flex-ecc")),
+        allow(dead_code)
+    )]
+    pub(crate) ext: crate::ext::ExtState<'m>,
 }
 
 impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
@@ -138,33 +132,24 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             pool: crate::pool::PoolState { bounded: false, listed: 0, renew_due: false, uncertain: false },
             paced: [PacedVictim::NONE; MAX_TOTAL_PLANES],
             host_stream_pages: [0; 2],
-            #[cfg(feature = "wom")]
-            reuse: None,
-            #[cfg(feature = "cdm")]
-            nv: None,
-            #[cfg(feature = "dedup")]
-            dedup: crate::dedup::DedupState::detached(),
-            #[cfg(feature = "flex-ecc")]
-            flex: crate::intent::FlexState::new(),
+            ext: crate::ext::ExtState::default(),
         })
     }
 
     /// Formats the device (erasing every good block, skipping factory bad ones, keeping the erase
     /// counts an earlier format left in the blocks) and returns it mounted and empty.
+    /// No technique is stacked: see [`Ftl::format_with`].
     pub fn format(nand: N, policies: P, map: M, mem: Memory<'m>, cfg: Config) -> Result<Self, Error> {
-        let mut ftl = Self::new(nand, policies, map, mem, cfg)?;
-        ftl.format_device()?;
-        Ok(ftl)
+        Self::format_with(nand, policies, map, mem, cfg, crate::ext::Extensions::none())
     }
 
     /// Mounts a formatted device: loads the newest checkpoint and replays what was written since.
     ///
     /// The device is taken by value and dropped on error; pass `&mut device` (every `&mut N` is a
     /// `NandFlash` too) to keep it, e.g. to format after `Error::NotFormatted`.
+    /// No technique is stacked: see [`Ftl::mount_with`].
     pub fn mount(nand: N, policies: P, map: M, mem: Memory<'m>, cfg: Config) -> Result<Self, Error> {
-        let mut ftl = Self::new(nand, policies, map, mem, cfg)?;
-        ftl.recover()?;
-        Ok(ftl)
+        Self::mount_with(nand, policies, map, mem, cfg, crate::ext::Extensions::none())
     }
 
     /// Flushes, writes a checkpoint and a clean anchor record (so the next mount reads the anchor
@@ -296,7 +281,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     }
 
     pub(crate) fn read_one(&mut self, lpn: u32, out: &mut [u8]) -> Result<(), Error> {
-        #[cfg(feature = "cdm")]
+        // The stacking order (see `ext`): the NV cache, second writes, deduplication.
         if self.nv_read_hit(lpn, out)? {
             return Ok(());
         }
@@ -304,72 +289,52 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             out.fill(0);
             return Ok(());
         };
-        #[cfg(feature = "wom")]
-        if self.reuse.is_some() {
-            return self.reuse_read_page(lpn, page, out);
+        if self.reuse_read_hook(lpn, page, out)? {
+            return Ok(());
         }
         // A shared page's spare names its first owner (or where it moved from), not `lpn`.
-        #[cfg(feature = "dedup")]
         let (page, shared) = self.dedup_resolve(page);
-        #[cfg(not(feature = "dedup"))]
-        let shared = false;
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
         self.counters.nand_reads += 1;
         self.nand.read_page(page, out, &mut self.buf[d..d + spare_len])?;
-        let _seq = match PageMeta::decode(&self.buf[d..d + spare_len]) {
+        let seq = match PageMeta::decode(&self.buf[d..d + spare_len]) {
             SpareState::Valid(m) if m.kind == PageKind::Data && (m.tag == lpn || shared) => m.seq,
             _ => return Err(Error::Uncorrectable { lpn }),
         };
         let stored = &self.buf[d + META_LEN..d + spare_len];
         self.policies.codec().decode(out, stored).map_err(|_| Error::Uncorrectable { lpn })?;
-        #[cfg(feature = "cdm")]
-        self.nv_fill(lpn, out, _seq)?;
-        Ok(())
+        self.nv_fill(lpn, out, seq)
     }
 
     /// Writes whole logical pages starting at `lpn` from `data` (a multiple of the page size).
     /// Each page is on flash when this returns; it survives a power cut once `flush` returns.
     pub fn write(&mut self, lpn: u32, data: &[u8]) -> Result<(), Error> {
         let n = self.check_range(lpn, data.len())?;
-        #[cfg(feature = "dedup")]
         self.dedup_keep_reserve()?;
         if self.trims.overlaps(lpn, n) {
             self.write_journal()?;
         }
-        #[cfg(feature = "dedup")]
-        if self.dedup_attached() {
-            return self.write_dedup(lpn, data, n);
+        // FlexECC's RAM hints follow the new data whichever path writes it.
+        self.flex_note_write(lpn, n);
+        // The stacking order (see `ext`): deduplication's write path, else second writes for
+        // the pages they take, else the core's first write; the NV cache after each page.
+        if self.dedup_write_hook(lpn, data, n)? {
+            return Ok(());
         }
         let pb = self.geo.data_bytes as usize;
-        #[cfg(feature = "flex-ecc")]
-        self.flex_note_write(lpn, n);
         let req = WriteRequest { lpn, pages: n, page_bytes: self.geo.data_bytes };
         let temp = self.policies.classifier().classify_request(&req);
         for (i, chunk) in data.chunks_exact(pb).enumerate() {
             let l = lpn + i as u32;
             let programs_before = self.counters.nand_programs;
             let t = self.policies.classifier().classify_page(l, temp);
-            #[cfg(feature = "wom")]
-            if self.reuse.is_some() {
-                self.reuse_write_page(l, chunk, t)?;
+            if self.reuse_write_hook(l, chunk, t)? {
                 self.note_write_programs(programs_before);
                 continue;
             }
-            let Destination::FirstWrite(stream) = self.policies.placement().place(l, t);
-            let plane = self.next_plane;
-            self.next_plane = (self.next_plane + 1) % self.geo.total_planes();
-            self.gc_pace(plane)?;
-            let plane = self.ensure_frontier(plane, stream)?;
-            // Before the program: a write-back this causes comes before the page (map_io.rs).
-            self.map_fault_in_for_write(l)?;
-            let page = self.append_host(plane, stream, l, chunk)?;
-            self.remap(l, Some(page))?;
-            self.counters.host_write_pages += 1;
+            self.first_write(l, t, chunk)?;
             self.note_write_programs(programs_before);
-            // `append` gave the page the sequence number just before `self.seq`.
-            #[cfg(feature = "cdm")]
-            self.nv_after_write(l, chunk, self.seq - 1)?;
         }
         // End-of-operation work counts against the request's last page.
         let programs_before = self.counters.nand_programs;
@@ -380,6 +345,37 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                 self.counters.worst_host_write_programs.max(self.counters.last_write_programs);
         }
         r
+    }
+
+    /// The first write of one host page, the one sequence every write path shares: placement by
+    /// temperature, the next plane in rotation, paced GC, the frontier, the map entry faulted in
+    /// (before the program: a write-back this causes comes before the page, see `map_io.rs`), the
+    /// program (scrambled first when second writes are on), the remap, and the NV cache's copy.
+    pub(crate) fn first_write(&mut self, lpn: u32, t: Temperature, data: &[u8]) -> Result<PageId, Error> {
+        let Destination::FirstWrite(stream) = self.policies.placement().place(lpn, t);
+        let plane = self.next_plane;
+        self.next_plane = (self.next_plane + 1) % self.geo.total_planes();
+        self.gc_pace(plane)?;
+        let plane = self.ensure_frontier(plane, stream)?;
+        self.map_fault_in_for_write(lpn)?;
+        let page = if self.reuse_on() {
+            let aux = self.scramble_into_buf(lpn, data);
+            self.append(
+                plane,
+                stream,
+                PageKind::Data,
+                lpn,
+                aux,
+                crate::frontier::Source::Buffer { encode: true },
+            )?
+        } else {
+            self.append_host(plane, stream, lpn, data)?
+        };
+        self.remap(lpn, Some(page))?;
+        self.counters.host_write_pages += 1;
+        // `append` gave the page the sequence number just before `self.seq`.
+        self.nv_after_write(lpn, data, self.seq - 1)?;
+        Ok(page)
     }
 
     /// Records the programs one host page write caused (its own, GC's, checkpoints', journals').
@@ -398,12 +394,10 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         if lpn as u64 + count as u64 > self.cfg.logical_pages as u64 {
             return Err(Error::OutOfRange);
         }
-        #[cfg(feature = "dedup")]
         self.dedup_keep_reserve()?;
         if self.trims.is_full() {
             self.write_journal()?;
         }
-        #[cfg(feature = "dedup")]
         self.dedup_order_before(lpn, count)?;
         for l in lpn..lpn + count {
             // With a flash-resident map a remap can fail (a map page read or write-back): the
@@ -419,7 +413,6 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         self.trims.push(lpn, count);
         self.counters.host_trim_pages += count as u64;
         self.dirty = true;
-        #[cfg(feature = "cdm")]
         self.nv_trim(lpn, count)?;
         self.maintenance()
     }
@@ -430,12 +423,10 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         // A page a failed program left unvoided may hold a whole newer version of a page the host
         // has since read back as old: void it (or checkpoint) before acknowledging the flush.
         self.settle_torn()?;
-        #[cfg(feature = "dedup")]
         self.dedup_keep_reserve()?;
         if !self.trims.is_empty() {
             self.write_journal()?;
         }
-        #[cfg(feature = "dedup")]
         self.dedup_flush_pending(true)?;
         // An anchor record failed: a mount may take the record before it, whose checkpoint does
         // not hold what the last one made durable (trims): a new checkpoint and record first.
@@ -456,11 +447,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         self.map_fault_in_for_write(lpn)?;
         let old = self.map.set(lpn, page);
         // A shared page loses one reference; it is invalid only when none is left.
-        #[cfg(feature = "dedup")]
         let old = old.and_then(|o| self.dedup_unref(o));
         if let Some(o) = old {
             self.set_valid_bit(o, false);
-            #[cfg(feature = "wom")]
             self.reuse_invalidate(o);
         }
         if let Some(p) = page {
@@ -522,7 +511,6 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         } else {
             *w &= !bit;
             self.blocks.dec_valid(self.geo.block_of(p));
-            #[cfg(feature = "dedup")]
             self.dedup_page_invalidated(p);
         }
     }
@@ -558,7 +546,6 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Erases a block that holds nothing live; on erase failure it is marked bad. Leaves it Free
     /// (or Bad).
     pub(crate) fn erase_free_block(&mut self, b: BlockId) -> Result<(), Error> {
-        #[cfg(feature = "wom")]
         self.reuse_erased(b);
         self.counters.nand_erases += 1;
         match self.nand.erase_block(b) {
@@ -587,7 +574,6 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Marks a block bad on flash (best effort) and in the table.
     pub(crate) fn retire_now(&mut self, b: BlockId) {
         crate::fmt::warn!("retiring block {}", b.0);
-        #[cfg(feature = "wom")]
         self.reuse_erased(b);
         // A device that cannot even take the marker still has the block out of use in RAM; the
         // checkpoint records it as bad.

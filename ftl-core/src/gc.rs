@@ -38,11 +38,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         let view = self.blocks.view(plane);
         let Some(victim) = self.policies.victim().select(&view) else {
-            #[cfg(feature = "wom")]
-            if self.reuse.is_some() {
-                return self.reuse_gc_fallback(plane);
-            }
-            return Ok(false);
+            // Second writes may still recycle or erase one of their blocks.
+            return Ok(self.reuse_gc_hook(plane, None)?.unwrap_or(false));
         };
         let VictimAction::Erase = self.policies.victim().action(&view, victim);
         if !self.geo.contains_block(victim)
@@ -51,9 +48,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         {
             return Ok(false);
         }
-        #[cfg(feature = "wom")]
-        if self.reuse.is_some() {
-            return self.reuse_collect(victim);
+        // Second writes decide recycle or erase for the victim.
+        if let Some(collected) = self.reuse_gc_hook(plane, Some(victim))? {
+            return Ok(collected);
         }
         self.collect(victim, Finish::Erase)?;
         self.counters.gc_blocks += 1;
@@ -63,7 +60,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Moves the valid pages of `b` away, then erases or retires it.
     pub(crate) fn collect(&mut self, b: BlockId, finish: Finish) -> Result<(), Error> {
         // Share records first: the pages they made invalid may be in this block.
-        #[cfg(feature = "dedup")]
         self.dedup_flush_pending(false)?;
         let before = self.blocks.state(b);
         self.blocks.set_state(b, BlockState::Victim);
@@ -118,12 +114,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// What a technique does when GC takes block `b` as a victim, before its pages move: with an
     /// NV cache (feature `cdm`), cached valid pages are dropped instead of copied.
-    #[cfg(feature = "cdm")]
     pub(crate) fn victim_taken(&mut self, b: BlockId) {
         self.nv_drop_removable(b);
     }
-    #[cfg(not(feature = "cdm"))]
-    pub(crate) fn victim_taken(&mut self, _b: BlockId) {}
 
     fn move_valid_pages(&mut self, b: BlockId) -> Result<(), Error> {
         self.victim_taken(b);
@@ -142,13 +135,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// Copies one valid page to the GC stream of `plane` and remaps it.
     pub(crate) fn relocate(&mut self, page: PageId, plane: u32) -> Result<(), Error> {
-        #[cfg(feature = "wom")]
-        if self.reuse_is_second(page) {
-            return self.relocate_second(page, plane);
-        }
-        #[cfg(feature = "dedup")]
-        if let Some(v) = self.dedup.vmap.find(page.0) {
-            return self.relocate_shared(page, v, plane);
+        // A second write or a shared page moves its own way (see `ext`).
+        if self.reuse_relocate_hook(page, plane)? || self.dedup_relocate_hook(page, plane)? {
+            return Ok(());
         }
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
@@ -187,37 +176,14 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         };
         let encode = matches!(decoded, Ok(n) if n > 0);
         // FlexECC: keep the page's format, or drop a flush-read page to the detecting format.
-        #[cfg(feature = "flex-ecc")]
         let (encode, saved) = self.flex_before_move(lpn, decoded.is_ok(), encode);
         let new = self.append(plane, Stream::Gc, PageKind::Data, lpn, aux, Source::Buffer { encode });
-        #[cfg(feature = "flex-ecc")]
-        {
-            self.flex.write_format = saved;
-        }
+        self.flex_after_move(saved);
         let new = new?;
-        #[cfg(feature = "dedup")]
         self.dedup_moved(page, new);
         self.remap(lpn, Some(new))?;
         self.counters.gc_page_copies += 1;
         Ok(())
-    }
-
-    /// The aux word of a page moved without its metadata (which no longer decodes): with second
-    /// writes attached, `AUX_FLAGS_LOST`, since its scrambler flags went with the metadata (a read
-    /// then reports it uncorrectable instead of returning data that may still be scrambled).
-    #[cfg(feature = "wom")]
-    fn aux_of_lost_meta(&self) -> u32 {
-        if self.reuse.is_some() {
-            crate::reuse::AUX_FLAGS_LOST
-        } else {
-            0
-        }
-    }
-
-    /// The aux word of a page moved without its metadata: nothing to keep without second writes.
-    #[cfg(not(feature = "wom"))]
-    fn aux_of_lost_meta(&self) -> u32 {
-        0
     }
 
     /// The logical page mapped to `page`, by searching the map (used only when the spare cannot be

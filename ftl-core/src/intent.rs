@@ -10,7 +10,7 @@
 //! BCH. The format is recorded by the codec in the page's spare bytes
 //! ([`crate::policy::PageCodec::format_of`]), so mount and GC always decode a page right.
 //!
-//! RAM: [`Ftl::enable_flex`] lends a slice of [`flex_mark_words`] words: two bits per logical page,
+//! RAM: [`crate::Extensions::flex`] lends a slice of [`flex_mark_words`] words: two bits per logical page,
 //! *detecting* (the current copy is CRC-only, as far as RAM knows: a hint for the scrubber) and
 //! *drop* (flush-read since its last write). They are lost on a power cut or unmount. Losing a
 //! drop mark only means the page stays BCH (safe: more protection than needed); losing the
@@ -19,7 +19,7 @@
 //! unless written clean), so a GC move never drops the protection of data written after its
 //! flush-read.
 //!
-//! Without [`Ftl::enable_flex`] every data page is written in the correcting format whatever the
+//! Without [`crate::Extensions::flex`] every data page is written in the correcting format whatever the
 //! intent (the all-BCH device), and the default codecs, which have one format, ignore it anyway:
 //! the baseline behaviour is unchanged.
 //!
@@ -29,7 +29,7 @@
 //! rewrites it clean); a correcting page that cannot be corrected is an
 //! [`Error::Uncorrectable`] as before.
 
-use nand_hal::NandFlash;
+use nand_hal::{NandFlash, PageId};
 
 use crate::map::MappingTable;
 use crate::meta::{PageKind, PageMeta, SpareState, META_LEN};
@@ -149,7 +149,15 @@ pub(crate) struct FlexState<'m> {
     cfg: FlexConfig,
     /// The format the next data page is written in.
     pub(crate) write_format: PageFormat,
+    /// GC is copying a data page in the format `flex_before_move` chose.
+    pub(crate) moving: bool,
     pub(crate) counters: FlexCounters,
+}
+
+impl Default for FlexState<'_> {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl FlexState<'_> {
@@ -160,6 +168,7 @@ impl FlexState<'_> {
             enabled: false,
             cfg: FlexConfig::default(),
             write_format: PageFormat::Correcting,
+            moving: false,
             counters: FlexCounters::default(),
         }
     }
@@ -184,76 +193,124 @@ impl FlexState<'_> {
 const DETECTING: usize = 0;
 const DROP: usize = 1;
 
-/// Words of RAM [`Ftl::enable_flex`] needs for `logical_pages`: two bits per logical page.
+/// Words of RAM [`crate::Extensions::flex`] needs for `logical_pages`: two bits per logical page.
 pub const fn flex_mark_words(logical_pages: u32) -> usize {
     2 * (logical_pages as usize).div_ceil(32)
 }
 
 impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
-    /// Turns FlexECC on: from now on write intents choose the page format and flush-reads mark
-    /// pages for GC to drop to the detecting format. `marks` must have
-    /// [`flex_mark_words`]`(capacity)` words (else [`Error::Memory`]); its content is discarded.
-    pub fn enable_flex(&mut self, marks: &'m mut [u32], cfg: FlexConfig) -> Result<(), Error> {
-        self.only_flat_map()?;
+    /// Attaches the FlexECC `ext` asks for (see [`crate::ext::Extensions::flex`]).
+    pub(crate) fn attach_flex(&mut self, ext: &mut crate::ext::Extensions<'m>) -> Result<(), Error> {
+        let Some((marks, cfg)) = ext.flex.take() else { return Ok(()) };
         let words = (self.cfg.logical_pages as usize).div_ceil(32);
         if marks.len() != 2 * words {
             return Err(Error::Memory);
         }
         marks.fill(0);
-        self.flex.marks = marks;
-        self.flex.words = words;
-        self.flex.enabled = true;
-        self.flex.cfg = cfg;
+        self.ext.flex.marks = marks;
+        self.ext.flex.words = words;
+        self.ext.flex.enabled = true;
+        self.ext.flex.cfg = cfg;
         Ok(())
     }
 
-    /// Whether [`Ftl::enable_flex`] was called.
+    /// Whether FlexECC is on.
+    pub(crate) fn flex_on(&self) -> bool {
+        self.ext.flex.enabled
+    }
+
+    /// The format a page of `kind` is written in: a host data page (`host`) in the format its
+    /// write asked for, GC's copy of a data page in the one [`Ftl::flex_before_move`] chose;
+    /// every other page correcting (with techniques stacked: an NV cache's write-back or a
+    /// shared page's move during a clean write must not drop to the detecting format).
+    pub(crate) fn flex_page_format(&self, kind: crate::meta::PageKind, host: bool) -> PageFormat {
+        if kind == crate::meta::PageKind::Data && (host || self.ext.flex.moving) {
+            self.ext.flex.write_format
+        } else {
+            PageFormat::Correcting
+        }
+    }
+
+    /// Deduplication hook: whether the page being written may not share `page`'s content: its
+    /// data is dirty (the write is correcting) and `page` was written detect-only, so a bit error
+    /// there could be repaired from the backing store for the clean owner but not for this one.
+    #[cfg_attr(not(feature = "dedup"), allow(dead_code))] // used by deduplication only
+    pub(crate) fn flex_refuses_share(&mut self, page: PageId) -> Result<bool, Error> {
+        if !self.flex_on() || self.ext.flex.write_format != PageFormat::Correcting {
+            return Ok(false);
+        }
+        Ok(!self.flex_page_is_correcting(page)?)
+    }
+
+    /// Whether `page` was written in the correcting format, as its codec bytes say (one spare
+    /// read; true without FlexECC or for a page outside the device).
+    #[cfg_attr(not(feature = "dedup"), allow(dead_code))] // used by deduplication only
+    pub(crate) fn flex_page_is_correcting(&mut self, page: PageId) -> Result<bool, Error> {
+        if !self.flex_on() || !self.geo.contains_page(page) {
+            return Ok(true);
+        }
+        let d = self.geo.data_bytes as usize;
+        let spare_len = META_LEN + self.codec_len;
+        self.counters.nand_reads += 1;
+        self.nand.read_spare(page, &mut self.buf[d..d + spare_len])?;
+        let stored = &self.buf[d + META_LEN..d + spare_len];
+        Ok(self.policies.codec_ref().format_of(stored) != Some(PageFormat::Detecting))
+    }
+
+    /// After GC's copy: the write format in force before [`Ftl::flex_before_move`].
+    pub(crate) fn flex_after_move(&mut self, saved: PageFormat) {
+        self.ext.flex.write_format = saved;
+        self.ext.flex.moving = false;
+    }
+
+    /// Whether FlexECC is on (the FTL was opened with [`crate::ext::Extensions::flex`]).
     pub fn flex_enabled(&self) -> bool {
-        self.flex.enabled
+        self.ext.flex.enabled
     }
 
     /// FlexECC's counters.
     pub fn flex_counters(&self) -> &FlexCounters {
-        &self.flex.counters
+        &self.ext.flex.counters
     }
 
     /// Zeroes FlexECC's counters.
     pub fn reset_flex_counters(&mut self) {
-        self.flex.counters = FlexCounters::default();
+        self.ext.flex.counters = FlexCounters::default();
     }
 
     /// Whether RAM believes the current copy of `lpn` is in the detecting format (a hint: see the
     /// module documentation).
     pub fn flex_is_detecting(&self, lpn: u32) -> bool {
-        self.flex.bit(DETECTING, lpn)
+        self.ext.flex.bit(DETECTING, lpn)
     }
 
     /// Whether `lpn` carries a flush-read mark (GC will drop it to the detecting format).
     pub fn flex_is_marked(&self, lpn: u32) -> bool {
-        self.flex.bit(DROP, lpn)
+        self.ext.flex.bit(DROP, lpn)
     }
 
     /// Writes whole logical pages like [`Ftl::write`], in the format `intent` asks for (always
     /// correcting while FlexECC is not enabled).
     pub fn write_with(&mut self, lpn: u32, data: &[u8], intent: Intent) -> Result<(), Error> {
-        let saved = self.flex.write_format;
-        self.flex.write_format = if self.flex.enabled { intent.format() } else { PageFormat::Correcting };
+        let saved = self.ext.flex.write_format;
+        self.ext.flex.write_format =
+            if self.ext.flex.enabled { intent.format() } else { PageFormat::Correcting };
         let r = self.write(lpn, data);
-        self.flex.write_format = saved;
+        self.ext.flex.write_format = saved;
         r
     }
 
     /// Called by `write` before it writes `n` pages from `lpn`: the RAM bits follow the new data.
     pub(crate) fn flex_note_write(&mut self, lpn: u32, n: u32) {
-        let detecting = self.flex.write_format == PageFormat::Detecting;
+        let detecting = self.ext.flex.write_format == PageFormat::Detecting;
         for l in lpn..lpn.saturating_add(n) {
-            self.flex.set(DROP, l, false);
-            self.flex.set(DETECTING, l, detecting);
+            self.ext.flex.set(DROP, l, false);
+            self.ext.flex.set(DETECTING, l, detecting);
         }
         if detecting {
-            self.flex.counters.clean_writes += n as u64;
+            self.ext.flex.counters.clean_writes += n as u64;
         } else {
-            self.flex.counters.dirty_writes += n as u64;
+            self.ext.flex.counters.dirty_writes += n as u64;
         }
     }
 
@@ -268,26 +325,27 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     ) -> (bool, PageFormat) {
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
-        let saved = self.flex.write_format;
+        let saved = self.ext.flex.write_format;
         let stored = self.policies.codec_ref().format_of(&self.buf[d + META_LEN..d + spare_len]);
         let mut format = stored.unwrap_or(PageFormat::Correcting);
         let mut encode = encode;
         if stored == Some(PageFormat::Correcting)
             && decoded_ok
-            && self.flex.enabled
-            && self.flex.bit(DROP, lpn)
+            && self.ext.flex.enabled
+            && self.ext.flex.bit(DROP, lpn)
         {
             format = PageFormat::Detecting;
             encode = true;
-            self.flex.set(DROP, lpn, false);
-            self.flex.set(DETECTING, lpn, true);
-            self.flex.counters.converted += 1;
+            self.ext.flex.set(DROP, lpn, false);
+            self.ext.flex.set(DETECTING, lpn, true);
+            self.ext.flex.counters.converted += 1;
         } else if stored == Some(PageFormat::Detecting) {
-            self.flex.counters.detecting_moved += 1;
+            self.ext.flex.counters.detecting_moved += 1;
         } else if stored == Some(PageFormat::Correcting) {
-            self.flex.counters.correcting_moved += 1;
+            self.ext.flex.counters.correcting_moved += 1;
         }
-        self.flex.write_format = format;
+        self.ext.flex.write_format = format;
+        self.ext.flex.moving = true;
         (encode, saved)
     }
 
@@ -305,12 +363,12 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// marks it so that GC rewrites it in the detecting format.
     pub fn flush_read(&mut self, lpn: u32, out: &mut [u8]) -> Result<PageRead, Error> {
         let r = self.read_with(lpn, out)?;
-        if self.flex.enabled {
+        if self.ext.flex.enabled {
             if let PageRead::Good { format: Some(PageFormat::Correcting), .. } = r {
-                if !self.flex.bit(DROP, lpn) {
-                    self.flex.counters.marked += 1;
+                if !self.ext.flex.bit(DROP, lpn) {
+                    self.ext.flex.counters.marked += 1;
                 }
-                self.flex.set(DROP, lpn, true);
+                self.ext.flex.set(DROP, lpn, true);
             }
         }
         Ok(r)
@@ -330,7 +388,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         match r {
             PageRead::Corrupt { format: Some(PageFormat::Detecting) } => {
                 store.fetch(lpn, out).map_err(|_| Error::Uncorrectable { lpn })?;
-                self.flex.counters.served_from_backing += 1;
+                self.ext.flex.counters.served_from_backing += 1;
                 self.write_with(lpn, out, Intent::Clean)?;
                 Ok(Served::Backing)
             }
@@ -347,7 +405,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
 
     /// Whether a correcting page with `corrected` bits corrected should be refreshed.
     pub fn needs_refresh(&self, corrected: u32) -> bool {
-        self.flex.cfg.refresh_threshold > 0 && corrected >= self.flex.cfg.refresh_threshold
+        self.ext.flex.cfg.refresh_threshold > 0 && corrected >= self.ext.flex.cfg.refresh_threshold
     }
 
     /// Checks the page of `lpn` without returning its data (a scrubber's verify step; uses the
@@ -373,7 +431,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         self.relocate(page, plane)?;
         // A refresh is not GC work.
         self.counters.gc_page_copies = copies;
-        self.flex.counters.refreshed += 1;
+        self.ext.flex.counters.refreshed += 1;
         Ok(true)
     }
 
@@ -381,15 +439,15 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// cursor: the first such page, if any.
     pub fn next_detecting(&self, from: u32) -> Option<u32> {
         let n = self.cfg.logical_pages;
-        if n == 0 || !self.flex.enabled {
+        if n == 0 || !self.ext.flex.enabled {
             return None;
         }
         let start = from % n;
-        let words = self.flex.words;
+        let words = self.ext.flex.words;
         // Word-wise scan from `start`, wrapping once.
         let mut l = start;
         for _ in 0..=words {
-            let w = self.flex.marks[l as usize / 32] >> (l % 32);
+            let w = self.ext.flex.marks[l as usize / 32] >> (l % 32);
             if w != 0 {
                 let c = l + w.trailing_zeros();
                 if c < n {
@@ -441,16 +499,16 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             return Ok(PageRead::Corrupt { format: None });
         }
         let res = self.policies.codec().decode(data, stored);
-        let c = &mut self.flex.counters;
+        let c = &mut self.ext.flex.counters;
         match format {
             Some(PageFormat::Correcting) => c.correcting_reads += 1,
             Some(PageFormat::Detecting) => c.detecting_reads += 1,
             None => {}
         }
         if let Some(f) = format {
-            self.flex.set(DETECTING, lpn, f == PageFormat::Detecting);
+            self.ext.flex.set(DETECTING, lpn, f == PageFormat::Detecting);
         }
-        let c = &mut self.flex.counters;
+        let c = &mut self.ext.flex.counters;
         match res {
             Ok(corrected) => {
                 c.bits_corrected += corrected as u64;

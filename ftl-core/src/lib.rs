@@ -34,6 +34,7 @@ pub mod crc32c;
 #[cfg(feature = "dedup")]
 pub mod dedup;
 mod error;
+pub mod ext;
 mod format_doc;
 pub mod frontier;
 mod ftl;
@@ -57,6 +58,7 @@ pub use blocks::BlockInfo;
 pub use config::{checkpoint_blocks, Config, RamLayout, MAX_TOTAL_PLANES, RECOMMENDED_MOUNT_POOL_BLOCKS};
 pub use counters::Counters;
 pub use error::Error;
+pub use ext::{Extensions, Refusal, Stack};
 pub use ftl::{Ftl, Memory};
 pub use map::{AnyMap, FlatMap, MapNeed, MappingTable};
 pub use map_cache::{CachedMap, CachedMapLayout, DirtyEntry, MapLine, NO_ENTRY};

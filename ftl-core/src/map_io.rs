@@ -230,17 +230,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     pub(crate) fn checkpoint_need(&self) -> u32 {
         crate::config::checkpoint_blocks(&self.geo, self.map.section_words()) + 1
     }
-
-    /// Techniques not yet ported to a flash-resident map refuse it (`Error::Config`): second
-    /// writes, deduplication, the NV cache and FlexECC each keep per-page state keyed by the
-    /// map's words or reconcile the whole map at mount.
-    #[cfg(any(feature = "wom", feature = "dedup", feature = "cdm", feature = "flex-ecc"))]
-    pub(crate) fn only_flat_map(&self) -> Result<(), Error> {
-        if self.map.on_flash() {
-            return Err(Error::Config);
-        }
-        Ok(())
-    }
 }
 
 /// Word `k` (little-endian) of a map page's data in `buf`; unmapped past its end.

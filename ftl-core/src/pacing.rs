@@ -102,36 +102,16 @@ pub(crate) struct PacedVictim {
     valid: u32,
 }
 
-// Second writes and deduplication collect victims their own way: pacing is off while they are
-// attached. Without the feature, neither can be.
-impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
-    #[cfg(feature = "wom")]
-    fn reuse_attached(&self) -> bool {
-        self.reuse.is_some()
-    }
-    #[cfg(not(feature = "wom"))]
-    fn reuse_attached(&self) -> bool {
-        false
-    }
-    #[cfg(feature = "dedup")]
-    fn dedup_on(&self) -> bool {
-        self.dedup_attached()
-    }
-    #[cfg(not(feature = "dedup"))]
-    fn dedup_on(&self) -> bool {
-        false
-    }
-}
-
 impl PacedVictim {
     /// No victim.
     pub(crate) const NONE: PacedVictim = PacedVictim { block: NIL, next_page: 0, valid: 0 };
 }
 
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
-    /// Whether GC is paced (see the module doc for when it is not).
+    /// Whether GC is paced (see the module doc for when it is not: second writes and
+    /// deduplication collect victims their own way).
     fn pacing_on(&self) -> bool {
-        self.gc_pacing && !self.reuse_attached() && !self.dedup_on()
+        self.gc_pacing && !self.reuse_on() && !self.dedup_on()
     }
 
     /// Turns paced GC on (the default) or off (whole victims on demand only).

@@ -92,16 +92,8 @@ pub(crate) const FLAG_CKPT_BAD: u8 = 0x80;
 /// recorded.
 const FLAG_CKPT_FRONTIER: u8 = 0x40;
 
-const EMPTY_CURSOR: Cursor = Cursor {
-    block: 0,
-    page: 0,
-    seq: u64::MAX,
-    kind: PageKind::Data,
-    tag: 0,
-    aux: 0,
-    #[cfg(feature = "wom")]
-    second: false,
-};
+const EMPTY_CURSOR: Cursor =
+    Cursor { block: 0, page: 0, seq: u64::MAX, kind: PageKind::Data, tag: 0, aux: 0, second: false };
 
 #[derive(Copy, Clone)]
 struct Cursor {
@@ -112,7 +104,6 @@ struct Cursor {
     kind: PageKind,
     tag: u32,
     /// A cursor over the second writes of a plane-0 block (feature `wom`).
-    #[cfg(feature = "wom")]
     second: bool,
     /// Aux word of the head page (dedup tells its journal and relocation pages by it).
     aux: u32,
@@ -130,7 +121,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.trims.clear();
         self.torn = crate::frontier::TornPages::NONE;
         self.resumed = 0;
-        #[cfg(feature = "wom")]
         self.reuse_reset();
 
         // Step 0: the anchor. A clean record newest: nothing changed after its checkpoint. A
@@ -179,7 +169,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 self.write_anchor(false)?;
                 let max_seen = self.survey(&mut survey_voids)?;
                 let (ckpt_seq, next_seq) = self.load_newest_checkpoint()?;
-                #[cfg(feature = "dedup")]
                 self.dedup_load_checkpoint()?;
                 (max_seen, ckpt_seq, next_seq)
             }
@@ -203,10 +192,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             self.blocks.set_flags(b, FLAG_CKPT_BAD, false);
         }
 
-        #[cfg(feature = "wom")]
         self.reuse_scan(ckpt_seq)?;
         let replayed = self.replay(ckpt_seq)?;
-        #[cfg(feature = "cdm")]
         self.nv_reconcile()?;
         self.rebuild(rebuild_mode)?;
 
@@ -225,7 +212,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 }
             }
         }
-        #[cfg(feature = "wom")]
         self.reuse_after_mount();
         // The flash may differ from the checkpoint even when nothing replayed (a torn page
         // rolled back and voided, a frontier resumed past it): the next `unmount` writes a
@@ -428,11 +414,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let d = self.geo.data_bytes as usize;
         let ppb = self.geo.pages_per_block;
         let mut max_seq = 0;
-        // With second writes, the whole spare: page 0 may carry a pair's activation marker.
-        #[cfg(feature = "wom")]
-        let survey_len = if self.reuse.is_some() { self.geo.spare_bytes as usize } else { META_LEN };
-        #[cfg(not(feature = "wom"))]
-        let survey_len = META_LEN;
+        let survey_len = self.reuse_survey_len();
         // The anchor region was read by `anchor_find`.
         for b in ANCHOR_BLOCKS.min(self.geo.total_blocks())..self.geo.total_blocks() {
             let b = BlockId(b);
@@ -443,7 +425,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 self.blocks.raw_set(b, BlockState::Bad, 0, 0);
                 continue;
             }
-            #[cfg(feature = "wom")]
             self.reuse_survey(b)?;
             match self.torn_meta_check(self.geo.page(b, 0), voids_complete)? {
                 SpareState::Erased => self.blocks.raw_set(b, BlockState::Free, 0, 0),
@@ -497,7 +478,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 add(cursors, &mut n, Cursor { block: f.block, page: f.next_page, ..EMPTY_CURSOR })?;
             }
         }
-        #[cfg(feature = "wom")]
         for b in 0..self.geo.total_blocks() {
             if self.reuse_replays(BlockId(b)) {
                 add(cursors, &mut n, Cursor { block: b, page: 0, second: true, ..EMPTY_CURSOR })?;
@@ -579,8 +559,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let c = cursors[k];
             let page = self.geo.page(BlockId(c.block), c.page);
             match c.kind {
-                #[cfg(feature = "dedup")]
-                PageKind::Data if c.aux == crate::dedup::shares::SHARED_MOVE => {
+                PageKind::Data if self.dedup_is_move(c.aux) => {
                     self.dedup_replay_move(c.tag, page)?;
                     self.blocks.set_flags(BlockId(c.block), FLAG_LIVE_JOURNAL, true);
                     applied = 0;
@@ -602,21 +581,14 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     self.uncount(prev, ckpt_seq);
                     history[applied % HISTORY] = (c.tag, prev, page);
                     applied += 1;
-                    #[cfg(feature = "dedup")]
-                    {
-                        self.dedup_replay_unref(prev);
-                        self.dedup_replay_new_page(page);
-                    }
+                    self.dedup_replay_unref(prev);
+                    self.dedup_replay_new_page(page);
                 }
                 PageKind::Journal => {
-                    #[cfg(feature = "dedup")]
-                    let complete = if c.aux == crate::dedup::shares::SHARE_JOURNAL {
-                        self.apply_share_journal(page, c.tag)?
-                    } else {
-                        self.apply_journal(page, c.tag, ckpt_seq)?
+                    let complete = match self.dedup_apply_journal(page, c.tag, c.aux)? {
+                        Some(complete) => complete,
+                        None => self.apply_journal(page, c.tag, ckpt_seq)?,
                     };
-                    #[cfg(not(feature = "dedup"))]
-                    let complete = self.apply_journal(page, c.tag, ckpt_seq)?;
                     if !complete {
                         cursors[k].page += 1;
                         self.load_head(&mut cursors[k], ckpt_seq, done)?;
@@ -657,7 +629,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             if let Some(b) = prev.and_then(|p| self.counted_since(p, ckpt_seq)) {
                 self.count_replayed(b);
             }
-            #[cfg(feature = "dedup")]
             self.dedup_replay_ref(prev);
             out.voids_complete &= self.void_newest(page);
             candidate = prev.and_then(|p| {
@@ -751,9 +722,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// Step 4's check of a replayed data page (a second write: whether it decodes).
     fn newest_check(&mut self, page: PageId) -> Result<Option<u32>, Error> {
-        #[cfg(feature = "wom")]
-        if self.reuse_is_second(page) {
-            return Ok(self.reuse_second_whole(page)?.then_some(0));
+        if let Some(whole) = self.reuse_newest_check(page)? {
+            return Ok(whole);
         }
         self.newest_page_check(page)
     }
@@ -761,9 +731,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Voids a torn replayed data page after its roll-back (a second write: the second-write
     /// metadata of both halves). False if the void did not complete.
     fn void_newest(&mut self, page: PageId) -> bool {
-        #[cfg(feature = "wom")]
-        if self.reuse_is_second(page) {
-            return self.reuse_rollback(page);
+        if let Some(complete) = self.reuse_void_newest(page) {
+            return complete;
         }
         self.void_page(page)
     }
@@ -774,7 +743,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     fn load_head(&mut self, c: &mut Cursor, ckpt_seq: u64, voids_complete: &mut bool) -> Result<(), Error> {
         let d = self.geo.data_bytes as usize;
         c.seq = u64::MAX;
-        #[cfg(feature = "wom")]
         if c.second {
             match self.reuse_load_head(c.block, c.page, ckpt_seq)? {
                 Some((page, seq, tag)) => {
@@ -851,7 +819,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 }
                 let prev = self.replay_map_set(l, None)?;
                 self.uncount(prev, ckpt_seq);
-                #[cfg(feature = "dedup")]
                 self.dedup_replay_unref(prev);
             }
         }
@@ -976,7 +943,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// the replayed pages: no map page is read); after the fast mount, blocks the checkpoint says
     /// are erased stay free.
     fn rebuild(&mut self, mode: Rebuild) -> Result<(), Error> {
-        #[cfg(feature = "dedup")]
         self.dedup_finish_replay();
         let fast = mode == Rebuild::Fast;
         // After a mount from the pool, a flash-resident map of no more map pages than the pool's
@@ -1002,15 +968,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             }
             let Some(p) = self.map.get(l) else { continue };
             // Shared pages are counted once each, below.
-            #[cfg(feature = "dedup")]
-            if self.dedup_attached() && crate::dedup::is_virtual(p) {
+            if self.dedup_counted_apart(p) {
                 continue;
             }
             self.count_valid_at_mount(p)?;
         }
-        #[cfg(feature = "wom")]
         self.reuse_rebuild_valid()?;
-        #[cfg(feature = "dedup")]
         self.dedup_rebuild_valid()?;
         for b in 0..self.geo.total_blocks() {
             let b = BlockId(b);

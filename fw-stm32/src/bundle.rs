@@ -57,6 +57,27 @@ pub type Attach<'a> = ftl_core::reuse::Reuse<'a>;
 #[cfg(not(any(feature = "cdm", feature = "dedup", feature = "wom")))]
 pub type Attach<'a> = ();
 
+/// The FTL's stacked extensions for this build, from what it attaches.
+#[cfg(feature = "cdm")]
+pub fn extensions(attach: Attach<'_>) -> ftl_core::Extensions<'_> {
+    ftl_core::Extensions::none().cache(attach)
+}
+/// The FTL's stacked extensions for this build (see the `cdm` variant).
+#[cfg(feature = "dedup")]
+pub fn extensions(attach: Attach<'_>) -> ftl_core::Extensions<'_> {
+    ftl_core::Extensions::none().dedup(attach)
+}
+/// The FTL's stacked extensions for this build (see the `cdm` variant).
+#[cfg(feature = "wom")]
+pub fn extensions(attach: Attach<'_>) -> ftl_core::Extensions<'_> {
+    ftl_core::Extensions::none().reuse(attach)
+}
+/// The FTL's stacked extensions for this build (see the `cdm` variant).
+#[cfg(not(any(feature = "cdm", feature = "dedup", feature = "wom")))]
+pub fn extensions<'a>(_attach: Attach<'a>) -> ftl_core::Extensions<'a> {
+    ftl_core::Extensions::none()
+}
+
 /// Words of the polar WOM code's blocks (N up to 2^16).
 #[cfg(feature = "wom")]
 pub const POLAR_W: usize = 1024;

@@ -35,17 +35,7 @@ pub fn mount<'a, B: OnfiBus>(
     cfg: Config,
     attach: Attach<'a>,
 ) -> Result<AppFtl<'a, B>, FtlError> {
-    #[cfg(feature = "cdm")]
-    return Ftl::mount_with_cache(nand, policies, map, mem, cfg, attach);
-    #[cfg(feature = "dedup")]
-    return Ftl::mount_dedup(nand, policies, map, mem, cfg, attach);
-    #[cfg(feature = "wom")]
-    return Ftl::mount_reusable(nand, policies, map, mem, cfg, attach);
-    #[cfg(not(any(feature = "cdm", feature = "dedup", feature = "wom")))]
-    {
-        let () = attach;
-        Ftl::mount(nand, policies, map, mem, cfg)
-    }
+    Ftl::mount_with(nand, policies, map, mem, cfg, crate::bundle::extensions(attach))
 }
 
 /// Formats.
@@ -58,17 +48,7 @@ pub fn format<'a, B: OnfiBus>(
     cfg: Config,
     attach: Attach<'a>,
 ) -> Result<AppFtl<'a, B>, FtlError> {
-    #[cfg(feature = "cdm")]
-    return Ftl::format_with_cache(nand, policies, map, mem, cfg, attach);
-    #[cfg(feature = "dedup")]
-    return Ftl::format_dedup(nand, policies, map, mem, cfg, attach);
-    #[cfg(feature = "wom")]
-    return Ftl::format_reusable(nand, policies, map, mem, cfg, attach);
-    #[cfg(not(any(feature = "cdm", feature = "dedup", feature = "wom")))]
-    {
-        let () = attach;
-        Ftl::format(nand, policies, map, mem, cfg)
-    }
+    Ftl::format_with(nand, policies, map, mem, cfg, crate::bundle::extensions(attach))
 }
 
 /// Flushes, checkpoints, gives the device back.

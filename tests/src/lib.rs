@@ -19,7 +19,7 @@ use std::fmt::Write as _;
 use ftl_core::blocks::BlockState;
 use ftl_core::policy::{DefaultPolicies, PolicySet};
 use ftl_core::reuse::{ReuseConfig, SecondWriteCodec};
-use ftl_core::{AnyMap, Config, Counters, Error, Ftl};
+use ftl_core::{AnyMap, Config, Counters, Error, Extensions, Ftl};
 use nand_hal::{BlockId, EccRequirement, ErrorKind, Geometry, NandFlash};
 use sim_host::emulator::{Emulator, EmulatorConfig};
 use sim_host::memory::{FtlMemory, MapChoice};
@@ -143,9 +143,9 @@ pub fn open<'a, N: NandFlash, P: PolicySet>(
         (Some(w), format) => {
             let reuse = w.buffers.reuse(&mut *w.codec, w.config, w.slots);
             if format {
-                Ftl::format_reusable(nand, policies, map, m, cfg, reuse)
+                Ftl::format_with(nand, policies, map, m, cfg, Extensions::none().reuse(reuse))
             } else {
-                Ftl::mount_reusable(nand, policies, map, m, cfg, reuse)
+                Ftl::mount_with(nand, policies, map, m, cfg, Extensions::none().reuse(reuse))
             }
         }
     }

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 
 use ftl_core::cdm::{NvCache, NvCacheConfig, NvCacheLayout, NvPolicy, Nvm, ReadFill, Slot};
 use ftl_core::policy::DefaultPolicies;
-use ftl_core::{Config, Error, Ftl};
+use ftl_core::{Config, Error, Extensions, Ftl};
 use ftl_tests::{
     fill_page, geometry, identify, is_power_loss, session, settle_all, verify_all, Ctx, CutControl, Found,
     Log, Model, Op, Outcome, TestFtl,
@@ -306,7 +306,14 @@ fn format_dev<'a>(
 ) -> Result<CdmFtl<'a>, Error> {
     let dev = Device { emu, nvm: nvm.clone() };
     let (map, m) = mem.parts();
-    Ftl::format_with_cache(dev, DefaultPolicies::default(), map, m, cfg, cache(nvm, slots, index, cc))
+    Ftl::format_with(
+        dev,
+        DefaultPolicies::default(),
+        map,
+        m,
+        cfg,
+        Extensions::none().cache(cache(nvm, slots, index, cc)),
+    )
 }
 
 fn mount_dev<'a>(
@@ -320,7 +327,14 @@ fn mount_dev<'a>(
 ) -> Result<CdmFtl<'a>, Error> {
     let dev = Device { emu, nvm: nvm.clone() };
     let (map, m) = mem.parts();
-    Ftl::mount_with_cache(dev, DefaultPolicies::default(), map, m, cfg, cache(nvm, slots, index, cc))
+    Ftl::mount_with(
+        dev,
+        DefaultPolicies::default(),
+        map,
+        m,
+        cfg,
+        Extensions::none().cache(cache(nvm, slots, index, cc)),
+    )
 }
 
 fn emulator(torn: f64, erase: f64) -> Emulator {
@@ -463,13 +477,13 @@ fn programs_with(policy: Option<NvPolicy>) -> (u64, u64, u64) {
     let (mut slots, mut index) = (vec![Slot::EMPTY; lay.slots], vec![0u32; lay.index_words]);
     let (map, m) = mem.parts();
     let mut f = match policy {
-        Some(p) => Ftl::format_with_cache(
+        Some(p) => Ftl::format_with(
             &mut emu,
             DefaultPolicies::default(),
             map,
             m,
             cfg,
-            cache(&mut nvm, &mut slots, &mut index, NvCacheConfig::new(p)),
+            Extensions::none().cache(cache(&mut nvm, &mut slots, &mut index, NvCacheConfig::new(p))),
         ),
         None => Ftl::format(&mut emu, DefaultPolicies::default(), map, m, cfg),
     }
@@ -635,13 +649,13 @@ fn tpcc_pattern_reads_back_every_write() {
         let (mut slots, mut index) = (vec![Slot::EMPTY; lay.slots], vec![0u32; lay.index_words]);
         let (map, m) = mem.parts();
         let mut f = match policy {
-            Some(p) => Ftl::format_with_cache(
+            Some(p) => Ftl::format_with(
                 &mut emu,
                 DefaultPolicies::default(),
                 map,
                 m,
                 cfg,
-                cache(&mut nvm, &mut slots, &mut index, NvCacheConfig::new(p)),
+                Extensions::none().cache(cache(&mut nvm, &mut slots, &mut index, NvCacheConfig::new(p))),
             ),
             None => Ftl::format(&mut emu, DefaultPolicies::default(), map, m, cfg),
         }
@@ -681,7 +695,7 @@ fn tpcc_pattern_reads_back_every_write() {
     assert!(cdm_drops > 100, "{cdm_drops} drops");
 }
 
-/// A cut at any NVM write or any of the first NAND operations of `format_with_cache`: mount then
+/// A cut at any NVM write or any of the first NAND operations of `format_with` with a cache: mount then
 /// fails with `NotFormatted`/`Corrupt` or finds an empty device, and a new format works.
 #[test]
 fn cut_during_format() {

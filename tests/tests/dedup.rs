@@ -19,14 +19,25 @@
 //!   mounted without dedup, `inline: false`, and a shared page's owner surviving GC of its block
 //!   and a cut before the next checkpoint.
 //!
+//! - Stacked (issue #17): the same model runs with the NV cache (CDM), FlexECC (BCH for dirty
+//!   writes, CRC for clean ones, by a write intent per request) and the ETI classifier with two
+//!   host streams on top of deduplication: `stacked_model_with_cuts` (proptest) and
+//!   `stacked_random_cuts` (`FTL_STACKED_CUTS`, default 300). The reference-count check then
+//!   allows a logical page with no flash mapping while the cache holds its only copy. Power cuts
+//!   hit the NAND only (the NVM's own cuts are `cdm.rs`'s).
+//!
 //! `PROPTEST_CASES` sets the property tests' case count (default 200 each).
 
 use std::collections::{HashMap, HashSet};
 
+use ftl_core::cdm::{NvCache, NvCacheConfig, NvCacheLayout, NvPolicy, Slot};
 use ftl_core::dedup::{ContentIndex, ContentKey, ContentProbe, Dedup, DedupMemory, DedupSettings};
-use ftl_core::policy::DefaultPolicies;
-use ftl_core::{Config, Error, Ftl};
+use ftl_core::intent::{flex_mark_words, FlexConfig, Intent};
+use ftl_core::policy::{DefaultPolicies, Greedy, Policies, PolicySet, SeparateByTemperature};
+use ftl_core::{Config, Error, Extensions, Ftl};
 use ftl_policies::dedup::Accel;
+use ftl_policies::eti::{Eti, EtiConfig};
+use ftl_policies::flex_ecc::{BchCodec, FlexCodec};
 use ftl_tests::{
     fill_page, geometry, identify, is_power_loss, settle_all, verify_all, verify_range, Found, Log, Model,
     Rng, TestFtl, SHARED_CONTENT,
@@ -34,7 +45,7 @@ use ftl_tests::{
 use nand_hal::{Geometry, NandFlash};
 use proptest::prelude::*;
 use sim_host::dedup_memory::{DedupBuffers, DedupSizes};
-use sim_host::emulator::{Emulator, EmulatorConfig, FaultConfig};
+use sim_host::emulator::{Emulator, EmulatorConfig, FaultConfig, NvRam};
 use sim_host::memory::FtlMemory;
 
 const PPB: u32 = 4;
@@ -113,6 +124,8 @@ struct Setup {
     faults: FaultConfig,
     /// Check that deduplication is complete after every step (no cuts, remounts or sampling).
     complete: bool,
+    /// Stack the NV cache, FlexECC and ETI on deduplication (see the module docs).
+    stacked: bool,
 }
 
 impl Setup {
@@ -124,6 +137,7 @@ impl Setup {
             virtual_pages: LOGICAL as usize,
             faults: FaultConfig::default(),
             complete: false,
+            stacked: false,
         }
     }
 }
@@ -140,12 +154,61 @@ fn open<'a>(
     setup: &Setup,
     format: bool,
 ) -> Result<TestFtl<'a, &'a mut Emulator>, Error> {
+    open_with(emu, mem, setup, format, DefaultPolicies::default(), None)
+}
+
+/// The stacked configuration's page codec: FlexECC over BCH t = 4 per 512 bytes.
+type StackCodec = FlexCodec<8192, 1>;
+/// The stacked configuration's policies: FlexECC's codec, ETI with two host streams.
+type StackPolicies = Policies<StackCodec, Eti<64>, Greedy, SeparateByTemperature>;
+
+fn stack_policies() -> StackPolicies {
+    Policies {
+        codec: FlexCodec::new(BchCodec::new(13, 4, 512, 512).expect("BCH")),
+        classifier: Eti::new(EtiConfig::with_address_pages(LOGICAL as u64)).expect("ETI"),
+        victim: Greedy,
+        placement: SeparateByTemperature,
+    }
+}
+
+/// The stacked configuration's geometry: room in the spare for BCH's parity.
+fn stack_geo() -> Geometry {
+    Geometry { spare_bytes: 64, ..geo() }
+}
+
+/// NV cache slots in the stacked configuration (a quarter of the logical pages).
+const NV_SLOTS: u32 = LOGICAL / 4;
+
+/// Formats or mounts with deduplication and, given the NVM, the NV cache and FlexECC stacked
+/// on it; the buffers live as long as the test (leaked: a few KiB per mount).
+fn open_with<'a, P: PolicySet>(
+    emu: &'a mut Emulator,
+    mem: &'a mut FtlMemory,
+    setup: &Setup,
+    format: bool,
+    policies: P,
+    nvm: Option<&'a mut NvRam>,
+) -> Result<TestFtl<'a, &'a mut Emulator, P>, Error> {
     let g = emu.geometry();
     let bufs: &'static mut DedupBuffers<K> =
         Box::leak(Box::new(DedupBuffers::new(sizes(&g, setup.virtual_pages))));
     let (index, memory) = bufs.parts(setup.prehash, Accel::ALL);
     let index: &'static mut dyn ContentIndex = Box::leak(Box::new(index));
-    attach(emu, mem, index, memory, setup.cfg, setup.settings, format)
+    let mut ext = Extensions::none().dedup(Dedup { memory, index, settings: setup.settings });
+    if let Some(nvm) = nvm {
+        let lay = NvCacheLayout::new(NV_SLOTS);
+        let slots = Box::leak(vec![Slot::EMPTY; lay.slots].into_boxed_slice());
+        let words = Box::leak(vec![0u32; lay.index_words].into_boxed_slice());
+        let cache = NvCache::new(nvm, slots, words, NvCacheConfig::new(NvPolicy::Cdm)).expect("cache memory");
+        let marks = Box::leak(vec![0u32; flex_mark_words(setup.cfg.logical_pages)].into_boxed_slice());
+        ext = ext.cache(cache).flex(marks, FlexConfig::default());
+    }
+    let (map, m) = mem.parts();
+    if format {
+        Ftl::format_with(emu, policies, map, m, setup.cfg, ext)
+    } else {
+        Ftl::mount_with(emu, policies, map, m, setup.cfg, ext)
+    }
 }
 
 fn attach<'a>(
@@ -160,19 +223,25 @@ fn attach<'a>(
     let (map, m) = mem.parts();
     let dedup = Dedup { memory, index, settings };
     if format {
-        Ftl::format_dedup(emu, DefaultPolicies::default(), map, m, cfg, dedup)
+        Ftl::format_with(emu, DefaultPolicies::default(), map, m, cfg, Extensions::none().dedup(dedup))
     } else {
-        Ftl::mount_dedup(emu, DefaultPolicies::default(), map, m, cfg, dedup)
+        Ftl::mount_with(emu, DefaultPolicies::default(), map, m, cfg, Extensions::none().dedup(dedup))
     }
 }
 
 /// Reference counts and valid pages against the mapping and the model (see the module docs).
-fn check_refs<N: NandFlash>(ftl: &TestFtl<'_, N>, model: &Model, complete: bool) -> Result<(), String> {
+fn check_refs<N: NandFlash, P: PolicySet>(
+    ftl: &TestFtl<'_, N, P>,
+    model: &Model,
+    complete: bool,
+) -> Result<(), String> {
     let mut by_page: HashMap<u32, Vec<u32>> = HashMap::new();
     for l in 0..model.len() {
         match (ftl.physical_page_of(l), model.cur[l as usize]) {
             (Some(p), Some(_)) => by_page.entry(p).or_default().push(l),
             (None, None) => {}
+            // The NV cache's only copy (a GC drop or a write whose flash copy a mount dropped).
+            (None, Some(_)) if ftl.nv_cache().is_some_and(|c| c.contains(l)) => {}
             (p, c) => return Err(format!("lpn {l}: physical page {p:?} but the model holds {c:?}")),
         }
     }
@@ -231,8 +300,8 @@ fn cut_or_fail<T>(r: Result<T, Error>, what: &str) -> Result<Option<T>, String> 
     }
 }
 
-fn session<N: sim_host_cut::Cut>(
-    ftl: &mut TestFtl<'_, N>,
+fn session<N: sim_host_cut::Cut, P: PolicySet>(
+    ftl: &mut TestFtl<'_, N, P>,
     model: &mut Model,
     log: &mut Log,
     ops: &[DOp],
@@ -261,7 +330,10 @@ fn session<N: sim_host_cut::Cut>(
                     model.settle(l, Some(*id), false);
                     fill_page(l, *id, &mut buf[i * pb..(i + 1) * pb]);
                 }
-                if cut_or_fail(ftl.write(lpn, &buf), &format!("step {step}: write"))?.is_none() {
+                // A write intent per request (FlexECC, when stacked: clean data is CRC only).
+                let intent =
+                    if (lpn + step as u32).is_multiple_of(3) { Intent::Clean } else { Intent::Dirty };
+                if cut_or_fail(ftl.write_with(lpn, &buf, intent), &format!("step {step}: write"))?.is_none() {
                     return Ok(End::Cut);
                 }
                 Some((lpn, pages))
@@ -289,14 +361,20 @@ fn session<N: sim_host_cut::Cut>(
                 let (keep, dup) = (keep % LOGICAL, dup % LOGICAL);
                 let mut scratch = vec![0u8; pb];
                 let full_before = ftl.dedup_stats().vmap_full;
+                let format_before = ftl.dedup_stats().format_refusals;
                 let Some(merged) = cut_or_fail(ftl.coalesce(keep, dup, &mut scratch), "coalesce")? else {
                     return Ok(End::Cut);
                 };
                 let same =
                     model.cur[keep as usize].is_some() && model.cur[keep as usize] == model.cur[dup as usize];
-                // A full secondary map refuses the merge (and says so).
+                // A full secondary map refuses the merge (and says so); so does a page whose only
+                // copy is in the NV cache (stacked runs: nothing on flash to share).
                 let refused_full = !merged && ftl.dedup_stats().vmap_full > full_before;
-                if merged != same && keep != dup && !refused_full {
+                let cache_only = [keep, dup].iter().any(|&l| ftl.physical_page_of(l).is_none());
+                // And FlexECC: a correctable page is not merged into a detect-only one.
+                let refused_format = !merged && ftl.dedup_stats().format_refusals > format_before;
+                let refused = refused_full || refused_format || (cache_only && !merged);
+                if merged != same && keep != dup && !refused {
                     return Err(format!(
                         "step {step}: coalesce({keep}, {dup}) = {merged}, contents equal: {same}"
                     ));
@@ -344,16 +422,33 @@ struct Stats {
     deduplicated: u64,
     shared_moves: u64,
     gc_blocks: u64,
+    /// Valid pages the NV cache dropped instead of GC copying them (stacked runs).
+    nv_gc_drops: u64,
     ops_at_end: u64,
 }
 
 /// Runs `ops` from a fresh format, recovering from every cut; ends with a full check, a clean
 /// unmount, a mount and another full check.
 fn run(ops: &[DOp], setup: &Setup) -> Result<Stats, String> {
-    let g = geo();
+    if setup.stacked {
+        run_with(ops, setup, stack_geo(), &stack_policies)
+    } else {
+        run_with(ops, setup, geo(), &DefaultPolicies::default)
+    }
+}
+
+fn run_with<P: PolicySet>(
+    ops: &[DOp],
+    setup: &Setup,
+    g: Geometry,
+    policies: &dyn Fn() -> P,
+) -> Result<Stats, String> {
     let mut emu =
         Emulator::new(EmulatorConfig { faults: setup.faults.clone(), ..EmulatorConfig::new(g) }).unwrap();
-    let mut mem = FtlMemory::new(&g, &config());
+    // The NVM outlives every mount (it is not cut: see the module docs).
+    let mut nvram =
+        setup.stacked.then(|| NvRam::new(NvCacheLayout::new(NV_SLOTS).nvm_bytes(g.data_bytes) as u32, 1));
+    let mut mem = FtlMemory::new(&g, &setup.cfg);
     let mut model = Model::new(LOGICAL);
     let mut log = Log::default();
     let mut stats = Stats::default();
@@ -368,7 +463,7 @@ fn run(ops: &[DOp], setup: &Setup) -> Result<Stats, String> {
             if let Some(m) = mount_cut.take() {
                 emu.restore_power();
                 emu.schedule_power_cut(m as u64);
-                match open(&mut emu, &mut mem, setup, false).map(drop) {
+                match open_with(&mut emu, &mut mem, setup, false, policies(), nvram.as_mut()).map(drop) {
                     Ok(()) => log.push(format!("mount cut at {m} did not fire")),
                     Err(e) if is_power_loss(&e) => {
                         stats.mount_cuts += 1;
@@ -380,7 +475,7 @@ fn run(ops: &[DOp], setup: &Setup) -> Result<Stats, String> {
             }
             emu.restore_power();
         }
-        let mut ftl = match open(&mut emu, &mut mem, setup, first) {
+        let mut ftl = match open_with(&mut emu, &mut mem, setup, first, policies(), nvram.as_mut()) {
             Ok(f) => f,
             Err(e) if is_power_loss(&e) && !first => {
                 // The cut an op scheduled fired during this mount.
@@ -414,6 +509,7 @@ fn run(ops: &[DOp], setup: &Setup) -> Result<Stats, String> {
         stats.deduplicated += d.deduplicated;
         stats.shared_moves += d.shared_moves;
         stats.gc_blocks += ftl.counters().gc_blocks;
+        stats.nv_gc_drops += ftl.nv_counters().map_or(0, |c| c.gc_drops);
         match end {
             End::Cut => {
                 log.push("power cut".into());
@@ -435,7 +531,7 @@ fn run(ops: &[DOp], setup: &Setup) -> Result<Stats, String> {
                     .map_err(|_| fail(&log, "cut in the final check".into()))?;
                 ftl.unmount().map_err(|e| fail(&log, format!("final unmount: {e:?}")))?;
                 model.flush();
-                let mut f = open(&mut emu, &mut mem, setup, false)
+                let mut f = open_with(&mut emu, &mut mem, setup, false, policies(), nvram.as_mut())
                     .map_err(|e| fail(&log, format!("mount after the final unmount: {e:?}")))?;
                 verify_all(&mut f, &model)
                     .map_err(|e| fail(&log, format!("after the final remount: {e}")))?
@@ -501,6 +597,17 @@ proptest! {
         let settings = DedupSettings { sampling_unit: sampling, ..DedupSettings::default() };
         let faults = FaultConfig { torn_fraction: torn, partial_erase_fraction: torn, ..FaultConfig::default() };
         let setup = Setup { faults, ..Setup::new(settings) };
+        run(&ops, &setup).map_err(TestCaseError::fail)?;
+    }
+
+    /// Stacked (the NV cache, FlexECC and ETI on deduplication): cuts and remounts.
+    #[test]
+    fn stacked_model_with_cuts(
+        ops in proptest::collection::vec(dop(true), 1..150),
+        torn in prop_oneof![Just(1.0f64), 0.01f64..1.0],
+    ) {
+        let faults = FaultConfig { torn_fraction: torn, partial_erase_fraction: torn, ..FaultConfig::default() };
+        let setup = Setup { faults, stacked: true, ..Setup::new(plain_settings()) };
         run(&ops, &setup).map_err(TestCaseError::fail)?;
     }
 }
@@ -573,7 +680,22 @@ fn torture_every_cut() {
 #[test]
 fn random_cuts() {
     let cuts: u32 = std::env::var("FTL_DEDUP_CUTS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
-    let mut seed: u64 = std::env::var("FTL_DEDUP_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    let seed: u64 = std::env::var("FTL_DEDUP_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    let total = random_cut_runs(cuts, seed, false);
+    assert!(total.deduplicated > 0 && total.shared_moves > 0 && total.mount_cuts > 0, "{total:?}");
+}
+
+/// `random_cuts` with the NV cache, FlexECC and ETI stacked on deduplication.
+#[test]
+fn stacked_random_cuts() {
+    let cuts: u32 = std::env::var("FTL_STACKED_CUTS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+    let total = random_cut_runs(cuts, 1, true);
+    assert!(total.deduplicated > 0 && total.mount_cuts > 0 && total.nv_gc_drops > 0, "{total:?}");
+}
+
+/// Random workloads from `seed` on, a cut always likely, until `cuts` cuts fired.
+fn random_cut_runs(cuts: u32, seed: u64, stacked: bool) -> Stats {
+    let mut seed = seed;
     let mut fired = 0;
     let mut total = Stats::default();
     while fired < cuts {
@@ -602,16 +724,58 @@ fn random_cuts() {
             sampling_unit: if seed.is_multiple_of(3) { 4 } else { 0 },
             ..DedupSettings::default()
         };
-        let setup = Setup { faults, ..Setup::new(settings) };
-        let s = run(&ops, &setup).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let setup = Setup { faults, stacked, ..Setup::new(settings) };
+        let s = run(&ops, &setup).unwrap_or_else(|e| panic!("seed {seed} (stacked: {stacked}): {e}"));
         fired += s.cuts;
         total.deduplicated += s.deduplicated;
         total.shared_moves += s.shared_moves;
         total.mount_cuts += s.mount_cuts;
+        total.nv_gc_drops += s.nv_gc_drops;
         seed += 1;
     }
-    eprintln!("random_cuts: {fired} cuts over {} seeds: {total:?}", seed - 1);
-    assert!(total.deduplicated > 0 && total.shared_moves > 0 && total.mount_cuts > 0, "{total:?}");
+    eprintln!("random cuts (stacked: {stacked}): {fired} cuts over {} seeds: {total:?}", seed - 1);
+    total
+}
+
+/// Stacked with FlexECC: a dirty write of content whose page was written detect-only (clean)
+/// gets its own correctable page instead of a reference; a clean one shares; `coalesce` does not
+/// merge a correctable page into a detect-only one either.
+#[test]
+fn dirty_data_never_shares_a_detect_only_page() {
+    let g = stack_geo();
+    let setup = Setup { stacked: true, ..Setup::new(plain_settings()) };
+    let mut emu = Emulator::new(EmulatorConfig::new(g)).unwrap();
+    let mut mem = FtlMemory::new(&g, &setup.cfg);
+    let mut nvm = NvRam::new(NvCacheLayout::new(NV_SLOTS).nvm_bytes(g.data_bytes) as u32, 1);
+    let mut ftl = open_with(&mut emu, &mut mem, &setup, true, stack_policies(), Some(&mut nvm)).unwrap();
+    let x = pool_id(1);
+    let page = |l: u32| {
+        let mut p = vec![0u8; g.data_bytes as usize];
+        fill_page(l, x, &mut p);
+        p
+    };
+    ftl.write_with(0, &page(0), Intent::Clean).unwrap();
+    ftl.write_with(1, &page(1), Intent::Dirty).unwrap();
+    assert_ne!(ftl.physical_page_of(0), ftl.physical_page_of(1), "dirty data shared a CRC-only page");
+    assert_eq!(ftl.dedup_stats().format_refusals, 1);
+    ftl.write_with(2, &page(2), Intent::Clean).unwrap();
+    ftl.write_with(3, &page(3), Intent::Dirty).unwrap();
+    assert_eq!(ftl.physical_page_of(3), ftl.physical_page_of(1), "dirty data shares a correctable page");
+    let p2 = ftl.physical_page_of(2);
+    assert!(p2 == ftl.physical_page_of(0) || p2 == ftl.physical_page_of(1), "clean data shares");
+    let mut scratch = vec![0u8; g.data_bytes as usize];
+    // Lpn 0 (detect-only, alone on its page) may join lpn 1's correctable page, not the reverse.
+    assert!(!ftl.coalesce(0, 1, &mut scratch).unwrap());
+    assert_eq!(ftl.dedup_stats().format_refusals, 2);
+    if ftl.physical_page_of(2) != ftl.physical_page_of(0) {
+        assert!(ftl.coalesce(1, 0, &mut scratch).unwrap());
+        assert_eq!(ftl.physical_page_of(0), ftl.physical_page_of(1));
+    }
+    let mut buf = vec![0u8; g.data_bytes as usize];
+    for l in 0..4 {
+        ftl.read(l, &mut buf).unwrap();
+        assert_eq!(identify(l, &buf), Found::Content(Some(x)), "lpn {l}");
+    }
 }
 
 fn page(lpn: u32, id: u64) -> Vec<u8> {

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use ftl_core::intent::{flex_mark_words, BackingError, BackingStore, FlexConfig, Intent, PageRead, Served};
 use ftl_core::meta::{PageKind, PageMeta, SpareState};
 use ftl_core::policy::{Greedy, PageFormat, Policies, RequestSizeClassifier, SingleHostStream};
-use ftl_core::{Config, Error, Ftl};
+use ftl_core::{Config, Error, Extensions, Ftl};
 use ftl_policies::flex_ecc::{BchCodec, FlexCodec, ScrubConfig, Scrubber};
 use ftl_tests::{fill_page, geometry, identify, Found, Rng};
 use nand_hal::{BlockId, ErrorType, Geometry, NandFlash, PageId};
@@ -156,17 +156,35 @@ fn intents_choose_the_format_and_reads_report_it() {
     let mut mem = FtlMemory::new(&g, &c);
     let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
     let mut short = [0u32; 1];
-    let (map, m) = mem.parts();
-    let mut ftl = Ftl::format(&mut noise, policies(), map, m, c).unwrap();
     let mut buf = vec![0u8; PAGE];
-    // Before FlexECC is enabled, every intent gives a BCH page (the all-BCH device).
-    ftl.write_with(0, &page(0, 1), Intent::Clean).unwrap();
-    assert_eq!(
-        ftl.read_with(0, &mut buf).unwrap(),
-        PageRead::Good { format: Some(PageFormat::Correcting), corrected: 0 }
-    );
-    assert_eq!(ftl.enable_flex(&mut short, FlexConfig::default()), Err(Error::Memory));
-    ftl.enable_flex(&mut marks, FlexConfig::default()).unwrap();
+    {
+        let (map, m) = mem.parts();
+        let mut ftl = Ftl::format(&mut noise, policies(), map, m, c).unwrap();
+        // Without FlexECC, every intent gives a BCH page (the all-BCH device).
+        ftl.write_with(0, &page(0, 1), Intent::Clean).unwrap();
+        assert_eq!(
+            ftl.read_with(0, &mut buf).unwrap(),
+            PageRead::Good { format: Some(PageFormat::Correcting), corrected: 0 }
+        );
+        ftl.unmount().unwrap();
+    }
+    let mut mem = FtlMemory::new(&g, &c);
+    {
+        let (map, m) = mem.parts();
+        let short = Extensions::none().flex(&mut short, FlexConfig::default());
+        assert!(matches!(Ftl::mount_with(&mut noise, policies(), map, m, c, short), Err(Error::Memory)));
+    }
+    let mut mem = FtlMemory::new(&g, &c);
+    let (map, m) = mem.parts();
+    let mut ftl = Ftl::mount_with(
+        &mut noise,
+        policies(),
+        map,
+        m,
+        c,
+        Extensions::none().flex(&mut marks, FlexConfig::default()),
+    )
+    .unwrap();
     ftl.write_with(1, &page(1, 2), Intent::Clean).unwrap();
     ftl.write_with(2, &page(2, 3), Intent::Dirty).unwrap();
     ftl.write(3, &page(3, 4)).unwrap();
@@ -186,7 +204,7 @@ fn intents_choose_the_format_and_reads_report_it() {
     assert_eq!(ftl.read_with(1, &mut buf[..100]), Err(Error::BufferSize));
     assert!(ftl.flex_is_detecting(1) && !ftl.flex_is_detecting(2));
     let fc = *ftl.flex_counters();
-    assert_eq!((fc.clean_writes, fc.dirty_writes), (1, 1 + 1 + 1));
+    assert_eq!((fc.clean_writes, fc.dirty_writes), (1, 1 + 1));
 }
 
 #[test]
@@ -197,8 +215,15 @@ fn corrupt_crc_page_is_served_from_backing_store_and_bch_page_is_corrected() {
     let mut mem = FtlMemory::new(&g, &c);
     let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
     let (map, m) = mem.parts();
-    let mut ftl = Ftl::format(&mut noise, policies(), map, m, c).unwrap();
-    ftl.enable_flex(&mut marks, FlexConfig::default()).unwrap();
+    let mut ftl = Ftl::format_with(
+        &mut noise,
+        policies(),
+        map,
+        m,
+        c,
+        Extensions::none().flex(&mut marks, FlexConfig::default()),
+    )
+    .unwrap();
     let mut disk = Disk::default();
     let mut buf = vec![0u8; PAGE];
     disk.pages.insert(5, 10);
@@ -262,8 +287,15 @@ fn random_intents_flush_reads_and_gc_conversion_match_the_model() {
         let mut mem = FtlMemory::new(&g, &c);
         let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
         let (map, m) = mem.parts();
-        let mut ftl = Ftl::format(&mut noise, policies(), map, m, c).unwrap();
-        ftl.enable_flex(&mut marks, FlexConfig::default()).unwrap();
+        let mut ftl = Ftl::format_with(
+            &mut noise,
+            policies(),
+            map,
+            m,
+            c,
+            Extensions::none().flex(&mut marks, FlexConfig::default()),
+        )
+        .unwrap();
         let mut disk = Disk::default();
         let mut rng = Rng::new(seed);
         let mut model: HashMap<u32, (u64, State)> = HashMap::new();
@@ -382,8 +414,15 @@ fn format_survives_remount_and_lost_marks_keep_pages_bch() {
         let mut mem = FtlMemory::new(&g, &c);
         let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
         let (map, m) = mem.parts();
-        let mut ftl = Ftl::format(&mut noise, policies(), map, m, c).unwrap();
-        ftl.enable_flex(&mut marks, FlexConfig::default()).unwrap();
+        let mut ftl = Ftl::format_with(
+            &mut noise,
+            policies(),
+            map,
+            m,
+            c,
+            Extensions::none().flex(&mut marks, FlexConfig::default()),
+        )
+        .unwrap();
         // Interleaved with pages that are rewritten later, so that GC moves these.
         for l in 0..40 {
             let intent = if l % 2 == 0 { Intent::Clean } else { Intent::Dirty };
@@ -401,8 +440,15 @@ fn format_survives_remount_and_lost_marks_keep_pages_bch() {
     let mut mem = FtlMemory::new(&g, &c);
     let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
     let (map, m) = mem.parts();
-    let mut ftl = Ftl::mount(&mut noise, policies(), map, m, c).unwrap();
-    ftl.enable_flex(&mut marks, FlexConfig::default()).unwrap();
+    let mut ftl = Ftl::mount_with(
+        &mut noise,
+        policies(),
+        map,
+        m,
+        c,
+        Extensions::none().flex(&mut marks, FlexConfig::default()),
+    )
+    .unwrap();
     // Rewrite the rest of the space until GC has moved most of the first 40 pages.
     let before: Vec<PageId> = (0..40).map(|l| ftl.nand_mut().latest[&l]).collect();
     let mut id = 1000;
@@ -441,8 +487,15 @@ fn a_write_after_a_flush_read_keeps_the_new_data_bch() {
     let mut mem = FtlMemory::new(&g, &c);
     let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
     let (map, m) = mem.parts();
-    let mut ftl = Ftl::format(&mut noise, policies(), map, m, c).unwrap();
-    ftl.enable_flex(&mut marks, FlexConfig::default()).unwrap();
+    let mut ftl = Ftl::format_with(
+        &mut noise,
+        policies(),
+        map,
+        m,
+        c,
+        Extensions::none().flex(&mut marks, FlexConfig::default()),
+    )
+    .unwrap();
     let mut buf = vec![0u8; PAGE];
     ftl.write(7, &page(7, 1)).unwrap();
     ftl.flush_read(7, &mut buf).unwrap();
@@ -478,8 +531,15 @@ fn scrubber_verifies_in_gaps_prefetches_in_long_gaps_and_refreshes_bch_pages() {
     let mut mem = FtlMemory::new(&g, &c);
     let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
     let (map, m) = mem.parts();
-    let mut ftl = Ftl::format(&mut noise, policies(), map, m, c).unwrap();
-    ftl.enable_flex(&mut marks, FlexConfig { refresh_threshold: 3 }).unwrap();
+    let mut ftl = Ftl::format_with(
+        &mut noise,
+        policies(),
+        map,
+        m,
+        c,
+        Extensions::none().flex(&mut marks, FlexConfig { refresh_threshold: 3 }),
+    )
+    .unwrap();
     let mut disk = Disk::default();
     let mut buf = vec![0u8; PAGE];
     for l in 0..20 {
@@ -557,8 +617,15 @@ fn power_cuts_during_gc_conversion_lose_nothing() {
             let mut mem = FtlMemory::new(&g, &c);
             let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
             let (map, m) = mem.parts();
-            let mut ftl = Ftl::format(&mut noise, policies(), map, m, c).unwrap();
-            ftl.enable_flex(&mut marks, FlexConfig::default()).unwrap();
+            let mut ftl = Ftl::format_with(
+                &mut noise,
+                policies(),
+                map,
+                m,
+                c,
+                Extensions::none().flex(&mut marks, FlexConfig::default()),
+            )
+            .unwrap();
             for l in 0..40 {
                 let intent = if l % 4 == 0 { Intent::Clean } else { Intent::Dirty };
                 ftl.write_with(l, &page(l, l as u64 + 1), intent).unwrap();

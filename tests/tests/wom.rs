@@ -844,9 +844,34 @@ fn polar_wom_bch(geo: &Geometry) -> Result<Box<dyn SecondWriteCodec + Send>, Str
 /// garbage (scrambled data returned as is).
 #[test]
 fn random_cuts_with_second_writes_and_rber() {
-    use ftl_core::policy::{Greedy, Policies, RequestSizeClassifier, SingleHostStream};
-    let rber: f64 = std::env::var("FTL_WOM_RBER").ok().and_then(|v| v.parse().ok()).unwrap_or(1e-6);
+    use ftl_core::policy::{RequestSizeClassifier, SingleHostStream};
     let seeds: u64 = std::env::var("FTL_WOM_RBER_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(6);
+    rber_cut_runs(seeds, &|| RequestSizeClassifier::default(), SingleHostStream);
+}
+
+/// Stacked (issue #17): second writes with the BCH codec under ETI's classifier and two host
+/// streams (the paper says a better hot/cold classifier can replace its size rule), with raw bit
+/// errors and random cuts as above (`FTL_WOM_ETI_SEEDS` seeds, default 4).
+#[test]
+fn random_cuts_with_second_writes_bch_and_eti() {
+    use ftl_core::policy::SeparateByTemperature;
+    use ftl_policies::eti::{Eti, EtiConfig};
+    let seeds: u64 = std::env::var("FTL_WOM_ETI_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(4);
+    let (_, cfg) = small();
+    let eti = move || Eti::<64>::new(EtiConfig::with_address_pages(cfg.logical_pages as u64)).expect("ETI");
+    rber_cut_runs(seeds, &eti, SeparateByTemperature);
+}
+
+/// Random workloads with random cuts (some during the recovery mount) and raw bit errors
+/// (`FTL_WOM_RBER`, default 1e-6) on the BCH codec with second writes, the classifier from
+/// `classifier` and `placement`; `seeds` seeds.
+fn rber_cut_runs<K, L>(seeds: u64, classifier: &dyn Fn() -> K, placement: L)
+where
+    K: ftl_core::policy::Classifier + Clone,
+    L: ftl_core::policy::Placement + Clone,
+{
+    use ftl_core::policy::{Greedy, Policies};
+    let rber: f64 = std::env::var("FTL_WOM_RBER").ok().and_then(|v| v.parse().ok()).unwrap_or(1e-6);
     let (mut cuts, mut flips, mut second) = (0, 0, 0);
     for seed in 1..=seeds {
         let (geo, cfg) = small();
@@ -860,9 +885,9 @@ fn random_cuts_with_second_writes_and_rber() {
         let emu = Emulator::new(EmulatorConfig { faults, seed, ..EmulatorConfig::new(geo) }).unwrap();
         let policies = Policies {
             codec: WomBch::for_geometry(&geo).unwrap(),
-            classifier: RequestSizeClassifier::default(),
+            classifier: classifier(),
             victim: Greedy,
-            placement: SingleHostStream,
+            placement: placement.clone(),
         };
         let mut e = Env::with_policies(emu, cfg, policies);
         let mut w = parts_with(&geo, &cfg, polar_wom_bch(&geo).unwrap());
@@ -883,7 +908,11 @@ fn random_cuts_with_second_writes_and_rber() {
         second += e.totals.second_writes;
     }
     eprintln!("{cuts} cuts, {flips} raw bit flips, {second} second writes at RBER {rber}");
-    assert!(cuts > 20 && flips > 100 && second > 100, "{cuts} cuts, {flips} flips, {second} second writes");
+    let per_seed = seeds.max(1);
+    assert!(
+        cuts as u64 > 3 * per_seed && flips > 16 * per_seed && second > 16 * per_seed,
+        "{cuts} cuts, {flips} flips, {second} second writes"
+    );
 }
 
 /// A page whose metadata no longer decodes reads as uncorrectable; GC moves it by searching the

@@ -15,11 +15,12 @@
 //!
 //! Mount (between replay and the rebuild of the valid bitmap): every live NV slot is compared
 //! with the flash mapping of its page by sequence number. A flash page of the same logical page
-//! with a larger sequence is newer (the slot is stale and freed); the same sequence is the same
-//! write (kept clean if the flash data reads back equal to the slot, else the slot wins); a
-//! smaller sequence, a mapping into an erased, reused or non-data page (a checkpoint older than
-//! a GC drop), or no mapping means the slot holds the newest copy: the flash entry is cleared and
-//! the slot becomes the only copy. Two live slots of one page keep the larger sequence. The FTL's
+//! with a larger sequence is newer (the slot is stale and freed); a page with the same or a
+//! smaller sequence is kept and the slot clean if its data reads back whole and equal to the
+//! slot's (the same write, or with deduplication an older shared page of the same content);
+//! otherwise, or with a mapping into an erased, reused or non-data page (a checkpoint older than
+//! a GC drop), or no mapping, the slot holds the newest copy: the flash entry is cleared and the
+//! slot becomes the only copy. Two live slots of one page keep the larger sequence. The FTL's
 //! next sequence number is raised above every slot's.
 
 use nand_hal::{BlockId, NandFlash};
@@ -30,7 +31,7 @@ use crate::frontier::Source;
 use crate::map::MappingTable;
 use crate::meta::{PageKind, PageMeta, SpareState, META_LEN};
 use crate::policy::{PageCodec, PolicySet, Stream};
-use crate::{Config, Error, Ftl, Memory};
+use crate::{Error, Ftl};
 
 /// What mount concluded about one slot.
 enum Verdict {
@@ -43,65 +44,57 @@ enum Verdict {
 }
 
 impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
-    /// Formats the device and the NV cache (the cache first, so a cut during format never leaves
-    /// an earlier life's cached pages next to a new image) and returns it mounted and empty.
-    pub fn format_with_cache(
-        nand: N,
-        policies: P,
-        map: M,
-        mem: Memory<'m>,
-        cfg: Config,
-        mut cache: NvCache<'m>,
-    ) -> Result<Self, Error> {
-        let mut ftl = Self::new(nand, policies, map, mem, cfg)?;
-        ftl.only_flat_map()?;
-        cache.bind(ftl.geo.data_bytes)?;
-        cache.format()?;
-        ftl.nv = Some(cache);
-        ftl.format_device()?;
-        Ok(ftl)
-    }
-
-    /// Mounts a device formatted with [`Ftl::format_with_cache`], reconciling the flash map with
-    /// the cache's directory. `Error::NotFormatted` if the NV memory holds no cache of this shape.
-    pub fn mount_with_cache(
-        nand: N,
-        policies: P,
-        map: M,
-        mem: Memory<'m>,
-        cfg: Config,
-        mut cache: NvCache<'m>,
-    ) -> Result<Self, Error> {
-        let mut ftl = Self::new(nand, policies, map, mem, cfg)?;
-        ftl.only_flat_map()?;
-        cache.bind(ftl.geo.data_bytes)?;
-        if !cache.header_ok()? {
-            return Err(Error::NotFormatted);
-        }
-        ftl.nv = Some(cache);
-        ftl.recover()?;
-        if let Some(nv) = ftl.nv.as_ref() {
-            ftl.seq = ftl.seq.max(nv.max_seq + 1);
-            if nv.counters.mount_only_copy > 0 {
-                ftl.dirty = true;
+    /// Attaches the NV cache `ext` asks for: at format the cache is formatted first (so a cut
+    /// during format never leaves an earlier life's cached pages next to a new image); at mount
+    /// `Error::NotFormatted` if the NV memory holds no cache of this shape.
+    pub(crate) fn attach_cache(
+        &mut self,
+        ext: &mut crate::ext::Extensions<'m>,
+        open: crate::ext::Open,
+    ) -> Result<(), Error> {
+        let Some(mut cache) = ext.cache.take() else { return Ok(()) };
+        cache.bind(self.geo.data_bytes)?;
+        match open {
+            crate::ext::Open::Format => cache.format()?,
+            crate::ext::Open::Mount => {
+                if !cache.header_ok()? {
+                    return Err(Error::NotFormatted);
+                }
             }
         }
-        Ok(ftl)
+        self.ext.nv = Some(cache);
+        Ok(())
+    }
+
+    /// Whether the FTL runs with an NV cache.
+    pub(crate) fn nv_on(&self) -> bool {
+        self.ext.nv.is_some()
+    }
+
+    /// After mount: sequence numbers continue above every slot's; a slot that became the only
+    /// copy of its page makes the next unmount write a checkpoint.
+    pub(crate) fn nv_after_mount(&mut self) {
+        if let Some(nv) = self.ext.nv.as_ref() {
+            self.seq = self.seq.max(nv.max_seq + 1);
+            if nv.counters.mount_only_copy > 0 {
+                self.dirty = true;
+            }
+        }
     }
 
     /// The NV cache, if the FTL runs with one.
     pub fn nv_cache(&self) -> Option<&NvCache<'m>> {
-        self.nv.as_ref()
+        self.ext.nv.as_ref()
     }
 
     /// The NV cache's counters, if the FTL runs with one.
     pub fn nv_counters(&self) -> Option<NvCounters> {
-        self.nv.as_ref().map(|c| *c.counters())
+        self.ext.nv.as_ref().map(|c| *c.counters())
     }
 
     /// Zeroes the NV cache's counters.
     pub fn reset_nv_counters(&mut self) {
-        if let Some(c) = self.nv.as_mut() {
+        if let Some(c) = self.ext.nv.as_mut() {
             c.reset_counters();
         }
     }
@@ -110,9 +103,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// flash alone holds every page again; the cache keeps its (now clean) contents. Call it,
     /// then `unmount`, before mounting the device without its cache (e.g. to replace the NVM).
     pub fn nv_write_back_all(&mut self) -> Result<(), Error> {
-        let n = self.nv.as_ref().map_or(0, |c| c.slot_count());
+        let n = self.ext.nv.as_ref().map_or(0, |c| c.slot_count());
         for s in 0..n {
-            if self.nv.as_ref().is_some_and(|c| c.is_live(s) && c.is_dirty(s)) {
+            if self.ext.nv.as_ref().is_some_and(|c| c.is_live(s) && c.is_dirty(s)) {
                 self.nv_write_back(s)?;
             }
         }
@@ -121,7 +114,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
 
     /// Read hook: serves `lpn` from the cache if it is there.
     pub(crate) fn nv_read_hit(&mut self, lpn: u32, out: &mut [u8]) -> Result<bool, Error> {
-        let Some(nv) = self.nv.as_mut() else { return Ok(false) };
+        let Some(nv) = self.ext.nv.as_mut() else { return Ok(false) };
         match nv.lookup(lpn) {
             Some(s) => {
                 nv.read_data(s, out)?;
@@ -138,7 +131,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
 
     /// Read hook: `data` of `lpn` was read from the flash page with sequence `seq`; cache it.
     pub(crate) fn nv_fill(&mut self, lpn: u32, data: &[u8], seq: u64) -> Result<(), Error> {
-        let Some(nv) = self.nv.as_ref() else { return Ok(()) };
+        let Some(nv) = self.ext.nv.as_ref() else { return Ok(()) };
         match nv.config().read_fill {
             ReadFill::Off => return Ok(()),
             ReadFill::Lru => {}
@@ -149,7 +142,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             }
         }
         let s = self.nv_free_slot()?;
-        if let Some(nv) = self.nv.as_mut() {
+        if let Some(nv) = self.ext.nv.as_mut() {
             nv.store(s, lpn, seq, data)?;
             nv.counters.read_fills += 1;
         }
@@ -158,13 +151,13 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
 
     /// Write hook: `data` of `lpn` was just programmed with sequence `seq` and mapped.
     pub(crate) fn nv_after_write(&mut self, lpn: u32, data: &[u8], seq: u64) -> Result<(), Error> {
-        let Some(nv) = self.nv.as_mut() else { return Ok(()) };
+        let Some(nv) = self.ext.nv.as_mut() else { return Ok(()) };
         if let Some(s) = nv.lookup(lpn) {
             nv.counters.write_hits += 1;
             nv.remove(s)?;
         }
         let s = self.nv_free_slot()?;
-        if let Some(nv) = self.nv.as_mut() {
+        if let Some(nv) = self.ext.nv.as_mut() {
             nv.store(s, lpn, seq, data)?;
             nv.counters.write_inserts += 1;
         }
@@ -174,7 +167,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Trim hook, after the trim is applied to the map and queued for the journal: cached pages
     /// in the range leave the cache; if one was an only copy, the trim is journaled first.
     pub(crate) fn nv_trim(&mut self, lpn: u32, count: u32) -> Result<(), Error> {
-        let Some(nv) = self.nv.as_ref() else { return Ok(()) };
+        let Some(nv) = self.ext.nv.as_ref() else { return Ok(()) };
         if nv.is_empty() {
             return Ok(());
         }
@@ -197,7 +190,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             if let Err(e) = self.write_journal() {
                 // The trim is not durable: the cached data stays, now as the only copy (the map
                 // entries are gone), so nothing is lost and reads keep the pre-trim content.
-                if let Some(nv) = self.nv.as_mut() {
+                if let Some(nv) = self.ext.nv.as_mut() {
                     for i in 0..steps {
                         if let Some(s) = slot_at(nv, i) {
                             nv.set_dirty(s, true);
@@ -208,7 +201,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             }
         }
         let mut first_err = None;
-        if let Some(nv) = self.nv.as_mut() {
+        if let Some(nv) = self.ext.nv.as_mut() {
             for i in 0..steps {
                 if let Some(s) = slot_at(nv, i) {
                     if let Err(e) = nv.remove(s) {
@@ -223,12 +216,12 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// GC hook, before the valid pages of victim `b` are moved: under CDM, every valid page of
     /// `b` whose data is cached is dropped (the cache becomes its only copy) instead of copied.
     pub(crate) fn nv_drop_removable(&mut self, b: BlockId) {
-        let Some(nv) = self.nv.as_ref() else { return };
+        let Some(nv) = self.ext.nv.as_ref() else { return };
         if nv.config().policy != NvPolicy::Cdm || nv.is_empty() || self.blocks.get(b).valid() == 0 {
             return;
         }
         for s in 0..nv.slot_count() {
-            let Some(nv) = self.nv.as_ref() else { return };
+            let Some(nv) = self.ext.nv.as_ref() else { return };
             if !nv.is_live(s) || nv.is_dirty(s) {
                 continue;
             }
@@ -240,7 +233,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             self.map.set(lpn, None);
             self.set_valid_bit(p, false);
             self.dirty = true;
-            if let Some(nv) = self.nv.as_mut() {
+            if let Some(nv) = self.ext.nv.as_mut() {
                 nv.set_dirty(s, true);
                 nv.counters.gc_drops += 1;
             }
@@ -251,7 +244,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// only copy of its page).
     fn nv_free_slot(&mut self) -> Result<u32, Error> {
         loop {
-            let nv = self.nv.as_mut().ok_or(Error::Config)?;
+            let nv = self.ext.nv.as_mut().ok_or(Error::Config)?;
             if let Some(s) = nv.take_free() {
                 return Ok(s);
             }
@@ -259,7 +252,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             if nv.is_dirty(v) {
                 self.nv_write_back(v)?;
             }
-            let nv = self.nv.as_mut().ok_or(Error::Config)?;
+            let nv = self.ext.nv.as_mut().ok_or(Error::Config)?;
             nv.counters.evictions += 1;
             nv.remove(v)?;
         }
@@ -273,7 +266,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         // GC may run here (it only marks slots as only copies; it never frees one).
         let plane = self.ensure_frontier(plane, Stream::Host)?;
         let d = self.geo.data_bytes as usize;
-        let Some(nv) = self.nv.as_mut() else { return Ok(()) };
+        let Some(nv) = self.ext.nv.as_mut() else { return Ok(()) };
         if !nv.is_live(v) || !nv.is_dirty(v) {
             return Ok(());
         }
@@ -282,7 +275,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let page =
             self.append(plane, Stream::Host, PageKind::Data, lpn, 0, Source::Buffer { encode: true })?;
         self.remap(lpn, Some(page))?;
-        if let Some(nv) = self.nv.as_mut() {
+        if let Some(nv) = self.ext.nv.as_mut() {
             nv.set_dirty(v, false);
             nv.counters.write_backs += 1;
         }
@@ -292,7 +285,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Mount hook, after replay and before the valid bitmap is rebuilt from the map: loads the
     /// NV directory and reconciles it with the map (see the module documentation).
     pub(crate) fn nv_reconcile(&mut self) -> Result<(), Error> {
-        let Some(nv) = self.nv.as_mut() else { return Ok(()) };
+        let Some(nv) = self.ext.nv.as_mut() else { return Ok(()) };
         nv.begin_load();
         let d = self.geo.data_bytes as usize;
         let n = nv.slot_count();
@@ -301,7 +294,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let mut stale = 0u64;
         // Pass 1: live entries with intact data; duplicates keep the larger sequence.
         for s in 0..n {
-            let Some(nv) = self.nv.as_mut() else { return Ok(()) };
+            let Some(nv) = self.ext.nv.as_mut() else { return Ok(()) };
             let Some(e) = nv.read_entry(s)? else { continue };
             if e.lpn >= self.cfg.logical_pages {
                 return Err(Error::Corrupt);
@@ -324,19 +317,22 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         }
         // Pass 2: each live slot against the flash mapping.
         for s in 0..n {
-            let Some(nv) = self.nv.as_mut() else { return Ok(()) };
+            let Some(nv) = self.ext.nv.as_mut() else { return Ok(()) };
             if !nv.is_live(s) {
                 continue;
             }
             let lpn = nv.lpn_of(s);
             let seq = nv.read_entry(s)?.map_or(0, |e| e.seq);
             let verdict = self.nv_judge(s, lpn, seq)?;
-            let Some(nv) = self.nv.as_mut() else { return Ok(()) };
+            let Some(nv) = self.ext.nv.as_mut() else { return Ok(()) };
             match verdict {
                 Verdict::Clean => restored += 1,
                 Verdict::OnlyCopy => {
-                    // Raw map update: the bitmap is rebuilt from the map afterwards.
-                    self.map.set(lpn, None);
+                    // Raw map update: the bitmap is rebuilt from the map afterwards (and a
+                    // shared page's references with it, as replay's are).
+                    let prev = self.map.set(lpn, None);
+                    self.dedup_replay_unref(prev);
+                    let Some(nv) = self.ext.nv.as_mut() else { return Ok(()) };
                     nv.set_dirty(s, true);
                     restored += 1;
                     only += 1;
@@ -347,7 +343,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                 }
             }
         }
-        if let Some(nv) = self.nv.as_mut() {
+        if let Some(nv) = self.ext.nv.as_mut() {
             nv.rebuild_free_list();
             nv.counters.mount_restored = restored;
             nv.counters.mount_only_copy = only;
@@ -359,6 +355,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Compares slot `s` (page `lpn`, sequence `seq`) with the flash mapping of `lpn`.
     fn nv_judge(&mut self, s: u32, lpn: u32, seq: u64) -> Result<Verdict, Error> {
         let Some(p) = self.map.get(lpn) else { return Ok(Verdict::OnlyCopy) };
+        // A shared page's spare names its first owner, not `lpn`.
+        let (p, shared) = self.dedup_resolve(p);
         if !self.geo.contains_page(p) || self.blocks.state(self.geo.block_of(p)) != BlockState::Used {
             return Ok(Verdict::OnlyCopy);
         }
@@ -367,16 +365,15 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         self.counters.nand_reads += 1;
         self.nand.read_spare(p, &mut self.buf[d..d + META_LEN])?;
         let fseq = match PageMeta::decode(&self.buf[d..d + META_LEN]) {
-            SpareState::Valid(m) if m.kind == PageKind::Data && m.tag == lpn => m.seq,
+            SpareState::Valid(m) if m.kind == PageKind::Data && (m.tag == lpn || shared) => m.seq,
             _ => return Ok(Verdict::OnlyCopy),
         };
         if fseq > seq {
             return Ok(Verdict::Stale);
         }
-        if fseq < seq {
-            return Ok(Verdict::OnlyCopy);
-        }
-        // The same write: keep the flash copy only if it reads back whole and equal.
+        // The same write, or an older page with the same data (a deduplicated write's copy is
+        // newer than the shared page it points at): keep the flash copy only if it reads back
+        // whole and equal.
         self.counters.nand_reads += 1;
         {
             let (data, spare) = self.buf.split_at_mut(d);
@@ -389,7 +386,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let mut at = 0usize;
         while at < d {
             let k = (d - at).min(chunk.len());
-            let Some(nv) = self.nv.as_mut() else { return Ok(Verdict::OnlyCopy) };
+            let Some(nv) = self.ext.nv.as_mut() else { return Ok(Verdict::OnlyCopy) };
             nv.read_data_at(s, at as u32, &mut chunk[..k])?;
             if chunk[..k] != self.buf[at..at + k] {
                 return Ok(Verdict::OnlyCopy);

@@ -18,7 +18,7 @@
 //! Power-loss contract (the FTL's, unchanged): after `flush` returns every acknowledged write
 //! survives; after a cut a page reads as its old or its new content; mount never fails because of
 //! a cut. A device whose cache may hold only copies must be mounted with the same cache
-//! ([`crate::Ftl::mount_with_cache`]); mount reconciles the flash map with the NV directory by
+//! ([`crate::Ftl::mount_with`] with [`crate::Extensions::cache`]); mount reconciles the flash map with the NV directory by
 //! sequence numbers (see `cooperate`).
 
 mod cache;

@@ -90,7 +90,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let n = (count - j).min(words.len());
             let lpn = (first + j as u64 - map_start) as u32;
             self.map.export_section(lpn, &mut words[..n]);
-            #[cfg(feature = "dedup")]
             self.dedup_export(&mut words[..n]);
             for (k, w) in words[..n].iter().enumerate() {
                 let o = (j + k) * 4;
@@ -210,8 +209,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.torn = crate::frontier::TornPages::NONE;
         self.blocks.clear_flags_everywhere(FLAG_LIVE_JOURNAL);
         self.trims.clear();
-        #[cfg(feature = "dedup")]
-        self.dedup.pending.clear();
+        self.dedup_checkpointed();
         self.counters.checkpoints += 1;
         self.dirty = false;
         // Before anything else changes on flash: the record naming this checkpoint and a fresh

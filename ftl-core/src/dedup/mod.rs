@@ -2,7 +2,7 @@
 //! path, the share journal, GC of shared pages, and the seam a content index plugs into.
 //!
 //! Compiled in by the `dedup` feature, switched on at run time by formatting or mounting with
-//! [`Ftl::format_dedup`] / [`Ftl::mount_dedup`]; an FTL built by `format`/`mount` behaves exactly
+//! [`Ftl::format_with`] / [`Ftl::mount_with`] with [`crate::Extensions::dedup`]; an FTL built by `format`/`mount` behaves exactly
 //! as the baseline (no dedup state, no hooks taken).
 //!
 //! * Two-level mapping ([`vmap`]): a primary-map word is a physical page, or a virtual page with
@@ -54,10 +54,8 @@ use crate::blocks::FLAG_LIVE_JOURNAL;
 use crate::frontier::Source;
 use crate::map::{MappingTable, UNMAPPED};
 use crate::meta::{PageKind, PageMeta, SpareState, META_LEN};
-use crate::policy::{
-    Classifier, Destination, PageCodec, Placement, PolicySet, Stream, Temperature, WriteRequest,
-};
-use crate::{Config, Error, Ftl, Memory};
+use crate::policy::{Classifier, PageCodec, PolicySet, Stream, Temperature, WriteRequest};
+use crate::{Error, Ftl};
 
 use shares::{PendingShares, ShareRecord, NO_OWNER, SHARED_MOVE, SHARE_JOURNAL};
 use table::Slot;
@@ -165,6 +163,9 @@ pub struct DedupStats {
     pub coalesced: u64,
     /// Pages fingerprinted after their write (pre-hash misses).
     pub fingerprinted_after_write: u64,
+    /// Shares refused because FlexECC wrote the content's page detect-only and the new
+    /// reference's data is dirty (it must stay correctable).
+    pub format_refusals: u64,
 }
 
 /// The caller memory of deduplication (see the module documentation for sizes).
@@ -196,6 +197,12 @@ pub(crate) struct DedupState<'m> {
     pub(crate) stats: DedupStats,
 }
 
+impl Default for DedupState<'_> {
+    fn default() -> Self {
+        Self::detached()
+    }
+}
+
 impl<'m> DedupState<'m> {
     /// Not attached.
     pub(crate) fn detached() -> DedupState<'m> {
@@ -224,45 +231,16 @@ pub(crate) fn is_virtual(p: PageId) -> bool {
 }
 
 impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
-    /// Formats the device with deduplication attached (see [`Ftl::format`]).
-    pub fn format_dedup(
-        nand: N,
-        policies: P,
-        map: M,
-        mem: Memory<'m>,
-        cfg: Config,
-        dedup: Dedup<'m>,
-    ) -> Result<Self, Error> {
-        let mut ftl = Self::new(nand, policies, map, mem, cfg)?;
-        ftl.attach_dedup(dedup)?;
-        ftl.format_device()?;
-        Ok(ftl)
-    }
-
-    /// Mounts a device with deduplication attached (see [`Ftl::mount`]); the index starts empty.
-    pub fn mount_dedup(
-        nand: N,
-        policies: P,
-        map: M,
-        mem: Memory<'m>,
-        cfg: Config,
-        dedup: Dedup<'m>,
-    ) -> Result<Self, Error> {
-        let mut ftl = Self::new(nand, policies, map, mem, cfg)?;
-        ftl.attach_dedup(dedup)?;
-        ftl.recover()?;
-        Ok(ftl)
-    }
-
-    fn attach_dedup(&mut self, dedup: Dedup<'m>) -> Result<(), Error> {
-        self.only_flat_map()?;
+    /// Attaches the deduplication `ext` asks for (at format and mount; the index starts empty).
+    pub(crate) fn attach_dedup(&mut self, ext: &mut crate::ext::Extensions<'m>) -> Result<(), Error> {
+        let Some(dedup) = ext.dedup.take() else { return Ok(()) };
         let Dedup { memory, index, settings } = dedup;
         if self.geo.total_pages() >= VIRTUAL_FLAG - 1 || memory.pending.is_empty() {
             return Err(Error::Memory);
         }
         let vmap = VirtualMap::new(memory.virtual_entries, memory.reverse_slots).ok_or(Error::Memory)?;
         index.clear();
-        self.dedup = DedupState {
+        self.ext.dedup = DedupState {
             index: Some(index),
             vmap,
             pending: PendingShares::new(memory.pending, self.geo.data_bytes),
@@ -274,37 +252,87 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
 
     /// Whether deduplication is attached.
     pub fn dedup_attached(&self) -> bool {
-        self.dedup.index.is_some()
+        self.ext.dedup.index.is_some()
+    }
+
+    /// Whether deduplication is attached (the name the hooks share).
+    pub(crate) fn dedup_on(&self) -> bool {
+        self.dedup_attached()
+    }
+
+    /// Write hook: with deduplication attached, its write path writes the request (true).
+    pub(crate) fn dedup_write_hook(&mut self, lpn: u32, data: &[u8], n: u32) -> Result<bool, Error> {
+        if !self.dedup_on() {
+            return Ok(false);
+        }
+        self.write_dedup(lpn, data, n)?;
+        Ok(true)
+    }
+
+    /// GC hook: moves `page` if it is shared (true).
+    pub(crate) fn dedup_relocate_hook(&mut self, page: PageId, plane: u32) -> Result<bool, Error> {
+        let Some(v) = self.ext.dedup.vmap.find(page.0) else { return Ok(false) };
+        self.relocate_shared(page, v, plane)?;
+        Ok(true)
+    }
+
+    /// Checkpoint hook: the checkpoint holds every share record pending in RAM.
+    pub(crate) fn dedup_checkpointed(&mut self) {
+        self.ext.dedup.pending.clear();
+    }
+
+    /// Replay: whether a data page with aux word `aux` is a shared page's relocation copy.
+    pub(crate) fn dedup_is_move(&self, aux: u32) -> bool {
+        aux == shares::SHARED_MOVE
+    }
+
+    /// Replay: applies a journal page if it is a share journal (`Some(complete)`).
+    pub(crate) fn dedup_apply_journal(
+        &mut self,
+        page: PageId,
+        count: u32,
+        aux: u32,
+    ) -> Result<Option<bool>, Error> {
+        if aux != shares::SHARE_JOURNAL {
+            return Ok(None);
+        }
+        self.apply_share_journal(page, count).map(Some)
+    }
+
+    /// Rebuild: whether mapped page `p` is counted by deduplication's own pass (shared pages,
+    /// once each) rather than per logical page.
+    pub(crate) fn dedup_counted_apart(&self, p: PageId) -> bool {
+        self.dedup_on() && is_virtual(p)
     }
 
     /// The deduplication settings in force.
     pub fn dedup_settings(&self) -> DedupSettings {
-        self.dedup.settings
+        self.ext.dedup.settings
     }
 
     /// Changes the deduplication settings (no effect unless attached).
     pub fn set_dedup_settings(&mut self, settings: DedupSettings) {
-        self.dedup.settings = settings;
+        self.ext.dedup.settings = settings;
     }
 
     /// Turns inline deduplication on or off (the dynamic switch).
     pub fn set_inline_dedup(&mut self, on: bool) {
-        self.dedup.settings.inline = on;
+        self.ext.dedup.settings.inline = on;
     }
 
     /// Deduplication counters.
     pub fn dedup_stats(&self) -> DedupStats {
-        self.dedup.stats
+        self.ext.dedup.stats
     }
 
     /// The index's hashing work so far: (CRC-32s, SHA-1s); zeros when not attached.
     pub fn dedup_hashing(&self) -> (u64, u64) {
-        self.dedup.index.as_deref().map_or((0, 0), |ix| ix.hashing())
+        self.ext.dedup.index.as_deref().map_or((0, 0), |ix| ix.hashing())
     }
 
     /// Virtual pages in use (contents shared by two or more logical pages, or once shared).
     pub fn shared_contents(&self) -> usize {
-        self.dedup.vmap.in_use()
+        self.ext.dedup.vmap.in_use()
     }
 
     /// Physical pages holding live data (every logical page's content counted once).
@@ -317,7 +345,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     pub fn content_refs(&self, lpn: u32) -> u32 {
         match self.map.get(lpn) {
             None => 0,
-            Some(p) if is_virtual(p) => self.dedup.vmap.get(p.0 & !VIRTUAL_FLAG).map_or(0, |e| e.refs),
+            Some(p) if is_virtual(p) => self.ext.dedup.vmap.get(p.0 & !VIRTUAL_FLAG).map_or(0, |e| e.refs),
             Some(_) => 1,
         }
     }
@@ -336,7 +364,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// The physical page behind a primary-map value, and whether it is shared.
     pub(crate) fn dedup_resolve(&self, p: PageId) -> (PageId, bool) {
         if is_virtual(p) {
-            match self.dedup.vmap.page(p.0 & !VIRTUAL_FLAG) {
+            match self.ext.dedup.vmap.page(p.0 & !VIRTUAL_FLAG) {
                 Some(q) => (PageId(q), true),
                 None => (PageId(UNMAPPED), true),
             }
@@ -352,12 +380,12 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             return Some(old);
         }
         let v = old.0 & !VIRTUAL_FLAG;
-        if self.dedup.vmap.release(v) > 0 {
+        if self.ext.dedup.vmap.release(v) > 0 {
             return None;
         }
-        let page = self.dedup.vmap.page(v);
-        self.dedup.vmap.free(v);
-        if let Some(ix) = self.dedup.index.as_deref_mut() {
+        let page = self.ext.dedup.vmap.page(v);
+        self.ext.dedup.vmap.free(v);
+        if let Some(ix) = self.ext.dedup.index.as_deref_mut() {
             ix.invalidated(old.0);
         }
         page.map(PageId)
@@ -365,14 +393,14 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
 
     /// A physical page lost its valid bit.
     pub(crate) fn dedup_page_invalidated(&mut self, p: PageId) {
-        if let Some(ix) = self.dedup.index.as_deref_mut() {
+        if let Some(ix) = self.ext.dedup.index.as_deref_mut() {
             ix.invalidated(p.0);
         }
     }
 
     /// GC moved a unique page.
     pub(crate) fn dedup_moved(&mut self, from: PageId, to: PageId) {
-        if let Some(ix) = self.dedup.index.as_deref_mut() {
+        if let Some(ix) = self.ext.dedup.index.as_deref_mut() {
             ix.moved(from.0, to.0);
         }
     }
@@ -382,7 +410,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         for w in words.iter_mut() {
             if *w != UNMAPPED && *w & VIRTUAL_FLAG != 0 {
                 // Every referenced virtual page is allocated; an unallocated one cannot be named.
-                *w = self.dedup.vmap.page(*w & !VIRTUAL_FLAG).map_or(UNMAPPED, |p| p | VIRTUAL_FLAG);
+                *w = self.ext.dedup.vmap.page(*w & !VIRTUAL_FLAG).map_or(UNMAPPED, |p| p | VIRTUAL_FLAG);
             }
         }
     }
@@ -408,11 +436,11 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             self.write_journal()?;
         }
         let plane = self.ensure_gc_frontier(plane)?;
-        if self.dedup.pending.is_empty() {
+        if self.ext.dedup.pending.is_empty() {
             // A checkpoint written by ensure_frontier holds them already.
             return Ok(());
         }
-        let count = self.dedup.pending.serialize(&mut self.buf[..d]);
+        let count = self.ext.dedup.pending.serialize(&mut self.buf[..d]);
         let page = self.append(
             plane,
             Stream::Gc,
@@ -422,16 +450,16 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             Source::Buffer { encode: true },
         )?;
         self.blocks.set_flags(self.geo.block_of(page), FLAG_LIVE_JOURNAL, true);
-        self.dedup.pending.clear();
+        self.ext.dedup.pending.clear();
         self.counters.journal_pages += 1;
-        self.dedup.stats.journal_pages += 1;
+        self.ext.dedup.stats.journal_pages += 1;
         Ok(())
     }
 
     /// Writes pending share records if any touch `lpn..lpn + count` (before a data write or trim
     /// of those pages, so replay applies them in order).
     pub(crate) fn dedup_order_before(&mut self, lpn: u32, count: u32) -> Result<(), Error> {
-        if self.dedup.pending.overlaps(lpn, count) {
+        if self.ext.dedup.pending.overlaps(lpn, count) {
             self.write_share_journal(true)?;
         }
         Ok(())
@@ -458,7 +486,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Writes pending share records if there are any: before GC copies or erases anything
     /// (`may_gc` false), and at `flush`.
     pub(crate) fn dedup_flush_pending(&mut self, may_gc: bool) -> Result<(), Error> {
-        if !self.dedup.pending.is_empty() {
+        if !self.ext.dedup.pending.is_empty() {
             self.write_share_journal(may_gc)?;
         }
         Ok(())
@@ -467,19 +495,19 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Makes room for one more share record. Called before a hit is checked, since the journal
     /// page may run GC, which may move the page the hit found.
     fn dedup_room_for_share(&mut self) -> Result<(), Error> {
-        if self.dedup.pending.is_full() {
+        if self.ext.dedup.pending.is_full() {
             self.write_share_journal(true)?;
         }
         Ok(())
     }
 
     /// The write path with deduplication attached (`n` pages, range checked, trims ordered).
-    pub(crate) fn write_dedup(&mut self, lpn: u32, data: &[u8], n: u32) -> Result<(), Error> {
+    fn write_dedup(&mut self, lpn: u32, data: &[u8], n: u32) -> Result<(), Error> {
         self.dedup_order_before(lpn, n)?;
         let pb = self.geo.data_bytes as usize;
         let req = WriteRequest { lpn, pages: n, page_bytes: self.geo.data_bytes };
         let temp = self.policies.classifier().classify_request(&req);
-        let s = self.dedup.settings;
+        let s = self.ext.dedup.settings;
         let inline = s.inline;
         let unit = if s.sampling_unit >= 2 { s.sampling_unit } else { 1 };
         let mut first = 0u32;
@@ -489,11 +517,11 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             // With sampling, the sample page is probed first and decides for the unit.
             let mut sample: Option<(u32, ContentProbe)> = None;
             if inline && k >= 2 {
-                if let Some(ix) = self.dedup.index.as_deref_mut() {
+                if let Some(ix) = self.ext.dedup.index.as_deref_mut() {
                     let i = (ix.sample(chunk, pb) as u32).min(k - 1);
                     let page = &chunk[i as usize * pb..(i as usize + 1) * pb];
                     sample = Some((i, ix.probe(page)));
-                    self.dedup.stats.probes += 1;
+                    self.ext.dedup.stats.probes += 1;
                 }
             }
             let probe_rest = inline && sample.is_none_or(|(_, p)| matches!(p, ContentProbe::Hit { .. }));
@@ -509,9 +537,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                 let page = &chunk[i as usize * pb..(i as usize + 1) * pb];
                 let probe = match sample {
                     Some((si, p)) if si == i => Some(p),
-                    _ if probe_rest => match self.dedup.index.as_deref_mut() {
+                    _ if probe_rest => match self.ext.dedup.index.as_deref_mut() {
                         Some(ix) => {
-                            self.dedup.stats.probes += 1;
+                            self.ext.dedup.stats.probes += 1;
                             Some(ix.probe(page))
                         }
                         None => None,
@@ -534,37 +562,44 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     ) -> Result<(), Error> {
         let mut probe = probe;
         if let Some(ContentProbe::Hit { key, location }) = probe {
-            self.dedup.stats.hits += 1;
+            self.ext.dedup.stats.hits += 1;
             self.dedup_room_for_share()?;
-            if let Some(target) = self.dedup_target(location, page)? {
+            let target = self.dedup_target(location, page)?;
+            let target = match target {
+                Some(t) if self.flex_refuses_share(self.target_page(t))? => {
+                    self.ext.dedup.stats.format_refusals += 1;
+                    None
+                }
+                t => t,
+            };
+            if let Some(target) = target {
                 if self.share(lpn, target)? {
                     self.counters.host_write_pages += 1;
-                    self.dedup.stats.deduplicated += 1;
-                    return Ok(());
+                    self.ext.dedup.stats.deduplicated += 1;
+                    // No page was programmed: the NV cache's copy takes a sequence number of its
+                    // own, newer than every flash copy of `lpn` (see `cdm::cooperate`).
+                    let seq = self.seq;
+                    self.seq += 1;
+                    return self.nv_after_write(lpn, page, seq);
                 }
-            } else if let Some(ix) = self.dedup.index.as_deref_mut() {
+            } else if let Some(ix) = self.ext.dedup.index.as_deref_mut() {
+                // Stale, or refused for its format: the page written instead takes the key.
                 ix.forget(&key);
             }
             probe = Some(ContentProbe::Miss(key));
         }
         if probe.is_none() {
-            self.dedup.stats.unprobed += 1;
+            self.ext.dedup.stats.unprobed += 1;
         }
         let t = self.policies.classifier().classify_page(lpn, temp);
-        let Destination::FirstWrite(stream) = self.policies.placement().place(lpn, t);
-        let plane = self.next_plane;
-        self.next_plane = (self.next_plane + 1) % self.geo.total_planes();
-        let plane = self.ensure_frontier(plane, stream)?;
-        let written = self.append_host(plane, stream, lpn, page)?;
-        self.remap(lpn, Some(written))?;
-        self.counters.host_write_pages += 1;
-        if let (Some(ContentProbe::Miss(key)), Some(ix)) = (probe, self.dedup.index.as_deref_mut()) {
+        let written = self.first_write(lpn, t, page)?;
+        if let (Some(ContentProbe::Miss(key)), Some(ix)) = (probe, self.ext.dedup.index.as_deref_mut()) {
             if key.hashed {
                 ix.insert(&key, written.0);
-            } else if self.dedup.settings.fingerprint_misses {
+            } else if self.ext.dedup.settings.fingerprint_misses {
                 let key = ix.fingerprint(page);
                 ix.insert(&key, written.0);
-                self.dedup.stats.fingerprinted_after_write += 1;
+                self.ext.dedup.stats.fingerprinted_after_write += 1;
             }
         }
         Ok(())
@@ -572,10 +607,10 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
 
     /// Checks a hit: the location must hold live content (and, with full compare, `data`).
     fn dedup_target(&mut self, location: u32, data: &[u8]) -> Result<Option<Target>, Error> {
-        let full = self.dedup.settings.full_compare;
+        let full = self.ext.dedup.settings.full_compare;
         let target = if location & VIRTUAL_FLAG != 0 {
             let v = location & !VIRTUAL_FLAG;
-            match self.dedup.vmap.get(v) {
+            match self.ext.dedup.vmap.get(v) {
                 Some(e) if e.refs > 0 => Some((Target::Virtual(v), PageId(e.page))),
                 _ => None,
             }
@@ -583,9 +618,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             let p = PageId(location);
             if !self.geo.contains_page(p) || !self.is_valid_page(p) {
                 None
-            } else if let Some(v) = self.dedup.vmap.find(p.0) {
+            } else if let Some(v) = self.ext.dedup.vmap.find(p.0) {
                 // Shared since the index learned it; the index follows.
-                if let Some(ix) = self.dedup.index.as_deref_mut() {
+                if let Some(ix) = self.ext.dedup.index.as_deref_mut() {
                     ix.moved(p.0, v | VIRTUAL_FLAG);
                 }
                 Some((Target::Virtual(v), p))
@@ -608,14 +643,22 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             }
         };
         let Some((target, page)) = target else {
-            self.dedup.stats.stale_hits += 1;
+            self.ext.dedup.stats.stale_hits += 1;
             return Ok(None);
         };
         if full && !self.same_content(page, data)? {
-            self.dedup.stats.compare_mismatches += 1;
+            self.ext.dedup.stats.compare_mismatches += 1;
             return Ok(None);
         }
         Ok(Some(target))
+    }
+
+    /// The physical page holding a target's content (`UNMAPPED` for a virtual page without one).
+    fn target_page(&self, t: Target) -> PageId {
+        match t {
+            Target::Virtual(v) => PageId(self.ext.dedup.vmap.page(v).unwrap_or(UNMAPPED)),
+            Target::Physical { page, .. } => page,
+        }
     }
 
     /// Reads `page` into the page buffer and compares its (decoded) data with `data`.
@@ -643,41 +686,41 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             Target::Virtual(v) if self.map.get(lpn) == Some(PageId(v | VIRTUAL_FLAG)) => return Ok(true),
             _ => {}
         }
-        if self.dedup.pending.is_full() {
+        if self.ext.dedup.pending.is_full() {
             // The caller made room; if it could not, the page is written instead.
             return Ok(false);
         }
         let (v, page, owner) = match target {
-            Target::Virtual(v) => match self.dedup.vmap.page(v) {
+            Target::Virtual(v) => match self.ext.dedup.vmap.page(v) {
                 Some(p) => (v, p, NO_OWNER),
                 None => return Ok(false),
             },
             Target::Physical { page, owner } => {
-                let Some(v) = self.dedup.vmap.alloc(page.0) else {
-                    self.dedup.stats.vmap_full += 1;
+                let Some(v) = self.ext.dedup.vmap.alloc(page.0) else {
+                    self.ext.dedup.stats.vmap_full += 1;
                     return Ok(false);
                 };
                 self.map.set(owner, Some(PageId(v | VIRTUAL_FLAG)));
-                self.dedup.vmap.acquire(v);
-                if let Some(ix) = self.dedup.index.as_deref_mut() {
+                self.ext.dedup.vmap.acquire(v);
+                if let Some(ix) = self.ext.dedup.index.as_deref_mut() {
                     ix.moved(page.0, v | VIRTUAL_FLAG);
                 }
-                self.dedup.stats.conversions += 1;
+                self.ext.dedup.stats.conversions += 1;
                 (v, page.0, owner)
             }
         };
-        self.dedup.vmap.acquire(v);
+        self.ext.dedup.vmap.acquire(v);
         let old = self.map.set(lpn, Some(PageId(v | VIRTUAL_FLAG)));
         if let Some(o) = old.and_then(|o| self.dedup_unref(o)) {
             self.set_valid_bit(o, false);
         }
-        self.dedup.pending.push(ShareRecord { lpn, page, owner });
+        self.ext.dedup.pending.push(ShareRecord { lpn, page, owner });
         self.dirty = true;
         Ok(true)
     }
 
     /// GC: moves shared page `page` (virtual page `v`) to the GC stream of `plane`.
-    pub(crate) fn relocate_shared(&mut self, page: PageId, v: u32, plane: u32) -> Result<(), Error> {
+    fn relocate_shared(&mut self, page: PageId, v: u32, plane: u32) -> Result<(), Error> {
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
         let plane = self.ensure_gc_frontier(plane)?;
@@ -705,12 +748,12 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         // The copy names the page it came from, so replay needs every move since the checkpoint:
         // its block is kept (like a journal page's) until the next checkpoint.
         self.blocks.set_flags(self.geo.block_of(new), FLAG_LIVE_JOURNAL, true);
-        self.dedup.vmap.set_page(v, new.0);
+        self.ext.dedup.vmap.set_page(v, new.0);
         self.set_valid_bit(page, false);
         self.set_valid_bit(new, true);
         self.dirty = true;
         self.counters.gc_page_copies += 1;
-        self.dedup.stats.shared_moves += 1;
+        self.ext.dedup.stats.shared_moves += 1;
         Ok(())
     }
 
@@ -742,6 +785,12 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         if !self.same_content(dphys, scratch)? {
             return Ok(false);
         }
+        // With FlexECC, `dup`'s data stays correctable if its page is (see `flex_refuses_share`).
+        let (kphys, _) = self.dedup_resolve(kp);
+        if self.flex_page_is_correcting(dphys)? && !self.flex_page_is_correcting(kphys)? {
+            self.ext.dedup.stats.format_refusals += 1;
+            return Ok(false);
+        }
         let target = if is_virtual(kp) {
             Target::Virtual(kp.0 & !VIRTUAL_FLAG)
         } else {
@@ -749,7 +798,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         };
         let shared = self.share(dup, target)?;
         if shared {
-            self.dedup.stats.coalesced += 1;
+            self.ext.dedup.stats.coalesced += 1;
         }
         self.maintenance()?;
         Ok(shared)

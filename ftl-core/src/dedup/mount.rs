@@ -20,12 +20,12 @@ use crate::{Error, Ftl};
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Mount step 2b: turns the checkpoint's flagged physical pages into virtual pages.
     pub(crate) fn dedup_load_checkpoint(&mut self) -> Result<(), Error> {
-        self.dedup.vmap.clear();
-        self.dedup.pending.clear();
-        if let Some(ix) = self.dedup.index.as_deref_mut() {
+        self.ext.dedup.vmap.clear();
+        self.ext.dedup.pending.clear();
+        if let Some(ix) = self.ext.dedup.index.as_deref_mut() {
             ix.clear();
         }
-        if self.dedup.index.is_none() {
+        if self.ext.dedup.index.is_none() {
             // Flagged words stay as they are; the rebuild refuses them.
             return Ok(());
         }
@@ -35,7 +35,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 continue;
             }
             let v = self.dedup_virtual_of(p.0 & !VIRTUAL_FLAG)?;
-            self.dedup.vmap.acquire(v);
+            self.ext.dedup.vmap.acquire(v);
             self.map.set(lpn, Some(PageId(v | VIRTUAL_FLAG)));
         }
         Ok(())
@@ -45,31 +45,31 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         if !self.geo.contains_page(PageId(page)) {
             return Err(Error::Corrupt);
         }
-        if let Some(v) = self.dedup.vmap.find(page) {
+        if let Some(v) = self.ext.dedup.vmap.find(page) {
             return Ok(v);
         }
-        if let Some(v) = self.dedup.vmap.alloc(page) {
+        if let Some(v) = self.ext.dedup.vmap.alloc(page) {
             return Ok(v);
         }
         // Replay keeps unreferenced entries until its end; make room. (Only share records
         // allocate during replay, and a share-journal page ends the newest-page rollback window,
         // so no rollback can need an entry freed here.)
-        self.dedup.vmap.free_unreferenced();
+        self.ext.dedup.vmap.free_unreferenced();
         // Still full: the image shares more contents than this secondary map holds.
-        self.dedup.vmap.alloc(page).ok_or(Error::Memory)
+        self.ext.dedup.vmap.alloc(page).ok_or(Error::Memory)
     }
 
     /// Replay replaced a map entry.
     pub(crate) fn dedup_replay_unref(&mut self, prev: Option<PageId>) {
         if let Some(p) = prev.filter(|&p| is_virtual(p)) {
-            self.dedup.vmap.release(p.0 & !VIRTUAL_FLAG);
+            self.ext.dedup.vmap.release(p.0 & !VIRTUAL_FLAG);
         }
     }
 
     /// Replay restored a map entry.
     pub(crate) fn dedup_replay_ref(&mut self, prev: Option<PageId>) {
         if let Some(p) = prev.filter(|&p| is_virtual(p)) {
-            self.dedup.vmap.acquire(p.0 & !VIRTUAL_FLAG);
+            self.ext.dedup.vmap.acquire(p.0 & !VIRTUAL_FLAG);
         }
     }
 
@@ -77,23 +77,23 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// its content was dropped, its block erased and the page written again) is freed, so the
     /// physical page names one content at a time.
     pub(crate) fn dedup_replay_new_page(&mut self, page: PageId) {
-        if let Some(v) = self.dedup.vmap.find(page.0) {
-            if self.dedup.vmap.get(v).is_some_and(|e| e.refs == 0) {
-                self.dedup.vmap.free(v);
+        if let Some(v) = self.ext.dedup.vmap.find(page.0) {
+            if self.ext.dedup.vmap.get(v).is_some_and(|e| e.refs == 0) {
+                self.ext.dedup.vmap.free(v);
             }
         }
     }
 
     /// Replays a relocation of shared content from physical page `from` to `page`.
     pub(crate) fn dedup_replay_move(&mut self, from: u32, page: PageId) -> Result<(), Error> {
-        let Some(v) = self.dedup.vmap.find(from) else {
+        let Some(v) = self.ext.dedup.vmap.find(from) else {
             // Not shared at this point: the move's sharing was never made durable, and the
             // content still lives at `from`.
             return Ok(());
         };
         if self.page_is_whole(page)? {
             self.dedup_replay_new_page(page);
-            self.dedup.vmap.set_page(v, page.0);
+            self.ext.dedup.vmap.set_page(v, page.0);
         }
         Ok(())
     }
@@ -103,7 +103,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         if !self.page_is_whole(page)? || count as usize > shares::page_capacity(self.geo.data_bytes) {
             return Ok(false);
         }
-        if self.dedup.index.is_none() {
+        if self.ext.dedup.index.is_none() {
             // Records without a secondary map: this image needs dedup to mount.
             return if count == 0 { Ok(true) } else { Err(Error::Corrupt) };
         }
@@ -114,18 +114,18 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             if r.lpn >= logical || (r.owner != NO_OWNER && r.owner >= logical) || r.lpn == r.owner {
                 return Err(Error::Corrupt);
             }
-            let v = match self.dedup.vmap.find(r.page) {
+            let v = match self.ext.dedup.vmap.find(r.page) {
                 Some(v) => v,
                 None => {
                     let v = self.dedup_virtual_of(r.page)?;
                     if r.owner != NO_OWNER && self.map.get(r.owner) == Some(PageId(r.page)) {
                         self.map.set(r.owner, Some(PageId(v | VIRTUAL_FLAG)));
-                        self.dedup.vmap.acquire(v);
+                        self.ext.dedup.vmap.acquire(v);
                     }
                     v
                 }
             };
-            self.dedup.vmap.acquire(v);
+            self.ext.dedup.vmap.acquire(v);
             let prev = self.map.set(r.lpn, Some(PageId(v | VIRTUAL_FLAG)));
             self.dedup_replay_unref(prev);
         }
@@ -134,13 +134,13 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// After replay: frees the virtual pages nobody references.
     pub(crate) fn dedup_finish_replay(&mut self) {
-        self.dedup.vmap.free_unreferenced();
+        self.ext.dedup.vmap.free_unreferenced();
     }
 
     /// Rebuild: marks every shared physical page valid (once), with the rebuild's checks.
     pub(crate) fn dedup_rebuild_valid(&mut self) -> Result<(), Error> {
-        for i in 0..self.dedup.vmap.capacity() as u32 {
-            let Some(e) = self.dedup.vmap.get(i) else { continue };
+        for i in 0..self.ext.dedup.vmap.capacity() as u32 {
+            let Some(e) = self.ext.dedup.vmap.get(i) else { continue };
             let p = PageId(e.page);
             if !self.geo.contains_page(p) {
                 return Err(Error::Corrupt);

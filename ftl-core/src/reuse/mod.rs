@@ -85,8 +85,8 @@ use crate::config::MAX_TOTAL_PLANES;
 use crate::frontier::Source;
 use crate::map::MappingTable;
 use crate::meta::{PageKind, PageMeta, SpareState, META_LEN, VOID_OFFSET};
-use crate::policy::{Destination, PageCodec, Placement, PolicySet, Temperature};
-use crate::{Config, Error, Ftl, Memory};
+use crate::policy::{PageCodec, PolicySet, Temperature};
+use crate::{Config, Error, Ftl};
 
 const NIL: u32 = u32::MAX;
 /// Reads of a second write's metadata (or of the whole second write) before taking it as torn
@@ -452,62 +452,93 @@ fn read_pair<N: NandFlash>(
 }
 
 impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
-    /// Formats the device with second writes (see [`Ftl::format`]).
-    pub fn format_reusable(
-        nand: N,
-        policies: P,
-        map: M,
-        mem: Memory<'m>,
-        cfg: Config,
-        reuse: Reuse<'m>,
-    ) -> Result<Self, Error> {
-        let mut ftl = Self::new(nand, policies, map, mem, cfg)?;
-        ftl.attach_reuse(reuse)?;
-        ftl.format_device()?;
-        Ok(ftl)
-    }
-
-    /// Mounts a device formatted with second writes (see [`Ftl::mount`]).
-    pub fn mount_reusable(
-        nand: N,
-        policies: P,
-        map: M,
-        mem: Memory<'m>,
-        cfg: Config,
-        reuse: Reuse<'m>,
-    ) -> Result<Self, Error> {
-        let mut ftl = Self::new(nand, policies, map, mem, cfg)?;
-        ftl.attach_reuse(reuse)?;
-        ftl.recover()?;
-        Ok(ftl)
-    }
-
-    fn attach_reuse(&mut self, mut reuse: Reuse<'m>) -> Result<(), Error> {
-        self.only_flat_map()?;
+    /// Attaches the second writes `ext` asks for (at format and mount).
+    pub(crate) fn attach_reuse(&mut self, ext: &mut crate::ext::Extensions<'m>) -> Result<(), Error> {
+        let Some(mut reuse) = ext.reuse.take() else { return Ok(()) };
         reuse.check(&self.geo, META_LEN + self.codec_len)?;
         reuse.reset();
-        self.reuse = Some(reuse);
+        self.ext.reuse = Some(reuse);
         Ok(())
+    }
+
+    /// Whether second writes are on.
+    pub(crate) fn reuse_on(&self) -> bool {
+        self.ext.reuse.is_some()
+    }
+
+    /// Read hook: with second writes on, they read every mapped page (true: `out` is filled).
+    pub(crate) fn reuse_read_hook(&mut self, lpn: u32, page: PageId, out: &mut [u8]) -> Result<bool, Error> {
+        if !self.reuse_on() {
+            return Ok(false);
+        }
+        self.reuse_read_page(lpn, page, out)?;
+        Ok(true)
+    }
+
+    /// Write hook: with second writes on, they write every host page (as a second write or a
+    /// scrambled first write; true: written and mapped).
+    pub(crate) fn reuse_write_hook(&mut self, lpn: u32, data: &[u8], t: Temperature) -> Result<bool, Error> {
+        if !self.reuse_on() {
+            return Ok(false);
+        }
+        self.reuse_write_page(lpn, data, t)?;
+        Ok(true)
+    }
+
+    /// GC hook: with second writes on, they decide what happens to `victim` (recycle or erase),
+    /// or with no victim, erase a recycled block (`Some(collected)`); `None` when off.
+    pub(crate) fn reuse_gc_hook(
+        &mut self,
+        plane: u32,
+        victim: Option<BlockId>,
+    ) -> Result<Option<bool>, Error> {
+        if !self.reuse_on() {
+            return Ok(None);
+        }
+        match victim {
+            Some(v) => self.reuse_collect(v).map(Some),
+            None => self.reuse_gc_fallback(plane).map(Some),
+        }
+    }
+
+    /// GC hook: moves `page` if it is a second write (true).
+    pub(crate) fn reuse_relocate_hook(&mut self, page: PageId, plane: u32) -> Result<bool, Error> {
+        if !self.reuse_is_second(page) {
+            return Ok(false);
+        }
+        self.relocate_second(page, plane)?;
+        Ok(true)
+    }
+
+    /// The aux word of a page GC moves without its metadata (which no longer decodes): with second
+    /// writes attached, `AUX_FLAGS_LOST`, since its scrambler flags went with the metadata (a read
+    /// then reports it uncorrectable instead of returning data that may still be scrambled).
+    pub(crate) fn aux_of_lost_meta(&self) -> u32 {
+        if self.reuse_on() {
+            AUX_FLAGS_LOST
+        } else {
+            0
+        }
     }
 
     /// What second writes did, if they are on.
     pub fn reuse_stats(&self) -> Option<ReuseStats> {
-        self.reuse.as_ref().map(|r| r.stats)
+        self.ext.reuse.as_ref().map(|r| r.stats)
     }
 
     /// Reuse state of a block, if second writes are on.
     pub fn reuse_state(&self, b: BlockId) -> Option<ReuseState> {
-        self.reuse.as_ref().map(|r| r.state(b))
+        self.ext.reuse.as_ref().map(|r| r.state(b))
     }
 
     /// Blocks recycled or reused, device-wide.
     pub fn reuse_blocks(&self) -> u32 {
-        self.reuse.as_ref().map_or(0, |r| r.in_reuse)
+        self.ext.reuse.as_ref().map_or(0, |r| r.in_reuse)
     }
 
     /// Whether `page` holds a half of a second write.
     pub(crate) fn reuse_is_second(&self, page: PageId) -> bool {
-        self.reuse.as_ref().is_some_and(|r| r.is_second(page))
+        self.ext.reuse.as_ref().is_some_and(|r| r.is_second(page))
     }
 
     fn sw_offset(&self) -> usize {
@@ -524,22 +555,15 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             self.counters.host_write_pages += 1;
             return Ok(());
         }
-        let Destination::FirstWrite(stream) = self.policies.placement().place(lpn, t);
-        let plane = self.next_plane;
-        self.next_plane = (self.next_plane + 1) % self.geo.total_planes();
-        let plane = self.ensure_frontier(plane, stream)?;
-        let aux = self.scramble_into_buf(lpn, data);
-        let page = self.append(plane, stream, PageKind::Data, lpn, aux, Source::Buffer { encode: true })?;
-        self.remap(lpn, Some(page))?;
-        self.counters.host_write_pages += 1;
+        self.first_write(lpn, t, data)?;
         Ok(())
     }
 
     /// Scrambles `data` (keyed by `lpn`) into the page buffer's data area; returns the `aux`
     /// flags.
-    fn scramble_into_buf(&mut self, lpn: u32, data: &[u8]) -> u32 {
+    pub(crate) fn scramble_into_buf(&mut self, lpn: u32, data: &[u8]) -> u32 {
         let d = self.geo.data_bytes as usize;
-        let Some(r) = self.reuse.as_mut() else {
+        let Some(r) = self.ext.reuse.as_mut() else {
             self.buf[..d].copy_from_slice(data);
             return 0;
         };
@@ -551,7 +575,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     pub(crate) fn reuse_read_page(&mut self, lpn: u32, page: PageId, out: &mut [u8]) -> Result<(), Error> {
         if self.reuse_is_second(page) {
             self.read_second(page, Some(lpn), out, true)?;
-            if let Some(r) = self.reuse.as_mut() {
+            if let Some(r) = self.ext.reuse.as_mut() {
                 r.stats.second_reads += 1;
             }
             return Ok(());
@@ -570,7 +594,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let stored = &self.buf[d + META_LEN..d + spare_len];
         let corrected =
             self.policies.codec().decode(out, stored).map_err(|_| Error::Uncorrectable { lpn })?;
-        if let Some(r) = self.reuse.as_mut() {
+        if let Some(r) = self.ext.reuse.as_mut() {
             if corrected > r.cfg.max_corrected_bits {
                 if let Some(s) = r.mem.state.get_mut(self.geo.block_of(page).0 as usize) {
                     *s |= WORN;
@@ -587,7 +611,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             return;
         }
         let d = self.geo.data_bytes as usize;
-        if let Some(r) = self.reuse.as_mut() {
+        if let Some(r) = self.ext.reuse.as_mut() {
             self.buf[..d].copy_from_slice(data);
             r.codec.descramble(lpn as u64, &self.buf[..d], aux & AUX_COMPLEMENTED != 0, data);
         }
@@ -595,7 +619,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
 
     /// The (plane-0, plane-1) pages of the second write one of whose halves is `page`.
     fn halves(&self, page: PageId) -> Option<(PageId, PageId)> {
-        let r = self.reuse.as_ref()?;
+        let r = self.ext.reuse.as_ref()?;
         let b = self.geo.block_of(page);
         let o = self.geo.page_in_block(page);
         let other = self.geo.page(r.partner(b)?, o);
@@ -617,7 +641,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let bad = Error::Uncorrectable { lpn: lpn.unwrap_or(0) };
         let (a, b) = self.halves(page).ok_or(bad)?;
         let so = self.sw_offset();
-        let Some(r) = self.reuse.as_mut() else { return Err(bad) };
+        let Some(r) = self.ext.reuse.as_mut() else { return Err(bad) };
         let (ra, rb): (&mut [u8], &mut [u8]) = if host {
             (&mut *self.buf, &mut *r.mem.page_c)
         } else {
@@ -645,7 +669,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
 
     /// Tries a second write of `lpn`; `Ok(None)` when it must be a first write instead.
     fn try_second_write(&mut self, lpn: u32, data: &[u8]) -> Result<Option<PageId>, Error> {
-        if self.reuse.is_none() {
+        if self.ext.reuse.is_none() {
             return Ok(None);
         }
         // The plane pair of the plane the next first write would take: second and first writes
@@ -661,16 +685,16 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         }
         let d = self.geo.data_bytes as usize;
         let so = self.sw_offset();
-        let mut new_pair_left = self.reuse.as_ref().is_some_and(|r| r.cfg.retry_new_pair);
+        let mut new_pair_left = self.ext.reuse.as_ref().is_some_and(|r| r.cfg.retry_new_pair);
         let (a, b, retries) = loop {
             let Some((a, b)) = self.next_pair_pages(q)? else {
-                if let Some(r) = self.reuse.as_mut() {
+                if let Some(r) = self.ext.reuse.as_mut() {
                     r.stats.no_pair += 1;
                 }
                 return Ok(None);
             };
             self.load_pair(a, b, true)?;
-            let Some(r) = self.reuse.as_mut() else { return Ok(None) };
+            let Some(r) = self.ext.reuse.as_mut() else { return Ok(None) };
             r.prefetched = None;
             // The pages must not have been voided by the first write nor carry second-write cells.
             // Nor hold more programmed cells than a second write can live with (pages written
@@ -713,7 +737,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                 }
             }
         };
-        let Some(r) = self.reuse.as_mut() else { return Ok(None) };
+        let Some(r) = self.ext.reuse.as_mut() else { return Ok(None) };
         r.stats.retries += retries as u64;
         let seq = self.seq;
         self.seq += 1;
@@ -761,7 +785,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         }
         self.remap(lpn, Some(a))?;
         self.next_plane = (2 * q as u32 + 2) % self.geo.total_planes();
-        if let Some(r) = self.reuse.as_mut() {
+        if let Some(r) = self.ext.reuse.as_mut() {
             r.set_second(a, true);
             r.set_second(b, true);
             r.mem.pair[ba.0 as usize] = bb.0;
@@ -797,7 +821,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             done &= back.is_ok()
                 && !matches!(SwMeta::decode(&self.buf[d + sp - SW_META_LEN..d + sp]), SwState::Valid(_));
         }
-        if let Some(r) = self.reuse.as_mut() {
+        if let Some(r) = self.ext.reuse.as_mut() {
             r.set_second(a, false);
             r.set_second(b, false);
         }
@@ -808,7 +832,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// (in the buffers, or in their plane pair's slot, which is then copied over and emptied).
     fn load_pair(&mut self, a: PageId, b: PageId, on_demand: bool) -> Result<(), Error> {
         let (q, _) = pair_of(self.geo.plane_index(self.geo.block_of(a)));
-        let Some(r) = self.reuse.as_mut() else { return Ok(()) };
+        let Some(r) = self.ext.reuse.as_mut() else { return Ok(()) };
         if r.prefetched == Some((a, b)) {
             r.stats.prefetch_hits += 1;
             return Ok(());
@@ -840,7 +864,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// ([`Reuse::with_prefetch_slots`]) the next pair of every plane pair with an active pair
     /// and an empty slot. Returns whether it read anything.
     pub fn prefetch_second_write(&mut self) -> Result<bool, Error> {
-        let Some(r) = self.reuse.as_ref() else { return Ok(false) };
+        let Some(r) = self.ext.reuse.as_ref() else { return Ok(false) };
         if !r.cfg.prefetch {
             return Ok(false);
         }
@@ -872,7 +896,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     fn prefetch_slots(&mut self) -> Result<bool, Error> {
         let mut any = false;
         for q in 0..(self.geo.total_planes() / 2) as usize {
-            let Some(r) = self.reuse.as_ref() else { return Ok(any) };
+            let Some(r) = self.ext.reuse.as_ref() else { return Ok(any) };
             let pair = r.active[q];
             if pair.a == NIL || r.slotted[q].is_some() {
                 continue;
@@ -883,7 +907,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             if r.prefetched == Some((a, b)) {
                 continue;
             }
-            let Some(r) = self.reuse.as_mut() else { return Ok(any) };
+            let Some(r) = self.ext.reuse.as_mut() else { return Ok(any) };
             let n = r.mem.page_a.len();
             let (sa, sb) = r.slots[2 * q * n..2 * (q + 1) * n].split_at_mut(n);
             self.counters.nand_reads += 2;
@@ -896,7 +920,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
 
     /// The lowest offset from the pair's counter that is free in both blocks.
     fn next_offset(&self, pair: ActivePair) -> Option<u32> {
-        let r = self.reuse.as_ref()?;
+        let r = self.ext.reuse.as_ref()?;
         (pair.offset..self.geo.pages_per_block).find(|&o| {
             let pa = self.geo.page(BlockId(pair.a), o);
             let pb = self.geo.page(BlockId(pair.b), o);
@@ -907,7 +931,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// The next pair of pages of plane pair `q`, activating recycled blocks as needed.
     fn next_pair_pages(&mut self, q: usize) -> Result<Option<(PageId, PageId)>, Error> {
         loop {
-            let Some(r) = self.reuse.as_ref() else { return Ok(None) };
+            let Some(r) = self.ext.reuse.as_ref() else { return Ok(None) };
             let pair = r.active[q];
             if pair.a != NIL {
                 if let Some(o) = self.next_offset(pair) {
@@ -925,7 +949,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Ends the active pair of `q`: both blocks become reused (used blocks GC erases).
     fn end_pair(&mut self, q: usize) {
         let geo = self.geo;
-        let Some(r) = self.reuse.as_mut() else { return };
+        let Some(r) = self.ext.reuse.as_mut() else { return };
         let pair = core::mem::replace(&mut r.active[q], NO_PAIR);
         r.prefetched = None;
         if let Some(s) = r.slotted.get_mut(q) {
@@ -948,7 +972,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Activates a recycled block in each plane of pair `q`; false if a plane has none.
     fn activate_pair(&mut self, q: usize) -> Result<bool, Error> {
         let p0 = 2 * q as u32;
-        let Some((same_plane, pairs)) = self.reuse.as_ref().map(|r| (r.cfg.same_plane, r.stats.pairs)) else {
+        let Some((same_plane, pairs)) = self.ext.reuse.as_ref().map(|r| (r.cfg.same_plane, r.stats.pairs))
+        else {
             return Ok(false);
         };
         let picked = if same_plane {
@@ -981,7 +1006,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             }
             false => Err(None),
         };
-        let Some(r) = self.reuse.as_mut() else { return Ok(false) };
+        let Some(r) = self.ext.reuse.as_mut() else { return Ok(false) };
         match marked {
             Ok(()) => {}
             Err(e) if e.as_ref().is_none_or(|e| nand_hal::Error::kind(e) == ErrorKind::ProgramFailed) => {
@@ -1005,7 +1030,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
 
     /// Whether second writes may still use `b`: within its life share and not worn.
     fn within_life(&self, b: BlockId) -> bool {
-        let Some(r) = self.reuse.as_ref() else { return false };
+        let Some(r) = self.ext.reuse.as_ref() else { return false };
         r.mem.state.get(b.0 as usize).is_some_and(|s| s & WORN == 0)
             && (self.blocks.get(b).erase_count() as u64) * 1000
                 < self.geo.endurance as u64 * r.cfg.life_permille as u64
@@ -1047,7 +1072,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
 
     /// The recycled block of `plane` (other than `not`) with the fewest valid pages.
     fn pick_recycled(&self, plane: u32, not: Option<BlockId>) -> Option<BlockId> {
-        let r = self.reuse.as_ref()?;
+        let r = self.ext.reuse.as_ref()?;
         if r.recycled[plane as usize] == 0 {
             return None;
         }
@@ -1069,7 +1094,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// reserve, the recycled + reused cap reached, or the block past its life share.
     fn erases(&self, victim: BlockId) -> bool {
         let plane = self.geo.plane_index(victim);
-        let Some(r) = self.reuse.as_ref() else { return true };
+        let Some(r) = self.ext.reuse.as_ref() else { return true };
         r.state(victim) != ReuseState::None
             || self.blocks.free_count(plane) < self.cfg.gc_free_threshold
             || r.in_reuse + 1 > r.cfg.cap_blocks
@@ -1085,7 +1110,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         } else {
             let geo = self.geo;
             self.blocks.set_state(victim, BlockState::Open);
-            if let Some(r) = self.reuse.as_mut() {
+            if let Some(r) = self.ext.reuse.as_mut() {
                 r.set_state(&geo, victim, ReuseState::Recycled);
                 r.stats.recycled += 1;
             }
@@ -1097,7 +1122,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// GC found no used victim in `plane`: erase the recycled (non-active first) block with the
     /// fewest valid pages, so recycled blocks never starve the plane.
     pub(crate) fn reuse_gc_fallback(&mut self, plane: u32) -> Result<bool, Error> {
-        let Some(r) = self.reuse.as_ref() else { return Ok(false) };
+        let Some(r) = self.ext.reuse.as_ref() else { return Ok(false) };
         let pick = |active: bool| {
             (0..self.geo.blocks_per_plane)
                 .map(|n| self.geo.block_in_plane(plane, n))
@@ -1125,10 +1150,10 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// threshold, recycle used victims and erase reused ones (bounded; stops at a used victim GC
     /// would erase, so with no second writes it collects exactly what the baseline would).
     pub(crate) fn reuse_top_up(&mut self, plane: u32) -> Result<(), Error> {
-        let Some(r) = self.reuse.as_ref() else { return Ok(()) };
+        let Some(r) = self.ext.reuse.as_ref() else { return Ok(()) };
         let want = r.cfg.gc_threshold;
         for _ in 0..want {
-            let Some(r) = self.reuse.as_ref() else { return Ok(()) };
+            let Some(r) = self.ext.reuse.as_ref() else { return Ok(()) };
             if self.blocks.free_count(plane) + r.recycled[plane as usize] >= want {
                 break;
             }
@@ -1138,7 +1163,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             };
             // A reused victim is erased (the paper's rule); any other victim GC would erase
             // ends the top-up.
-            let reused = self.reuse.as_ref().is_some_and(|r| r.state(victim) == ReuseState::Reused);
+            let reused = self.ext.reuse.as_ref().is_some_and(|r| r.state(victim) == ReuseState::Reused);
             if self.blocks.state(victim) != BlockState::Used
                 || self.geo.plane_index(victim) != plane
                 || (self.erases(victim) && !reused)
@@ -1173,7 +1198,11 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             Err(Error::Uncorrectable { .. }) => {
                 // Unreadable: keep reporting it. Copy page A raw with its first-write codec
                 // bytes, which do not match, so reads of it stay uncorrectable.
-                let lpn = match self.reuse.as_ref().map(|r| SwMeta::decode(&r.mem.page_a[self.sw_offset()..]))
+                let lpn = match self
+                    .ext
+                    .reuse
+                    .as_ref()
+                    .map(|r| SwMeta::decode(&r.mem.page_a[self.sw_offset()..]))
                 {
                     Some(SwState::Valid(m)) if self.map.get(m.lpn) == Some(a) => m.lpn,
                     _ => match (0..self.map.len()).find(|&l| self.map.get(l) == Some(a)) {
@@ -1186,7 +1215,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                     },
                 };
                 let spare_len = META_LEN + self.codec_len;
-                if let Some(r) = self.reuse.as_ref() {
+                if let Some(r) = self.ext.reuse.as_ref() {
                     self.buf[..d + spare_len].copy_from_slice(&r.mem.page_a[..d + spare_len]);
                 }
                 let new = self.append(
@@ -1205,7 +1234,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         };
         // Scramble the decoded page into place, through the plane-0 raw buffer.
         let aux = {
-            let Some(r) = self.reuse.as_mut() else { return Ok(()) };
+            let Some(r) = self.ext.reuse.as_mut() else { return Ok(()) };
             r.prefetched = None;
             let complemented = r.codec.scramble(lpn as u64, &self.buf[..d], &mut r.mem.page_a[..d]);
             self.buf[..d].copy_from_slice(&r.mem.page_a[..d]);
@@ -1221,7 +1250,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         )?;
         self.remap(lpn, Some(new))?;
         self.counters.gc_page_copies += 1;
-        if let Some(r) = self.reuse.as_mut() {
+        if let Some(r) = self.ext.reuse.as_mut() {
             r.stats.gc_rewrites += 1;
         }
         Ok(())
@@ -1242,7 +1271,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// A block was erased: it is clean, its pages hold no second writes, it has no partner.
     pub(crate) fn reuse_erased(&mut self, b: BlockId) {
         let geo = self.geo;
-        let Some(r) = self.reuse.as_mut() else { return };
+        let Some(r) = self.ext.reuse.as_mut() else { return };
         r.set_state(&geo, b, ReuseState::None);
         if let Some(s) = r.mem.state.get_mut(b.0 as usize) {
             *s &= !(WORN | A_SIDE);

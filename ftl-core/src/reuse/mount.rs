@@ -33,13 +33,13 @@ use crate::{Error, Ftl};
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Forgets every reuse state (start of mount).
     pub(crate) fn reuse_reset(&mut self) {
-        if let Some(r) = self.reuse.as_mut() {
+        if let Some(r) = self.ext.reuse.as_mut() {
             r.reset();
         }
     }
 
     fn mount_bits(&mut self, b: BlockId, bits: u8, on: bool) {
-        if let Some(x) = self.reuse.as_mut().and_then(|r| r.mem.state.get_mut(b.0 as usize)) {
+        if let Some(x) = self.ext.reuse.as_mut().and_then(|r| r.mem.state.get_mut(b.0 as usize)) {
             if on {
                 *x |= bits;
             } else {
@@ -49,14 +49,14 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     }
 
     fn has_mount_bits(&self, b: BlockId, bits: u8) -> bool {
-        self.reuse.as_ref().and_then(|r| r.mem.state.get(b.0 as usize)).is_some_and(|x| x & bits != 0)
+        self.ext.reuse.as_ref().and_then(|r| r.mem.state.get(b.0 as usize)).is_some_and(|x| x & bits != 0)
     }
 
     /// Step 1: the survey read page 0's whole spare of `b` into the page buffer. Metadata that
     /// does not check out is read again (up to [`SW_META_READS`] reads: raw bit errors beyond
     /// what its code corrects are drawn anew per read).
     pub(crate) fn reuse_survey(&mut self, b: BlockId) -> Result<(), Error> {
-        if self.reuse.is_none() {
+        if self.ext.reuse.is_none() {
             return Ok(());
         }
         let d = self.geo.data_bytes as usize;
@@ -97,7 +97,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// Step 2: finds the second writes in the blocks the checkpoint recorded.
     pub(crate) fn reuse_scan(&mut self, ckpt_seq: u64) -> Result<(), Error> {
-        if self.reuse.is_none() {
+        if self.ext.reuse.is_none() {
             return Ok(());
         }
         let ppb = self.geo.pages_per_block;
@@ -139,7 +139,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     self.mount_bits(b, M_REPLAY, true);
                 }
                 self.mount_bits(b, A_SIDE, true);
-                if let Some(r) = self.reuse.as_mut() {
+                if let Some(r) = self.ext.reuse.as_mut() {
                     r.set_second(self.geo.page(b, i), true);
                     r.set_second(self.geo.page(pb, i), true);
                     r.mem.pair[b.0 as usize] = pb.0;
@@ -177,8 +177,31 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(None)
     }
 
+    /// Bytes of page 0's spare the survey reads: with second writes, the whole spare (page 0 may
+    /// carry a pair's activation marker).
+    pub(crate) fn reuse_survey_len(&self) -> usize {
+        if self.reuse_on() {
+            self.geo.spare_bytes as usize
+        } else {
+            crate::meta::META_LEN
+        }
+    }
+
+    /// Step 4's check of a replayed page, if it is a second write: `Some(Some(0))` if it decodes.
+    pub(crate) fn reuse_newest_check(&mut self, page: PageId) -> Result<Option<Option<u32>>, Error> {
+        if !self.reuse_is_second(page) {
+            return Ok(None);
+        }
+        Ok(Some(self.reuse_second_whole(page)?.then_some(0)))
+    }
+
+    /// Step 4's roll-back of a torn replayed page, if it is a second write (`Some(complete)`).
+    pub(crate) fn reuse_void_newest(&mut self, page: PageId) -> Option<bool> {
+        self.reuse_is_second(page).then(|| self.reuse_rollback(page))
+    }
+
     /// Step 3: whether the second write at `page` decodes.
-    pub(crate) fn reuse_second_whole(&mut self, page: PageId) -> Result<bool, Error> {
+    fn reuse_second_whole(&mut self, page: PageId) -> Result<bool, Error> {
         let d = self.geo.data_bytes as usize;
         let tmp = core::mem::take(&mut self.buf);
         let r = self.read_second(page, None, &mut tmp[..d], false);
@@ -192,7 +215,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// Step 3: rolls the torn second write at `page` back (its metadata voided in both halves).
     /// False if a void did not complete (mount then checkpoints, which makes it moot).
-    pub(crate) fn reuse_rollback(&mut self, page: PageId) -> bool {
+    fn reuse_rollback(&mut self, page: PageId) -> bool {
         match self.halves(page) {
             Some((a, b)) => self.void_second(a, b),
             None => true,
@@ -201,7 +224,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// Step 4: valid bits and counts of the plane-1 halves of mapped second writes.
     pub(crate) fn reuse_rebuild_valid(&mut self) -> Result<(), Error> {
-        if self.reuse.is_none() {
+        if self.ext.reuse.is_none() {
             return Ok(());
         }
         for l in 0..self.map.len() {
@@ -234,7 +257,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let touched = self.has_mount_bits(b, M_TOUCHED);
             self.mount_bits(b, !(STATE_MASK | A_SIDE), false);
             if touched && self.blocks.state(b) == BlockState::Used {
-                if let Some(r) = self.reuse.as_mut() {
+                if let Some(r) = self.ext.reuse.as_mut() {
                     r.set_state(&geo, b, ReuseState::Reused);
                 }
             }

@@ -477,10 +477,10 @@ pub fn simulate_flex(
     let mut nand = NoisyNand::new(&mut emu, model.clone());
     nand.copy_back = fx.copy_back;
     nand.decode_holds_lun = fx.decode_holds_lun;
-    let mut ftl = Ftl::format(nand, policies, map, m, fcfg)
+    let ext =
+        ftl_core::Extensions::none().flex(&mut marks, FlexConfig { refresh_threshold: fx.refresh_threshold });
+    let mut ftl = Ftl::format_with(nand, policies, map, m, fcfg, ext)
         .map_err(|e| format!("cannot format the device at {}% over-provisioning: {e}", cfg.op_percent))?;
-    ftl.enable_flex(&mut marks, FlexConfig { refresh_threshold: fx.refresh_threshold })
-        .map_err(|e| format!("FlexECC: {e}"))?;
     ftl.set_gc_pacing(cfg.gc_pacing).map_err(|e| format!("gc pacing: {e}"))?;
     let t_verify = cfg.device.timing.t_r_ns + cfg.device.timing.xfer_ns(page_bytes) + fx.timing.t_crc_ns;
     let mut scrubber = Scrubber::<4096>::new(ScrubConfig {

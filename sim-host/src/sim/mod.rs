@@ -625,20 +625,20 @@ where
         return Err("wom and an NV cache are not combined at run time; use one of them".to_string());
     }
     let mut nv_mem = cfg.nv_cache.map(|s| cdm::SimNvCache::new(s, geo.data_bytes)).transpose()?;
-    let formatted = match (wom_cfg, nv_mem.as_mut(), index, dmem) {
-        (Some(rc), _, _, _) => {
-            emu.set_compute_source(Some(wom_codec.compute_source()));
-            let slots = rc.prefetch && cfg.wom.prefetch_slots;
-            let reuse = reuse_buffers.reuse(&mut wom_codec, rc, slots);
-            Ftl::format_reusable(&mut emu, policies, map, m, fcfg, reuse)
-        }
-        (None, Some(c), _, _) => Ftl::format_with_cache(&mut emu, policies, map, m, fcfg, c.cache()?),
-        (None, None, Some(index), Some(memory)) => {
-            let d = ftl_core::dedup::Dedup { memory, index, settings: cfg.dedup.settings() };
-            Ftl::format_dedup(&mut emu, policies, map, m, fcfg, d)
-        }
-        _ => Ftl::format(&mut emu, policies, map, m, fcfg),
-    };
+    // The techniques this run stacks (ftl_core::ext decides what combines).
+    let mut ext = ftl_core::Extensions::none();
+    if let Some(rc) = wom_cfg {
+        emu.set_compute_source(Some(wom_codec.compute_source()));
+        let slots = rc.prefetch && cfg.wom.prefetch_slots;
+        ext = ext.reuse(reuse_buffers.reuse(&mut wom_codec, rc, slots));
+    }
+    if let Some(c) = nv_mem.as_mut() {
+        ext = ext.cache(c.cache()?);
+    }
+    if let (Some(index), Some(memory)) = (index, dmem) {
+        ext = ext.dedup(ftl_core::dedup::Dedup { memory, index, settings: cfg.dedup.settings() });
+    }
+    let formatted = Ftl::format_with(&mut emu, policies, map, m, fcfg, ext);
     let mut ftl = formatted
         .map_err(|e| format!("cannot format the device at {}% over-provisioning: {e}", cfg.op_percent))?;
     ftl.set_gc_pacing(cfg.gc_pacing).map_err(|e| format!("gc pacing: {e}"))?;
