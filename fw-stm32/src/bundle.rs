@@ -40,7 +40,8 @@ compile_error!(
     all(feature = "dedup", feature = "wom")
 ))]
 compile_error!(
-    "features `cdm`, `dedup` and `wom` are not combined (ftl-core attaches one of them at a time)"
+    "the firmware bundles one of `cdm`, `dedup` and `wom` (ftl-core refuses wom with either, see \
+     ftl_core::Refusal; cdm with dedup runs in the library and the simulator, not yet in this bundle)"
 );
 
 /// What the FTL attaches besides its map and memory: the NV cache with `cdm`, the deduplication

@@ -13,11 +13,7 @@
 //! `owner` is the logical page that mapped `page` directly when it became shared, or
 //! [`NO_OWNER`]". Page data: `count: u32`, then `count` records of three `u32`s.
 
-/// Aux word of a journal page that holds share records (trim journal pages have 0).
-pub const SHARE_JOURNAL: u32 = 0x5348_524A;
-/// Aux word of a data page written by GC to relocate shared content; its tag is the physical
-/// page the content moved from.
-pub const SHARED_MOVE: u32 = 0x5348_4D56;
+pub use crate::ext::claims::{SHARED_MOVE, SHARE_JOURNAL};
 /// The owner of a record whose content was already shared.
 pub const NO_OWNER: u32 = u32::MAX;
 /// Bytes per record on flash.

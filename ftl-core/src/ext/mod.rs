@@ -28,6 +28,7 @@
 //! no-op twins a build without the feature uses are in `off.rs`, so the core's function bodies
 //! carry no `#[cfg]`.
 
+pub mod claims;
 mod off;
 
 use core::marker::PhantomData;
@@ -97,14 +98,14 @@ pub struct Stack {
 }
 
 impl Stack {
-    fn any(self) -> bool {
+    const fn any(self) -> bool {
         self.wom || self.dedup || self.nv_cache || self.flex_ecc
     }
 }
 
 /// Whether the FTL runs `stack` (on a flash-resident map if `flash_map`): `None`, or why not.
 /// The one place combinations are decided; the simulator asks it too.
-pub fn refusal(stack: Stack, flash_map: bool) -> Option<Refusal> {
+pub const fn refusal(stack: Stack, flash_map: bool) -> Option<Refusal> {
     if stack.any() && flash_map {
         return Some(Refusal::FlashResidentMap);
     }

@@ -92,14 +92,7 @@ const NIL: u32 = u32::MAX;
 /// Reads of a second write's metadata (or of the whole second write) before taking it as torn
 /// or lost: raw bit errors beyond what the codes correct are drawn anew by every read.
 pub(crate) const SW_META_READS: u32 = 4;
-/// `aux` bit of a data page's metadata: the data is scrambled (keyed by its logical page).
-pub const AUX_SCRAMBLED: u32 = 1;
-/// `aux` bit: the scrambled data was complemented.
-pub const AUX_COMPLEMENTED: u32 = 2;
-/// `aux` bit: the page's flags are lost (GC moved it when its metadata no longer decoded, so
-/// whether and how it was scrambled is unknown): reads return `Error::Uncorrectable` rather than
-/// data that may still be scrambled.
-pub const AUX_FLAGS_LOST: u32 = 4;
+pub use crate::ext::claims::{AUX_COMPLEMENTED, AUX_FLAGS_LOST, AUX_SCRAMBLED};
 
 /// Reuse state of a block (low nibble of its state byte).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
