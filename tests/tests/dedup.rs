@@ -778,6 +778,65 @@ fn dirty_data_never_shares_a_detect_only_page() {
     }
 }
 
+/// The index starts empty at mount; `dedup_rebuild_index` refills it from flash (in budgeted
+/// steps), after which writes of contents written before the mount are deduplicated again;
+/// without it they are not.
+#[test]
+fn index_rebuilt_after_mount_finds_contents_written_before() {
+    let setup = Setup::new(plain_settings());
+    let g = geo();
+    let mut emu = emulator();
+    let mut mem = FtlMemory::new(&g, &config());
+    let mut model = Model::new(LOGICAL);
+    {
+        let mut ftl = open(&mut emu, &mut mem, &setup, true).unwrap();
+        // Each pool content on two logical pages (shared), fresh contents elsewhere.
+        for l in 0..2 * POOL {
+            let id = pool_id(l);
+            model.settle(l, Some(id), false);
+            ftl.write(l, &page(l, id)).unwrap();
+        }
+        for l in 2 * POOL..24 {
+            let id = model.write(l, 1)[0];
+            ftl.write(l, &page(l, id)).unwrap();
+        }
+        ftl.unmount().unwrap();
+        model.flush();
+    }
+    for rebuild in [false, true] {
+        let mut copy = emu.clone();
+        let mut mem = FtlMemory::new(&g, &config());
+        let mut ftl = open(&mut copy, &mut mem, &setup, false).unwrap();
+        let mut model = model.clone();
+        if rebuild {
+            let (mut visited, mut calls) = (0, 0);
+            loop {
+                let p = ftl.dedup_rebuild_index(7).unwrap();
+                visited += p.visited;
+                calls += 1;
+                if p.done {
+                    break;
+                }
+                assert!(p.visited == 7 && calls < 1000, "{p:?}");
+            }
+            assert_eq!(visited, g.total_pages());
+            // Every live content once: the pool's contents (shared) and the fresh pages.
+            assert_eq!(ftl.dedup_stats().rebuilt, POOL as u64 + (24 - 2 * POOL) as u64);
+            assert!(ftl.dedup_rebuild_index(7).unwrap().done);
+        }
+        let before = ftl.dedup_stats().deduplicated;
+        for (i, l) in (24..24 + POOL).enumerate() {
+            let id = pool_id(i as u32);
+            model.settle(l, Some(id), false);
+            ftl.write(l, &page(l, id)).unwrap();
+        }
+        let deduplicated = ftl.dedup_stats().deduplicated - before;
+        assert_eq!(deduplicated, if rebuild { POOL as u64 } else { 0 }, "rebuild: {rebuild}");
+        verify_all(&mut ftl, &model).unwrap().unwrap();
+        check_refs(&ftl, &model, false).unwrap();
+    }
+}
+
 fn page(lpn: u32, id: u64) -> Vec<u8> {
     let mut p = vec![0u8; geo().data_bytes as usize];
     fill_page(lpn, id, &mut p);

@@ -47,6 +47,7 @@ pub mod table;
 pub mod vmap;
 
 mod mount;
+mod rebuild;
 
 use nand_hal::{NandFlash, PageId};
 
@@ -57,6 +58,7 @@ use crate::meta::{PageKind, PageMeta, SpareState, META_LEN};
 use crate::policy::{Classifier, PageCodec, PolicySet, Stream, Temperature, WriteRequest};
 use crate::{Error, Ftl};
 
+pub use rebuild::RebuildProgress;
 use shares::{PendingShares, ShareRecord, NO_OWNER, SHARED_MOVE, SHARE_JOURNAL};
 use table::Slot;
 use vmap::{VirtualEntry, VirtualMap, VIRTUAL_FLAG};
@@ -166,6 +168,8 @@ pub struct DedupStats {
     /// Shares refused because FlexECC wrote the content's page detect-only and the new
     /// reference's data is dirty (it must stay correctable).
     pub format_refusals: u64,
+    /// Contents `dedup_rebuild_index` inserted into the index.
+    pub rebuilt: u64,
 }
 
 /// The caller memory of deduplication (see the module documentation for sizes).
@@ -195,6 +199,8 @@ pub(crate) struct DedupState<'m> {
     pub(crate) pending: PendingShares<'m>,
     pub(crate) settings: DedupSettings,
     pub(crate) stats: DedupStats,
+    /// The next physical page `dedup_rebuild_index` visits (0 after every mount).
+    pub(crate) rebuild_next: u32,
 }
 
 impl Default for DedupState<'_> {
@@ -212,6 +218,7 @@ impl<'m> DedupState<'m> {
             pending: PendingShares::none(),
             settings: DedupSettings::default(),
             stats: DedupStats::default(),
+            rebuild_next: 0,
         }
     }
 }
@@ -246,6 +253,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             pending: PendingShares::new(memory.pending, self.geo.data_bytes),
             settings,
             stats: DedupStats::default(),
+            rebuild_next: 0,
         };
         Ok(())
     }
