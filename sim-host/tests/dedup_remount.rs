@@ -111,7 +111,6 @@ fn run(pages: &[(u32, u64)], between: Between) -> Outcome {
         return outcome;
     }
     ftl.unmount().unwrap();
-    drop(index);
     let mut mem = FtlMemory::new(&geo, &cfg);
     let mut bufs = DedupBuffers::<{ ftl_policies::dedup::ENTRIES_4K }>::new(sizes);
     let (mut index, memory) = bufs.parts(true, Accel::ALL);
