@@ -329,6 +329,11 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             let l = lpn + i as u32;
             let programs_before = self.counters.nand_programs;
             let t = self.policies.classifier().classify_page(l, temp);
+            // A write-back NV cache takes the page (it reaches flash when evicted).
+            if self.nv_write_hook(l, chunk)? {
+                self.note_write_programs(programs_before);
+                continue;
+            }
             if self.reuse_write_hook(l, chunk, t)? {
                 self.note_write_programs(programs_before);
                 continue;

@@ -8,7 +8,8 @@
 //!   every page after every step would keep the small cache thrashing); after every cut each page reads
 //!   as its last flushed content or a later one (so removable pages, whose only copy may be in
 //!   the cache, are never lost), mount never fails, and the device keeps working.
-//! - `exhaustive_cuts`: one fixed workload, cut at every NAND operation and at every NVM write.
+//! - `exhaustive_cuts`: one fixed workload, cut at every NAND operation and at every NVM write;
+//!   `exhaustive_cuts_write_back` the same with the write-back cache (the proptest draws it too).
 //! - Deterministic checks: the configuration reaches drops and write-backs; `basic` programs
 //!   exactly what the FTL without a cache programs (no removable state); CDM copies fewer pages;
 //!   the map points into the cache after a drop, across a checkpoint and a cut.
@@ -371,11 +372,12 @@ proptest! {
         slots in 1..=64u32,
         read_fill in prop_oneof![Just(ReadFill::Lru), Just(ReadFill::Clean), Just(ReadFill::Off)],
         basic in proptest::bool::weighted(0.2),
+        write_back in proptest::bool::weighted(0.35),
         torn in prop_oneof![Just(0.5), Just(1.0), Just(0.01)],
         seed in any::<u64>(),
     ) {
         let policy = if basic { NvPolicy::Basic } else { NvPolicy::Cdm };
-        let cc = NvCacheConfig { policy, read_fill };
+        let cc = NvCacheConfig { policy, read_fill, write_back };
         let mut env = CdmEnv::new(emulator(torn, 0.5), config(), slots, cc, seed);
         // Start full and in steady state (random overwrites and reads, so GC runs and the cache
         // holds removable pages and only copies when the generated sequence begins).
@@ -434,9 +436,19 @@ fn config_reaches_drops_and_write_backs() {
 /// Every NAND operation and every NVM write of a fixed workload, cut in turn.
 #[test]
 fn exhaustive_cuts() {
+    exhaustive_cuts_with(NvCacheConfig::new(NvPolicy::Cdm));
+}
+
+/// `exhaustive_cuts` with the write-back cache (host writes reach flash only when evicted).
+#[test]
+fn exhaustive_cuts_write_back() {
+    exhaustive_cuts_with(NvCacheConfig { write_back: true, ..NvCacheConfig::new(NvPolicy::Cdm) });
+}
+
+fn exhaustive_cuts_with(cc: NvCacheConfig) {
     let ops = workload();
     // Count the operations of an uncut run.
-    let mut env = CdmEnv::new(emulator(0.5, 0.5), config(), 6, NvCacheConfig::new(NvPolicy::Cdm), 3);
+    let mut env = CdmEnv::new(emulator(0.5, 0.5), config(), 6, cc, 3);
     env.run(&ops).unwrap();
     let nand_ops = env.emu.ops_issued();
     let nvm_writes = env.nvm.with(|r| r.writes_issued());
@@ -450,7 +462,7 @@ fn exhaustive_cuts() {
             let mut cut_ops =
                 vec![Op::Cut { after: after as u32, mount_after: (k % 5 == 0).then_some((k % 37) as u32) }];
             cut_ops.extend(ops.iter().copied());
-            let mut env = CdmEnv::new(emulator(0.5, 0.5), config(), 6, NvCacheConfig::new(NvPolicy::Cdm), k);
+            let mut env = CdmEnv::new(emulator(0.5, 0.5), config(), 6, cc, k);
             env.run(&cut_ops)
                 .unwrap_or_else(|e| panic!("cut {} at {k}: {e}", if kind == 0 { "NVM" } else { "NAND" }));
             runs += 1;
@@ -533,7 +545,7 @@ fn dropped_page_survives_checkpoint_and_cut() {
     let mut mem = FtlMemory::new(&geo, &cfg);
     let lay = NvCacheLayout::new(4);
     let (mut slots, mut index) = (vec![Slot::EMPTY; lay.slots], vec![0u32; lay.index_words]);
-    let cc = NvCacheConfig { policy: NvPolicy::Cdm, read_fill: ReadFill::Off };
+    let cc = NvCacheConfig { policy: NvPolicy::Cdm, read_fill: ReadFill::Off, write_back: false };
     let mut id = 0u64;
     let mut f = format_dev(&mut emu, &mut nvm, &mut mem, &mut slots, &mut index, cfg, cc).unwrap();
     // lpn 0 written once and cached; then other pages overwritten until GC has dropped it.
@@ -761,7 +773,7 @@ fn clean_read_fill_never_programs_on_reads() {
         let mut mem = FtlMemory::new(&geo, &cfg);
         let lay = NvCacheLayout::new(32);
         let (mut slots, mut index) = (vec![Slot::EMPTY; lay.slots], vec![0u32; lay.index_words]);
-        let cc = NvCacheConfig { policy: NvPolicy::Cdm, read_fill };
+        let cc = NvCacheConfig { policy: NvPolicy::Cdm, read_fill, write_back: false };
         let mut f = format_dev(&mut emu, &mut nvm, &mut mem, &mut slots, &mut index, cfg, cc).unwrap();
         let mut want = vec![None; LOGICAL as usize];
         let mut b = vec![0u8; 512];

@@ -77,12 +77,15 @@ pub struct NvCacheConfig {
     pub policy: NvPolicy,
     /// Read misses; default [`ReadFill::Lru`].
     pub read_fill: ReadFill,
+    /// Write-back (the talk's second variant; default off = write-through): a host write goes
+    /// to the cache only, as the only copy of its page, and reaches flash when it is evicted.
+    pub write_back: bool,
 }
 
 impl NvCacheConfig {
     /// The defaults for a policy.
     pub const fn new(policy: NvPolicy) -> Self {
-        NvCacheConfig { policy, read_fill: ReadFill::Lru }
+        NvCacheConfig { policy, read_fill: ReadFill::Lru, write_back: false }
     }
 }
 
@@ -582,6 +585,31 @@ impl<'m> NvCache<'m> {
         self.nv_write(Self::entry_offset(s), &e)?;
         self.max_seq = self.max_seq.max(seq);
         Ok(())
+    }
+
+    /// Fills the free slot `s` with `lpn`'s `data` as its only copy, replacing `old` (a live slot
+    /// of the same page, if any): the new entry is written to the NVM before the old one is
+    /// cleared, so a cut in between leaves both, and mount keeps the newer (larger sequence).
+    /// On error storing, the slot goes back to the free list and `old` stays.
+    pub(crate) fn replace(
+        &mut self,
+        s: u32,
+        old: Option<u32>,
+        lpn: u32,
+        seq: u64,
+        data: &[u8],
+    ) -> Result<(), Error> {
+        if let Err(e) = self.try_store(s, lpn, seq, data) {
+            self.give_free(s);
+            return Err(e);
+        }
+        let cleared = match old {
+            Some(o) => self.remove(o),
+            None => Ok(()),
+        };
+        self.adopt(s, lpn);
+        self.set_dirty(s, true);
+        cleared
     }
 
     /// Takes a live slot found at mount into the RAM state.

@@ -164,6 +164,30 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         Ok(())
     }
 
+    /// Write hook of a write-back cache: the page goes to the cache only, as the only copy of its
+    /// page (true); its flash copy, if any, is unmapped. Power loss: the slot is in the NVM
+    /// before the map changes; a mount that finds the old flash mapping (the unmapping is not
+    /// journaled) keeps the slot, which is newer, unless the flash page holds the same data.
+    pub(crate) fn nv_write_hook(&mut self, lpn: u32, data: &[u8]) -> Result<bool, Error> {
+        if !self.ext.nv.as_ref().is_some_and(|nv| nv.config().write_back) {
+            return Ok(false);
+        }
+        // A free slot first: an eviction may write an only copy back (programs flash).
+        let s = self.nv_free_slot()?;
+        let seq = self.seq;
+        self.seq += 1;
+        let Some(nv) = self.ext.nv.as_mut() else { return Ok(false) };
+        let old = nv.lookup(lpn);
+        if old.is_some() {
+            nv.counters.write_hits += 1;
+        }
+        nv.replace(s, old, lpn, seq, data)?;
+        nv.counters.write_inserts += 1;
+        self.remap(lpn, None)?;
+        self.counters.host_write_pages += 1;
+        Ok(true)
+    }
+
     /// Trim hook, after the trim is applied to the map and queued for the journal: cached pages
     /// in the range leave the cache; if one was an only copy, the trim is journaled first.
     pub(crate) fn nv_trim(&mut self, lpn: u32, count: u32) -> Result<(), Error> {

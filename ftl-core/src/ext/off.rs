@@ -196,6 +196,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     pub(crate) fn nv_after_write(&mut self, _lpn: u32, _data: &[u8], _seq: u64) -> Result<(), Error> {
         Ok(())
     }
+    pub(crate) fn nv_write_hook(&mut self, _lpn: u32, _data: &[u8]) -> Result<bool, Error> {
+        Ok(false)
+    }
     pub(crate) fn nv_trim(&mut self, _lpn: u32, _count: u32) -> Result<(), Error> {
         Ok(())
     }

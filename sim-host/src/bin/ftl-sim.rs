@@ -1057,9 +1057,14 @@ fn cmd_run(
     cfg.flex = flex.config(cfg.logical_pages())?;
     (cfg.classifier, cfg.classifier_opts) = parse_classifier(classifier, cfg.classifier_opts)?;
     let mut names: Vec<&str> = rest.split([',', '+']).map(str::trim).filter(|f| !f.is_empty()).collect();
-    if let Some(spec) = nv.filter(|s| s.policy == NvPolicy::Basic) {
+    if let Some(spec) = nv {
         names.retain(|n| *n != "cdm");
-        names.push(if spec.policy == NvPolicy::Basic { "nvm-basic" } else { "cdm" });
+        names.push(match (spec.policy, spec.write_back) {
+            (NvPolicy::Basic, false) => "nvm-basic",
+            (NvPolicy::Basic, true) => "nvm-basic-wb",
+            (NvPolicy::Cdm, false) => "cdm",
+            (NvPolicy::Cdm, true) => "cdm-wb",
+        });
     }
     let base = if names.is_empty() { "baseline".to_string() } else { names.join("+") };
     cfg.label = if cfg.classifier != ClassifierKind::None { format!("{base}@{classifier}") } else { base };

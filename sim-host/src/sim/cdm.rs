@@ -21,6 +21,8 @@ pub struct NvCacheSpec {
     pub policy: NvPolicy,
     /// Read misses.
     pub read_fill: ReadFill,
+    /// Write-back (`cdm-wb`, `nvm-basic-wb`): host writes go to the cache only.
+    pub write_back: bool,
 }
 
 /// Parses `--nv-read-fill`.
@@ -51,7 +53,7 @@ pub fn policy_name(p: NvPolicy) -> &'static str {
 }
 
 /// Takes the NV-cache tokens out of a feature list: `cdm` (policy from `--nv-policy`, default
-/// cdm) and `nvm-basic` (basic). Returns the remaining list (with `cdm` kept as a feature name)
+/// cdm) and `nvm-basic` (basic), write-through; `cdm-wb` and `nvm-basic-wb`, the same write-back. Returns the remaining list (with `cdm` kept as a feature name)
 /// and the cache, if any. `implicit`: the flags alone turn the cache on (`run`), else only a
 /// token does (`compare`, where `baseline` must stay without a cache).
 pub fn take_nv_cache(
@@ -62,14 +64,19 @@ pub fn take_nv_cache(
 ) -> Result<(String, Option<NvCacheSpec>), String> {
     let flag_policy = policy.map(parse_policy).transpose()?;
     let mut chosen: Option<NvPolicy> = None;
+    let mut write_back = false;
     let mut rest = Vec::new();
     for tok in features.split(['+', ',']).map(str::trim).filter(|t| !t.is_empty()) {
         match tok {
-            "cdm" => {
+            "cdm" | "cdm-wb" => {
                 chosen = Some(flag_policy.unwrap_or(NvPolicy::Cdm));
-                rest.push(tok);
+                write_back = tok == "cdm-wb";
+                rest.push("cdm");
             }
-            "nvm-basic" => chosen = Some(NvPolicy::Basic),
+            "nvm-basic" | "nvm-basic-wb" => {
+                chosen = Some(NvPolicy::Basic);
+                write_back = tok == "nvm-basic-wb";
+            }
             _ => rest.push(tok),
         }
     }
@@ -87,7 +94,7 @@ pub fn take_nv_cache(
         Some(p) => p,
         None => return Err("the NV cache (cdm, nvm-basic) needs --nv-cache-pages N".into()),
     };
-    Ok((rest, Some(NvCacheSpec { pages, policy, read_fill: ReadFill::Lru })))
+    Ok((rest, Some(NvCacheSpec { pages, policy, read_fill: ReadFill::Lru, write_back })))
 }
 
 /// NVM access latencies.
@@ -145,7 +152,11 @@ impl SimNvCache {
 
     /// The cache over this memory, for one FTL.
     pub fn cache(&mut self) -> Result<NvCache<'_>, String> {
-        let cfg = NvCacheConfig { policy: self.spec.policy, read_fill: self.spec.read_fill };
+        let cfg = NvCacheConfig {
+            policy: self.spec.policy,
+            read_fill: self.spec.read_fill,
+            write_back: self.spec.write_back,
+        };
         NvCache::new(&mut self.nvram, &mut self.slots, &mut self.index, cfg)
             .map_err(|e| format!("NV cache: {e}"))
     }
@@ -239,7 +250,15 @@ mod tests {
         let (rest, s) = take_nv_cache("cdm", Some(64), None, false).unwrap();
         assert_eq!(
             (rest.as_str(), s),
-            ("cdm", Some(NvCacheSpec { pages: 64, policy: NvPolicy::Cdm, read_fill: ReadFill::Lru }))
+            (
+                "cdm",
+                Some(NvCacheSpec {
+                    pages: 64,
+                    policy: NvPolicy::Cdm,
+                    read_fill: ReadFill::Lru,
+                    write_back: false
+                })
+            )
         );
         let (rest, s) = take_nv_cache("nvm-basic", Some(64), None, false).unwrap();
         assert_eq!((rest.as_str(), s.map(|s| s.policy)), ("", Some(NvPolicy::Basic)));
@@ -299,8 +318,18 @@ mod tests {
     #[test]
     fn simulated_basic_matches_no_cache_on_flash_and_cdm_reports_drops() {
         let none = sim(None);
-        let basic = sim(Some(NvCacheSpec { pages: 200, policy: NvPolicy::Basic, read_fill: ReadFill::Lru }));
-        let cdm = sim(Some(NvCacheSpec { pages: 200, policy: NvPolicy::Cdm, read_fill: ReadFill::Lru }));
+        let basic = sim(Some(NvCacheSpec {
+            pages: 200,
+            policy: NvPolicy::Basic,
+            read_fill: ReadFill::Lru,
+            write_back: false,
+        }));
+        let cdm = sim(Some(NvCacheSpec {
+            pages: 200,
+            policy: NvPolicy::Cdm,
+            read_fill: ReadFill::Lru,
+            write_back: false,
+        }));
         assert_eq!((basic.nand_programs, basic.gc_page_copies), (none.nand_programs, none.gc_page_copies));
         assert!(!none.features.contains_key("cdm"));
         let b = &basic.features["cdm"];

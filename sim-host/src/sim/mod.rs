@@ -293,10 +293,15 @@ pub fn parse_features(s: &str) -> Result<Vec<Feature>, String> {
     if out.iter().filter(wom).count() > 1 {
         return Err("give one of wom, wom-noprefetch and wom-sameplane".into());
     }
-    if out.iter().any(|f| wom(&f)) {
-        if let Some(f) = out.iter().find(|f| matches!(f, Feature::Dedup | Feature::Cdm | Feature::FlexEcc)) {
-            return Err(format!("wom and {f:?} are not combined at run time; use one of them"));
-        }
+    // What the FTL stacks is decided in one place: ftl_core::ext::refusal.
+    let stack = ftl_core::Stack {
+        wom: out.iter().any(|f| wom(&f)),
+        dedup: out.contains(&Feature::Dedup),
+        nv_cache: out.contains(&Feature::Cdm),
+        flex_ecc: out.contains(&Feature::FlexEcc),
+    };
+    if let Some(r) = ftl_core::ext::refusal(stack, false) {
+        return Err(format!("features {s}: {r}"));
     }
     if let Some(f) = out
         .iter()
@@ -481,12 +486,12 @@ pub fn simulate(
         let size = RequestSizeClassifier { threshold_bytes: cfg.wom.hot_threshold_bytes };
         wom::check_device(&cfg.device.geometry)?;
         // Reusable SSD: hot (< 64 KiB requests) may become second writes; every first write
-        // goes to one host stream (the paper's CleanActive), GC to its own.
-        let classifier = if classifier == ClassifierKind::None { ClassifierKind::Size } else { classifier };
-        if classifier != ClassifierKind::Size {
-            return Err("wom runs with the size classifier (the paper's 64 KiB rule)".into());
+        // goes to one host stream (the paper's CleanActive), GC to its own. Another classifier
+        // (the paper: "can be replaced by a better one") decides hot instead, with hot and cold
+        // host streams (below).
+        if matches!(classifier, ClassifierKind::None | ClassifierKind::Size) {
+            return simulate_with(cfg, policies(size, SingleHostStream), requests, progress);
         }
-        return simulate_with(cfg, policies(size, SingleHostStream), requests, progress);
     }
     let o = cfg.classifier_opts;
     match classifier {
@@ -618,11 +623,8 @@ where
     if let Some(d) = dsim.as_mut() {
         d.set_index_shared(index_shared.clone());
     }
-    if dedup_on && cfg.nv_cache.is_some() {
-        return Err("dedup and an NV cache are not combined at run time; use one of them".to_string());
-    }
     if wom_cfg.is_some() && cfg.nv_cache.is_some() {
-        return Err("wom and an NV cache are not combined at run time; use one of them".to_string());
+        return Err(ftl_core::Refusal::WomWithNvCache.reason().to_string());
     }
     let mut nv_mem = cfg.nv_cache.map(|s| cdm::SimNvCache::new(s, geo.data_bytes)).transpose()?;
     // The techniques this run stacks (ftl_core::ext decides what combines).
@@ -972,7 +974,7 @@ mod tests {
         assert_eq!(parse_features("wom-noprefetch"), Ok(vec![Feature::WomNoPrefetch]));
         assert!(parse_features("wom,wom-noprefetch").is_err());
         assert_eq!(parse_features("wom-sameplane"), Ok(vec![Feature::WomSamePlane]));
-        assert!(parse_features("wom,dedup").unwrap_err().contains("not combined"));
+        assert!(parse_features("wom,dedup").unwrap_err().contains(ftl_core::Refusal::WomWithDedup.reason()));
         assert_eq!(parse_features("dedup:nosample+eti"), Ok(vec![Feature::Dedup, Feature::Eti]));
         assert_eq!(parse_features("flex-ecc"), Ok(vec![Feature::FlexEcc]));
         assert!(parse_features("bogus").unwrap_err().contains("unknown feature"));
