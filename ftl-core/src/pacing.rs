@@ -43,9 +43,11 @@
 //! used block with some pages superseded by newer copies, as an interrupted collection always
 //! did; mount knows nothing of pacing. RAM: 12 bytes per plane in the `Ftl` struct.
 //!
-//! Pacing is off (on-demand GC only) while second writes or deduplication are attached: their GC
-//! paths collect whole victims (`reuse`) or make share records durable before a victim is chosen
-//! (`dedup`). With an NV cache, the removable pages of a victim are dropped when it is chosen.
+//! Pacing is off (on-demand GC only) while second writes are attached: their GC path collects
+//! whole victims (recycle or erase). With deduplication, each paced step first makes pending
+//! share records durable (as `collect` does before a whole victim: a record may have made pages
+//! of the victim invalid, and a shared page's move must come after the record that shared it).
+//! With an NV cache, the removable pages of a victim are dropped when it is chosen.
 //! Pacing is on by default; [`Ftl::set_gc_pacing`] turns it off (the simulator's
 //! `--gc-pacing off`).
 
@@ -108,10 +110,10 @@ impl PacedVictim {
 }
 
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
-    /// Whether GC is paced (see the module doc for when it is not: second writes and
-    /// deduplication collect victims their own way).
-    fn pacing_on(&self) -> bool {
-        self.gc_pacing && !self.reuse_on() && !self.dedup_on()
+    /// Whether GC is paced (see the module doc for when it is not: second writes collect
+    /// victims their own way).
+    pub(crate) fn pacing_on(&self) -> bool {
+        self.gc_pacing && !self.reuse_on()
     }
 
     /// Turns paced GC on (the default) or off (whole victims on demand only).
@@ -299,6 +301,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             return Ok(false);
         };
         let ppb = self.geo.pages_per_block;
+        // Share records first (deduplication; see the module documentation).
+        if let Err(e) = self.dedup_flush_pending(false) {
+            self.paced[plane as usize] = PacedVictim::NONE;
+            self.blocks.set_state(b, BlockState::Used);
+            return Err(e);
+        }
         let mut copies = 0u32;
         let mut next = self.paced[plane as usize].next_page;
         // A checkpoint that falls due on the way (a GC block opened) ends a paced step: the next

@@ -485,7 +485,14 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         }
         for plane in 0..self.geo.total_planes() {
             if self.blocks.free_count(plane) < self.cfg.gc_free_threshold {
-                self.ensure_free(plane)?;
+                // Paced GC keeps planes just under the reserve and collects on demand itself
+                // when a plane runs out (or a checkpoint needs blocks); a paced step here keeps
+                // it going through runs of deduplicated writes, which place no host page.
+                if self.pacing_on() {
+                    self.gc_pace(plane)?;
+                } else {
+                    self.ensure_free(plane)?;
+                }
             }
         }
         Ok(())
@@ -554,7 +561,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                     },
                     _ => None,
                 };
+                let programs_before = self.counters.nand_programs;
                 self.write_one_dedup(lpn + first + i, page, temp, probe)?;
+                self.note_write_programs(programs_before);
             }
             first += k;
         }
