@@ -225,12 +225,18 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         let room = self.pool_budget().saturating_sub(self.pool.listed);
         let batch = (room / (2 * planes.max(1))).max(POOL_LOW);
-        if (0..planes).all(|p| self.blocks.pool_free_count(p) >= self.blocks.free_count(p)) {
+        // Only a plane short of pool blocks that has unflagged free blocks to give: otherwise the
+        // record would flag nothing (two anchor programs for no change).
+        let short = |f: &Self, p: u32| {
+            let pooled = f.blocks.pool_free_count(p);
+            pooled < POOL_LOW && pooled < f.blocks.free_count(p)
+        };
+        if !(0..planes).any(|p| short(self, p)) {
             return Ok(());
         }
         let before = self.pool_change();
         for plane in 0..planes {
-            if self.blocks.pool_free_count(plane) < POOL_LOW {
+            if short(self, plane) {
                 self.pool_flag_free(plane, batch);
             }
         }
