@@ -15,9 +15,10 @@
 //! serves a cached page first; otherwise second writes read their own pages; otherwise
 //! deduplication resolves a shared page to its physical page, which the core reads and checks; the
 //! NV cache then keeps a copy. Host write: deduplication's write path, when attached, replaces the
-//! core's first write (it writes the pages it cannot share through the same frontier and codec);
-//! otherwise second writes take the hot pages they can place; every written page then goes to the
-//! NV cache. FlexECC only chooses the page format of whatever the core writes. GC: the NV cache
+//! core's first write (it writes the pages it cannot share through the same frontier and codec,
+//! `Ftl::first_write`); otherwise a write-back NV cache takes the page (it reaches flash when
+//! evicted), else second writes take the hot pages they can place; every page written to flash
+//! then goes to a write-through NV cache. FlexECC only chooses the page format of whatever the core writes. GC: the NV cache
 //! drops the clean pages it holds before a victim is moved; second writes decide recycle or
 //! erase for the victim; a page is moved as a second write, a shared page or a plain page.
 //! Mount: second writes survey and scan their blocks, replay applies every technique's records in
