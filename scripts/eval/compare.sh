@@ -8,8 +8,10 @@
 #   logical pages, CDM), dedup + NV cache, and that stack under ETI;
 # - the `wom` device (second writes need out-of-order programming): baseline, ETI, wom (the
 #   paper's size rule), wom under ETI.
-# FlexECC runs in its own pipeline (a host cache in front of the device, simulate_flex) and is
-# not in these tables; its stacks are tested in the library (tests/tests/dedup.rs stacked_*).
+# Refused combinations are listed with their reason (sim::refusal): dedup + flex-ecc (FlexECC's
+# simulator run loop, a host cache in front of the device, takes no other technique yet; the
+# library stacks them, tests/tests/dedup.rs stacked_*), wom + dedup and wom + the NV cache (the
+# FTL's refusals, ftl_core::ext::refusal).
 # Three seeds each (preconditioning and synthetic workload); JSON in $COMPARE_RUNS (default
 # target/eval-compare); writes docs/eval/compare/README.md.
 set -euo pipefail
@@ -31,10 +33,10 @@ for seed in 1 2 3; do
   for name in fiu-mail tpcc heimdall-1006 zipf1; do
     # shellcheck disable=SC2086
     "$sim" compare ${input[$name]} "${common[@]}" --device cdm --seed "$seed" --nv-cache-percent 5 \
-      --configs baseline,baseline@eti,dedup,cdm,dedup+cdm,dedup+cdm@eti --json "$runs/stack-$name-s$seed.json"
+      --configs baseline,baseline@eti,dedup,cdm,dedup+cdm,dedup+cdm@eti,dedup+flex-ecc --json "$runs/stack-$name-s$seed.json"
     # shellcheck disable=SC2086
-    "$sim" compare ${input[$name]} "${common[@]}" --device wom --seed "$seed" \
-      --configs baseline,baseline@eti,wom,wom@eti --json "$runs/wom-$name-s$seed.json"
+    "$sim" compare ${input[$name]} "${common[@]}" --device wom --seed "$seed" --nv-cache-percent 5 \
+      --configs baseline,baseline@eti,wom,wom@eti,wom@mhf,wom+dedup,wom+cdm --json "$runs/wom-$name-s$seed.json"
   done
 done
 python3 scripts/eval/compare_table.py "$runs" "$out/README.md"

@@ -11,9 +11,9 @@ runs, out = sys.argv[1], sys.argv[2]
 INPUTS = ['fiu-mail', 'tpcc', 'heimdall-1006', 'zipf1']
 GROUPS = {
     'stack': ('`cdm` device (NV cache: 5% of the logical pages, CDM)',
-              ['baseline', 'baseline@eti', 'dedup', 'cdm', 'dedup+cdm', 'dedup+cdm@eti'],
+              ['baseline', 'baseline@eti', 'dedup', 'cdm', 'dedup+cdm', 'dedup+cdm@eti', 'dedup+flex-ecc'],
               {'dedup+cdm': ['dedup', 'cdm'], 'dedup+cdm@eti': ['dedup', 'cdm', 'baseline@eti']}),
-    'wom': ('`wom` device (second writes)', ['baseline', 'baseline@eti', 'wom', 'wom@eti'],
+    'wom': ('`wom` device (second writes)', ['baseline', 'baseline@eti', 'wom', 'wom@eti', 'wom@mhf', 'wom+dedup', 'wom+cdm'],
             {'wom@eti': ['wom', 'baseline@eti']}),
 }
 
@@ -26,10 +26,15 @@ def mean_response(r):
 
 
 data = collections.defaultdict(list)
+# Configurations `ftl-sim compare` refused (the simulator or the FTL does not run them): the reason.
+refused = {}
 for f in glob.glob(f'{runs}/*.json'):
     group, rest = f.rsplit('/', 1)[1][:-5].split('-', 1)
     name = rest.rsplit('-s', 1)[0]
     for r in json.load(open(f)):
+        if 'refused' in r:
+            refused[r['label']] = r['refused']
+            continue
         data[(group, name, r['label'])].append((r['nand_erases'], r['waf'], mean_response(r)))
 
 
@@ -56,6 +61,9 @@ for group, (title, configs, stacks) in GROUPS.items():
                   '|---|---|---|---|---|---|---|']
         for c in configs:
             v = data.get((group, name, c))
+            if c in refused:
+                lines.append(f'| {c} | refused: {refused[c]} | | | | | |')
+                continue
             if not v:
                 lines.append(f'| {c} | - | - | - | - | - | - |')
                 continue

@@ -18,11 +18,11 @@ use sim_host::sim::dedup::DedupOptions;
 use sim_host::sim::device::{GeometryFlags, Preset};
 use sim_host::sim::ecc_model::{DecodeTiming, ErrorRates};
 use sim_host::sim::flexecc::{EccMode, FlexSimConfig};
-use sim_host::sim::report::compare_table;
+use sim_host::sim::report::{compare_table, CompareRow};
 use sim_host::sim::wom::WomOptions;
 use sim_host::sim::{
-    parse_classifier, parse_features, plot, simulate, AddressMode, ClassifierKind, ClassifierOpts, Feature,
-    Precondition, SimConfig, SimOutput,
+    parse_classifier, parse_features, plot, refusal, simulate, AddressMode, ClassifierKind, ClassifierOpts,
+    Feature, Precondition, SimConfig, SimOutput,
 };
 use sim_host::steady_state::SteadyState;
 use sim_host::trace::{footprint_pages, read_trace, Format, ParseOptions, Trace};
@@ -73,8 +73,10 @@ enum Command {
         #[command(flatten)]
         flex: FlexArgs,
         /// Configurations, comma separated; each is FEATURES[@CLASSIFIER] with FEATURES `baseline`
-        /// or techniques joined by `+` (e.g. `baseline,baseline@size`); `flex-ecc:flex` and
-        /// `flex-ecc:all-bch` pick the device ECC of a flex-ecc run (else --ecc).
+        /// or techniques joined by `+` (e.g. `none,wom,dedup+cdm+eti,baseline@size`; `none` is
+        /// `baseline`); `flex-ecc:flex` and `flex-ecc:all-bch` pick the device ECC of a flex-ecc
+        /// run (else --ecc). A configuration that does not parse fails the command; one the
+        /// simulator does not run gets its reason in its row (JSON: {"label", "refused"}).
         #[arg(long, required = true)]
         configs: String,
     },
@@ -896,11 +898,6 @@ fn base_config(
     };
     cfg.classifier_opts.apply("")?;
     cfg.map = map_choice(&opts.map, opts.map_cache_kib)?;
-    if cfg.map != MapChoice::Flat && !cfg.features.is_empty() {
-        return Err(
-            "--map cached runs without techniques (each refuses it until ported; docs/design.md)".into()
-        );
-    }
     if opts.wom_recycle_max_valid > 1000 {
         return Err(format!(
             "--wom-recycle-max-valid {} is above 1000 per mille",
@@ -1103,43 +1100,60 @@ fn cmd_compare(
     }
     let mut cfgs = Vec::new();
     for item in configs.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (feat, class) = item.split_once('@').unwrap_or((item, "none"));
-        let mut c = base.clone();
-        let feat = match feat.split_once(':') {
-            Some((f, mode)) => {
-                c.flex.mode = mode.parse()?;
-                f
-            }
-            None => feat,
-        };
-        let (rest, nv) = take_nv_cache(feat, nv_cache_pages(opts, &base)?, opts.nv_policy.as_deref(), false)?;
-        c.features = parse_features(&rest)?;
-        c.nv_cache = with_read_fill(nv, opts)?;
-        c.dedup = DedupOptions::from_features(&rest)?.unwrap_or_default();
-        (c.classifier, c.classifier_opts) = parse_classifier(class, c.classifier_opts)?;
-        c.label = item.to_string();
-        cfgs.push(c);
+        cfgs.push(compare_config(&base, opts, item).map_err(|e| format!("--configs {item}: {e}"))?);
     }
     if cfgs.is_empty() {
         return Err("--configs names no configuration".into());
     }
+    let mut rows = Vec::new();
     let mut outs = Vec::new();
     for c in &cfgs {
+        if let Some(reason) = refusal(c) {
+            rows.push(CompareRow::Refused { label: c.label.clone(), reason });
+            continue;
+        }
         let bar = progress_bar(inp.len_hint(input.loops), opts.quiet, &c.label);
-        outs.push(inp.run(c, input.loops, &bar)?);
+        let out = inp.run(c, input.loops, &bar)?;
         bar.finish_and_clear();
+        rows.push(CompareRow::Ran(Box::new(out.report.clone())));
+        outs.push(out);
     }
-    let reports: Vec<_> = outs.iter().map(|o| o.report.clone()).collect();
     if !opts.quiet {
-        print!("{}", compare_table(&reports));
+        print!("{}", compare_table(&rows));
     }
     if let Some(p) = &opts.json {
-        write_json(p, &reports)?;
+        write_json(p, &rows.iter().map(CompareRow::to_json).collect::<Vec<_>>())?;
     }
     if let Some(dir) = &opts.plots {
         plot::compare_plots(&mut outs, dir)?;
     }
     Ok(())
+}
+
+/// One `--configs` item (FEATURES[@CLASSIFIER], see `compare --help`) on top of `base`.
+fn compare_config(base: &SimConfig, opts: &RunOpts, item: &str) -> Result<SimConfig, String> {
+    let (feat, class) = item.split_once('@').unwrap_or((item, "none"));
+    let mut c = base.clone();
+    // `flex-ecc:MODE` picks the device ECC; other techniques' options after colons are their own.
+    let mut names = Vec::new();
+    for f in feat.split('+').map(str::trim) {
+        match f.split_once(':') {
+            Some(("flex-ecc", mode)) => {
+                c.flex.mode = mode.parse()?;
+                names.push("flex-ecc");
+            }
+            _ if f == "none" => names.push("baseline"),
+            _ => names.push(f),
+        }
+    }
+    let feat = names.join("+");
+    let (rest, nv) = take_nv_cache(&feat, nv_cache_pages(opts, base)?, opts.nv_policy.as_deref(), false)?;
+    c.features = parse_features(&rest)?;
+    c.nv_cache = with_read_fill(nv, opts)?;
+    c.dedup = DedupOptions::from_features(&rest)?.unwrap_or_default();
+    (c.classifier, c.classifier_opts) = parse_classifier(class, c.classifier_opts)?;
+    c.label = item.to_string();
+    Ok(c)
 }
 
 /// WAF an independent greedy page-mapped FTL measured on the same geometry (issue #2's anchor).

@@ -263,23 +263,70 @@ pub const COMPARED: [(&str, Metric); 7] = [
     ("gc page copies", |r| r.gc_page_copies as f64),
 ];
 
-/// The `compare` table: each metric of each report, and relative to the first report.
-pub fn compare_table(reports: &[Report]) -> String {
+/// One configuration of `compare`: its report, or why the simulator does not run it.
+#[derive(Clone, Debug)]
+pub enum CompareRow {
+    /// The configuration ran.
+    Ran(Box<Report>),
+    /// The configuration was refused ([`super::refusal`]).
+    Refused {
+        /// The configuration as given.
+        label: String,
+        /// The refusal's message.
+        reason: String,
+    },
+}
+
+impl CompareRow {
+    /// The configuration's label.
+    pub fn label(&self) -> &str {
+        match self {
+            CompareRow::Ran(r) => &r.label,
+            CompareRow::Refused { label, .. } => label,
+        }
+    }
+
+    /// The row as JSON: the report, or `{"label", "refused"}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            CompareRow::Ran(r) => serde_json::to_value(r).unwrap_or(serde_json::Value::Null),
+            CompareRow::Refused { label, reason } => serde_json::json!({ "label": label, "refused": reason }),
+        }
+    }
+}
+
+/// The `compare` table: each metric of each configuration, and relative to the first one (`-`
+/// when the first was refused or its value is 0); a refused configuration's column reads
+/// `refused`, and its reason follows the table.
+pub fn compare_table(rows: &[CompareRow]) -> String {
     let mut s = String::new();
     s.push_str(&format!("{:<24}", "metric"));
-    for r in reports {
-        s.push_str(&format!(" {:>22}", r.label));
+    for r in rows {
+        s.push_str(&format!(" {:>22}", r.label()));
     }
     s.push('\n');
     for (name, f) in COMPARED {
         s.push_str(&format!("{name:<24}"));
-        let base = reports.first().map(f).unwrap_or(0.0);
-        for r in reports {
-            let v = f(r);
-            let rel = if base != 0.0 { format!("{:.3}x", v / base) } else { "-".into() };
-            s.push_str(&format!(" {:>12.2} ({rel:>7})", v));
+        let base = match rows.first() {
+            Some(CompareRow::Ran(r)) => f(r),
+            _ => 0.0,
+        };
+        for r in rows {
+            match r {
+                CompareRow::Ran(r) => {
+                    let v = f(r);
+                    let rel = if base != 0.0 { format!("{:.3}x", v / base) } else { "-".into() };
+                    s.push_str(&format!(" {:>12.2} ({rel:>7})", v));
+                }
+                CompareRow::Refused { .. } => s.push_str(&format!(" {:>22}", "refused")),
+            }
         }
         s.push('\n');
+    }
+    for r in rows {
+        if let CompareRow::Refused { label, reason } = r {
+            s.push_str(&format!("{label}: refused: {reason}\n"));
+        }
     }
     s
 }
