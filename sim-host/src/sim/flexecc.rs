@@ -34,7 +34,7 @@ use std::time::Instant;
 
 use ftl_core::intent::{flex_mark_words, FlexConfig, Intent, PageRead};
 use ftl_core::policy::{Greedy, PageFormat, Policies, RequestSizeClassifier, SingleHostStream};
-use ftl_core::{AnyMap, Config, Ftl};
+use ftl_core::{AnyMap, Ftl};
 use ftl_policies::flex_ecc::{ScrubConfig, Scrubber};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -48,7 +48,6 @@ use super::ecc_model::{
 use super::metrics::{Latencies, LatencySummary};
 use super::report::{Report, RunStats};
 use super::{SimConfig, SimOutput};
-use crate::emulator::{Emulator, EmulatorConfig};
 use crate::memory::FtlMemory;
 use crate::trace::{page_span, Op, Request};
 
@@ -448,15 +447,8 @@ pub fn simulate_flex(
     let fx = &cfg.flex;
     let geo = cfg.device.geometry;
     let page_bytes = geo.data_bytes as u64;
-    let mut ec = EmulatorConfig::new(geo);
-    ec.store_data = false;
-    // The FTL's anchor records must read back (they are verified when written).
-    ec.stored_blocks = ftl_core::anchor::ANCHOR_BLOCKS;
-    ec.timing = cfg.device.timing;
-    ec.channels = cfg.device.channels;
-    let mut emu = Emulator::new(ec).map_err(|e| e.to_string())?;
-    let mut fcfg = Config::with_logical_pages(&geo, cfg.logical_pages());
-    fcfg.mount_pool_blocks = cfg.mount_pool_blocks;
+    let mut emu = super::emulator(cfg, false)?;
+    let fcfg = super::ftl_config(cfg);
     let n = fcfg.logical_pages;
     let cache_pages = fx.cache_pages_for(n);
     if cache_pages == 0 || cache_pages > n {
@@ -479,9 +471,7 @@ pub fn simulate_flex(
     nand.decode_holds_lun = fx.decode_holds_lun;
     let ext =
         ftl_core::Extensions::none().flex(&mut marks, FlexConfig { refresh_threshold: fx.refresh_threshold });
-    let mut ftl = Ftl::format_with(nand, policies, map, m, fcfg, ext)
-        .map_err(|e| format!("cannot format the device at {}% over-provisioning: {e}", cfg.op_percent))?;
-    ftl.set_gc_pacing(cfg.gc_pacing).map_err(|e| format!("gc pacing: {e}"))?;
+    let ftl = super::open_ftl(cfg, nand, policies, map, m, fcfg, ext)?;
     let t_verify = cfg.device.timing.t_r_ns + cfg.device.timing.xfer_ns(page_bytes) + fx.timing.t_crc_ns;
     let mut scrubber = Scrubber::<4096>::new(ScrubConfig {
         m: fx.scrub_m,

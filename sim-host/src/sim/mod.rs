@@ -12,9 +12,11 @@
 //! overlap wherever they use different planes, LUNs and channels. Partial
 //! pages of a write are read first (read-modify-write) and counted.
 //!
-//! `--features flex-ecc` runs take another path ([`flexecc`]): a write-back cache manager
+//! `--features flex-ecc` runs take another run loop ([`flexecc`]): a write-back cache manager
 //! ([`cache_manager`]) over the device and a model disk ([`backing`]), with modelled bit errors
-//! and decode costs ([`ecc_model`]).
+//! and decode costs ([`ecc_model`]). Both loops build their emulator, FTL configuration and FTL
+//! through the same three functions (`emulator`, `ftl_config`, `open_ftl`, the one place an FTL is
+//! formatted), and [`refusal`] decides, for both, which combinations run.
 
 pub mod backing;
 pub mod cache_manager;
@@ -39,8 +41,9 @@ use ftl_core::policy::Classifier;
 use ftl_core::policy::{
     Greedy, NullCodec, Policies, PolicySet, RequestSizeClassifier, SeparateByTemperature, SingleHostStream,
 };
-use ftl_core::{Config, Ftl};
+use ftl_core::{Config, Ftl, MappingTable, Memory};
 use ftl_policies::eti::{CrcPoly, Eti, EtiConfig, GuardConfig, Guarded, Mbf, MbfConfig, Mhf, MhfConfig};
+use nand_hal::NandFlash;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -562,6 +565,49 @@ fn separated<K: Classifier + Observed>(
     simulate_with(cfg, policies(guarded, SeparateByTemperature), requests, progress)
 }
 
+/// A run's emulator: `cfg`'s geometry, timing and channels, keeping page data only if
+/// `store_data` (metadata-only otherwise; the FTL's anchor blocks always keep theirs, their
+/// records are verified when written).
+fn emulator(cfg: &SimConfig, store_data: bool) -> Result<Emulator, String> {
+    let mut ec = EmulatorConfig::new(cfg.device.geometry);
+    ec.store_data = store_data;
+    ec.stored_blocks = ftl_core::anchor::ANCHOR_BLOCKS;
+    ec.timing = cfg.device.timing;
+    ec.channels = cfg.device.channels;
+    Emulator::new(ec).map_err(|e| e.to_string())
+}
+
+/// A run's FTL configuration: `cfg`'s logical pages and mount pool. Static wear leveling checks a
+/// spread of 256 erases every 64 erases: 0.26 % of a 100k-cycle endurance. A device rated for a
+/// few hundred cycles (the lifetime runs' `--endurance`) gets a spread limit of 10 % of it,
+/// checked every endurance / 12 erases (every 8 at 100 cycles: the paper's "all blocks age
+/// together" within about 30 %).
+fn ftl_config(cfg: &SimConfig) -> Config {
+    let geo = cfg.device.geometry;
+    let mut fcfg = Config::with_logical_pages(&geo, cfg.logical_pages());
+    fcfg.mount_pool_blocks = cfg.mount_pool_blocks;
+    fcfg.wear_spread_limit = fcfg.wear_spread_limit.min((geo.endurance / 10).max(4));
+    fcfg.wear_check_interval = fcfg.wear_check_interval.min((geo.endurance / 12).max(1));
+    fcfg
+}
+
+/// Formats the FTL with the techniques `ext` stacks and sets `cfg`'s GC pacing: the one place
+/// the simulator opens an FTL (both run loops come through here).
+fn open_ftl<'m, N: NandFlash, P: PolicySet, M: MappingTable>(
+    cfg: &SimConfig,
+    nand: N,
+    policies: P,
+    map: M,
+    mem: Memory<'m>,
+    fcfg: Config,
+    ext: ftl_core::Extensions<'m>,
+) -> Result<Ftl<'m, N, P, M>, String> {
+    let mut ftl = Ftl::format_with(nand, policies, map, mem, fcfg, ext)
+        .map_err(|e| format!("cannot format the device at {}% over-provisioning: {e}", cfg.op_percent))?;
+    ftl.set_gc_pacing(cfg.gc_pacing).map_err(|e| format!("gc pacing: {e}"))?;
+    Ok(ftl)
+}
+
 fn simulate_with<P: PolicySet>(
     cfg: &SimConfig,
     policies: P,
@@ -574,25 +620,11 @@ where
     let geo = cfg.device.geometry;
     let page_bytes = geo.data_bytes as u64;
     let dedup_on = cfg.features.contains(&Feature::Dedup);
-    let mut ec = EmulatorConfig::new(geo);
     // Deduplication hashes, compares and coalesces real page data; a cached map reads its map
     // pages back.
     let cached = matches!(cfg.map, MapChoice::Cached { .. });
-    ec.store_data = dedup_on || cached;
-    // The FTL's anchor records must read back (they are verified when written).
-    ec.stored_blocks = ftl_core::anchor::ANCHOR_BLOCKS;
-    ec.timing = cfg.device.timing;
-    ec.channels = cfg.device.channels;
-    let mut emu = Emulator::new(ec).map_err(|e| e.to_string())?;
-    let mut fcfg = Config::with_logical_pages(&geo, cfg.logical_pages());
-    fcfg.mount_pool_blocks = cfg.mount_pool_blocks;
-    // Static wear leveling checks a spread of 256 erases every 64 erases: 0.26 % of a 100k-cycle
-    // endurance. A device rated for a few hundred cycles (the lifetime runs' `--endurance`) gets
-    // a spread limit of 10 % of it, checked every endurance / 12 erases (every 8 at 100 cycles:
-    // the paper's "all blocks age together" within about 30 %).
-    fcfg.wear_spread_limit = fcfg.wear_spread_limit.min((geo.endurance / 10).max(4));
-    fcfg.wear_check_interval = fcfg.wear_check_interval.min((geo.endurance / 12).max(1));
-    let fcfg = fcfg;
+    let mut emu = emulator(cfg, dedup_on || cached)?;
+    let fcfg = ftl_config(cfg);
     let mut mem = FtlMemory::with_map(&geo, &fcfg, cfg.map);
     let (map, m) = mem.parts();
     let mut reuse_buffers = wom::ReuseBuffers::new(&geo);
@@ -648,10 +680,7 @@ where
     if let (Some(index), Some(memory)) = (index, dmem) {
         ext = ext.dedup(ftl_core::dedup::Dedup { memory, index, settings: cfg.dedup.settings() });
     }
-    let formatted = Ftl::format_with(&mut emu, policies, map, m, fcfg, ext);
-    let mut ftl = formatted
-        .map_err(|e| format!("cannot format the device at {}% over-provisioning: {e}", cfg.op_percent))?;
-    ftl.set_gc_pacing(cfg.gc_pacing).map_err(|e| format!("gc pacing: {e}"))?;
+    let mut ftl = open_ftl(cfg, &mut emu, policies, map, m, fcfg, ext)?;
     let mut nv_run = cdm::NvRun::default();
     let n = fcfg.logical_pages;
     let mut buf = vec![0u8; page_bytes as usize * 64];
