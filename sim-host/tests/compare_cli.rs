@@ -115,10 +115,17 @@ fn a_refused_combination_shows_its_reason_and_the_others_run() {
     }
     assert!(text.contains(&format!("wom+dedup: refused: {wom_dedup}")), "{text}");
     assert!(text.contains("flex-ecc+eti: refused: flex-ecc runs alone"), "{text}");
-    // `run` refuses the same combination with the same message.
-    let out = bin().args(["run", "--features", "wom,dedup"]).args(WORKLOAD).output().unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains(wom_dedup));
+    // `run` refuses the same combinations with the same messages; a technique on the cached map
+    // too (the FTL's reason, before anything runs).
+    for (features, reason) in [
+        (&["--features", "wom,dedup"][..], wom_dedup),
+        (&["--features", "dedup", "--map", "cached"][..], ftl_core::Refusal::FlashResidentMap.reason()),
+    ] {
+        let out = bin().arg("run").args(features).args(WORKLOAD).output().unwrap();
+        assert!(!out.status.success(), "{features:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(reason) && !err.contains("cannot format"), "{features:?}: {err}");
+    }
 }
 
 #[test]
