@@ -642,21 +642,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                 }
                 Some((Target::Virtual(v), p))
             } else {
-                // The spare names the logical page that maps the page directly.
-                let d = self.geo.data_bytes as usize;
-                self.counters.nand_reads += 1;
-                self.nand.read_spare(p, &mut self.buf[d..d + META_LEN])?;
-                match PageMeta::decode(&self.buf[d..d + META_LEN]) {
-                    SpareState::Valid(m)
-                        if m.kind == PageKind::Data
-                            && m.aux != SHARED_MOVE
-                            && m.tag < self.cfg.logical_pages
-                            && self.map.get(m.tag) == Some(p) =>
-                    {
-                        Some((Target::Physical { page: p, owner: m.tag }, p))
-                    }
-                    _ => None,
-                }
+                self.direct_owner(p)?.map(|owner| (Target::Physical { page: p, owner }, p))
             }
         };
         let Some((target, page)) = target else {
@@ -676,6 +662,25 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             Target::Virtual(v) => PageId(self.ext.dedup.vmap.page(v).unwrap_or(UNMAPPED)),
             Target::Physical { page, .. } => page,
         }
+    }
+
+    /// The logical page that maps unshared page `p` directly, as its spare names it and the map
+    /// confirms (one spare read); `None` if `p` is not such a page.
+    pub(crate) fn direct_owner(&mut self, p: PageId) -> Result<Option<u32>, Error> {
+        let d = self.geo.data_bytes as usize;
+        self.counters.nand_reads += 1;
+        self.nand.read_spare(p, &mut self.buf[d..d + META_LEN])?;
+        Ok(match PageMeta::decode(&self.buf[d..d + META_LEN]) {
+            SpareState::Valid(m)
+                if m.kind == PageKind::Data
+                    && m.aux != SHARED_MOVE
+                    && m.tag < self.cfg.logical_pages
+                    && self.map.get(m.tag) == Some(p) =>
+            {
+                Some(m.tag)
+            }
+            _ => None,
+        })
     }
 
     /// Reads `page` into the page buffer and compares its (decoded) data with `data`.

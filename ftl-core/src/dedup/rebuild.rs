@@ -14,9 +14,8 @@
 use nand_hal::{NandFlash, PageId};
 
 use super::vmap::VIRTUAL_FLAG;
-use super::SHARED_MOVE;
 use crate::map::MappingTable;
-use crate::meta::{PageKind, PageMeta, SpareState, META_LEN};
+use crate::meta::META_LEN;
 use crate::policy::{PageCodec, PolicySet};
 use crate::{Error, Ftl};
 
@@ -53,18 +52,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 continue;
             }
             let shared = self.ext.dedup.vmap.find(p.0);
-            if shared.is_none() {
-                // A unique page counts only if its logical page maps to it.
-                self.counters.nand_reads += 1;
-                self.nand.read_spare(p, &mut self.buf[d..d + META_LEN])?;
-                match PageMeta::decode(&self.buf[d..d + META_LEN]) {
-                    SpareState::Valid(m)
-                        if m.kind == PageKind::Data
-                            && m.aux != SHARED_MOVE
-                            && m.tag < self.cfg.logical_pages
-                            && self.map.get(m.tag) == Some(p) => {}
-                    _ => continue,
-                }
+            // A unique page counts only if its logical page maps to it.
+            if shared.is_none() && self.direct_owner(p)?.is_none() {
+                continue;
             }
             self.counters.nand_reads += 1;
             {

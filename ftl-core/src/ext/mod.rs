@@ -123,6 +123,7 @@ pub const fn refusal(stack: Stack, flash_map: bool) -> Option<Refusal> {
 }
 
 /// The techniques to stack on an FTL, for [`Ftl::format_with`] / [`Ftl::mount_with`].
+#[derive(Default)]
 pub struct Extensions<'m> {
     #[cfg(feature = "wom")]
     pub(crate) reuse: Option<crate::reuse::Reuse<'m>>,
@@ -135,26 +136,10 @@ pub struct Extensions<'m> {
     _memory: PhantomData<&'m mut ()>,
 }
 
-impl Default for Extensions<'_> {
-    fn default() -> Self {
-        Self::none()
-    }
-}
-
 impl<'m> Extensions<'m> {
     /// No technique: the baseline FTL (the firmware's configuration).
-    pub const fn none() -> Self {
-        Extensions {
-            #[cfg(feature = "wom")]
-            reuse: None,
-            #[cfg(feature = "dedup")]
-            dedup: None,
-            #[cfg(feature = "cdm")]
-            cache: None,
-            #[cfg(feature = "flex-ecc")]
-            flex: None,
-            _memory: PhantomData,
-        }
+    pub fn none() -> Self {
+        Self::default()
     }
 
     /// Second writes (Reusable SSD).
