@@ -1,14 +1,15 @@
 //! The FTL in the configuration this build gives ftl-core, on the emulator (crate `nand-emu`, no
 //! FTL features of its own): `cargo test -p ftl-core` runs it with no features, the firmware's
 //! configuration, which the workspace's test command (every feature on, through sim-host)
-//! never builds; scripts/test.sh also runs it with each feature alone.
+//! never builds; scripts/test.sh also runs it with each feature alone and the two stacks.
 //!
 //! Random writes, trims, flushes, reads and clean remounts, with power cut at random device
 //! operations (programs torn, erases left partial by the emulator), some during the recovery
 //! mount, for the flat and the cached map. After each recovery every logical page must read as
 //! something it held since the last flush (or the last recovery), a flushed write or trim as
 //! itself; after a clean remount, as the model says. The larger suites (model proptest,
-//! exhaustive cuts, bit errors, bad blocks) are in tests/ (`ftl-tests`), with every feature on.
+//! exhaustive cuts, bit errors, bad blocks) are in tests/ (`ftl-tests`); scripts/test.sh runs
+//! model, torture and bit errors in the same configurations (README, "Configurations").
 
 use ftl_core::policy::DefaultPolicies;
 use ftl_core::{AnyMap, Config, Error, Ftl};
