@@ -5,12 +5,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cargo test --workspace --release
-# The workspace run builds ftl-core with every feature (sim-host enables them all). Its own tests
-# (unit tests, tests/power_cuts.rs on the emulator) also run with no feature, the firmware's
-# configuration, with each feature alone, and with the two stacks issue #17 names (their
-# techniques stacked in one FTL are tested by the workspace run: tests/tests/dedup.rs stacked_*,
-# tests/tests/wom.rs random_cuts_with_second_writes_bch_and_eti).
-cargo test --release -p ftl-core
+# The workspace run builds ftl-core with every feature (sim-host, and ftl-tests by default, enable
+# them all). Each configuration below builds ftl-core with exactly its features and runs ftl-core's
+# own tests (unit tests, tests/power_cuts.rs) and the harness's suites that need no simulator: the
+# model proptest, the power-cut torture and bit_errors (model and torture with BCH and raw bit
+# errors); with no feature (the firmware's configuration) geometries and anchor too. Then each
+# feature alone and the two stacks of issue #17. Case counts are reduced here (FTL_CONFIG_CASES
+# proptest cases, FTL_CONFIG_CUTS random cuts per torture run); full counts: the workspace run.
+export PROPTEST_CASES="${FTL_CONFIG_CASES:-128}"
+export FTL_TORTURE_CUTS="${FTL_CONFIG_CUTS:-300}"
+export FTL_BLIP_SEEDS="${FTL_CONFIG_BLIP_SEEDS:-40}"
+suites=(--lib --test power_cuts --test model --test torture --test bit_errors)
+cargo test --release -p ftl-core -p ftl-tests --no-default-features "${suites[@]}" --test geometries --test anchor
 for f in wom dedup flex-ecc eti cdm wom,eti dedup,flex-ecc,cdm,eti; do
-  cargo test --release -p ftl-core --features "$f"
+  echo "== configuration: features ${f}"
+  cargo test --release -p ftl-core -p ftl-tests --no-default-features --features "$f" "${suites[@]}"
 done

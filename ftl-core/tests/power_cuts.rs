@@ -1,20 +1,19 @@
 //! The FTL in the configuration this build gives ftl-core, on the emulator (crate `nand-emu`, no
 //! FTL features of its own): `cargo test -p ftl-core` runs it with no features, the firmware's
 //! configuration, which the workspace's test command (every feature on, through sim-host)
-//! never builds; scripts/test.sh also runs it with each feature alone.
+//! never builds; scripts/test.sh also runs it with each feature alone and the two stacks.
 //!
 //! Random writes, trims, flushes, reads and clean remounts, with power cut at random device
 //! operations (programs torn, erases left partial by the emulator), some during the recovery
 //! mount, for the flat and the cached map. After each recovery every logical page must read as
 //! something it held since the last flush (or the last recovery), a flushed write or trim as
 //! itself; after a clean remount, as the model says. The larger suites (model proptest,
-//! exhaustive cuts, bit errors, bad blocks) are in tests/ (`ftl-tests`), with every feature on.
+//! exhaustive cuts, bit errors, bad blocks) are in tests/ (`ftl-tests`); scripts/test.sh runs
+//! model, torture and bit errors in the same configurations (README, "Configurations").
 
 use ftl_core::policy::DefaultPolicies;
-use ftl_core::{
-    AnyMap, BlockInfo, CachedMap, CachedMapLayout, Config, DirtyEntry, Error, FlatMap, Ftl, MapLine, Memory,
-    RamLayout, NO_ENTRY,
-};
+use ftl_core::{AnyMap, Config, Error, Ftl};
+use ftl_testkit::{FtlMemory, MapChoice};
 use nand_emu::{Emulator, EmulatorConfig, FaultConfig};
 use nand_hal::{EccRequirement, ErrorKind, Geometry};
 use rand::{Rng, SeedableRng};
@@ -33,63 +32,12 @@ const GEO: Geometry = Geometry {
     endurance: 100_000,
 };
 
-/// The FTL's caller-provided memory, for either map.
-struct Mem {
-    cached: bool,
-    logical: u32,
-    map: Vec<u32>,
-    lines: Vec<MapLine>,
-    dirty: Vec<DirtyEntry>,
-    io: Vec<u8>,
-    valid: Vec<u32>,
-    blocks: Vec<BlockInfo>,
-    heads: Vec<u32>,
-    page: Vec<u8>,
-}
-
-impl Mem {
-    fn new(cfg: &Config, cached: bool) -> Self {
-        let lay = RamLayout::new(&GEO, cfg);
-        // A cache of 4 map pages: evictions all the time.
-        let c = CachedMapLayout::new(&GEO, cfg.logical_pages, 4 * GEO.data_bytes as usize);
-        Mem {
-            cached,
-            logical: cfg.logical_pages,
-            map: vec![0; if cached { c.dir_words } else { lay.map_words }],
-            lines: vec![MapLine::EMPTY; if cached { c.lines } else { 0 }],
-            dirty: vec![NO_ENTRY; if cached { c.dirty_slots } else { 0 }],
-            io: vec![0; if cached { c.io_bytes } else { 0 }],
-            valid: vec![0; if cached { 0 } else { lay.valid_words }],
-            blocks: vec![BlockInfo::EMPTY; lay.blocks],
-            heads: vec![0; lay.list_heads],
-            page: vec![0; lay.page_buf],
-        }
-    }
-
-    fn parts(&mut self) -> (AnyMap<'_>, Memory<'_>) {
-        let map = if self.cached {
-            AnyMap::Cached(
-                CachedMap::new(
-                    &mut self.lines,
-                    &mut self.dirty,
-                    &mut self.map,
-                    &mut self.io,
-                    &GEO,
-                    self.logical,
-                )
-                .expect("cache layout"),
-            )
-        } else {
-            AnyMap::Flat(FlatMap::new(&mut self.map))
-        };
-        let mem = Memory {
-            valid: &mut self.valid,
-            blocks: &mut self.blocks,
-            list_heads: &mut self.heads,
-            page_buf: &mut self.page,
-        };
-        (map, mem)
-    }
+/// The FTL's memory for either map; the cached map's cache holds 4 map pages: evictions all
+/// the time.
+fn memory(cfg: &Config, cached: bool) -> FtlMemory {
+    let map =
+        if cached { MapChoice::Cached { cache_bytes: 4 * GEO.data_bytes as usize } } else { MapChoice::Flat };
+    FtlMemory::with_map(&GEO, cfg, map)
 }
 
 type TestFtl<'a> = Ftl<'a, &'a mut Emulator, DefaultPolicies, AnyMap<'a>>;
@@ -162,7 +110,7 @@ fn run(seed: u64, cached: bool) -> (u32, u32) {
     assert_eq!(cfg.validate(&GEO, 4), Ok(()));
     let faults = FaultConfig { torn_fraction: 0.9, partial_erase_fraction: 0.5, ..FaultConfig::default() };
     let mut emu = Emulator::new(EmulatorConfig { seed, faults, ..EmulatorConfig::new(GEO) }).unwrap();
-    let mut mem = Mem::new(&cfg, cached);
+    let mut mem = memory(&cfg, cached);
     let n = cfg.logical_pages;
     let mut model = Model { cur: vec![None; n as usize], acc: vec![vec![None]; n as usize], next: 1 };
     let mut rng = ChaCha8Rng::seed_from_u64(seed);

@@ -18,12 +18,16 @@ use std::fmt::Write as _;
 
 use ftl_core::blocks::BlockState;
 use ftl_core::policy::{DefaultPolicies, PolicySet};
+#[cfg(feature = "wom")]
 use ftl_core::reuse::{ReuseConfig, SecondWriteCodec};
-use ftl_core::{AnyMap, Config, Counters, Error, Extensions, Ftl};
+#[cfg(feature = "wom")]
+use ftl_core::Extensions;
+use ftl_core::{AnyMap, Config, Counters, Error, Ftl};
+#[cfg(feature = "wom")]
+use ftl_testkit::ReuseBuffers;
+use ftl_testkit::{FtlMemory, MapChoice};
+use nand_emu::{Emulator, EmulatorConfig};
 use nand_hal::{BlockId, EccRequirement, ErrorKind, Geometry, NandFlash};
-use sim_host::emulator::{Emulator, EmulatorConfig};
-use sim_host::memory::{FtlMemory, MapChoice};
-use sim_host::sim::wom::ReuseBuffers;
 
 /// The FTL type the tests use: the baseline policies unless given others (e.g. a BCH codec).
 pub type TestFtl<'a, N, P = DefaultPolicies> = Ftl<'a, N, P, AnyMap<'a>>;
@@ -115,6 +119,7 @@ pub fn mount_with<N: NandFlash, P: PolicySet>(
 
 /// What an FTL with second writes (feature `wom`) needs besides its memory: the codec, the
 /// reuse buffers and the settings. [`Env`] lends them to every format and mount.
+#[cfg(feature = "wom")]
 pub struct WomParts {
     /// The second-write codec.
     pub codec: Box<dyn SecondWriteCodec + Send>,
@@ -124,6 +129,26 @@ pub struct WomParts {
     pub config: ReuseConfig,
     /// A prefetch slot per plane pair ([`ftl_core::reuse::Reuse::with_prefetch_slots`]).
     pub slots: bool,
+}
+
+#[cfg(feature = "wom")]
+impl WomParts {
+    /// The extensions of an FTL with these second writes.
+    fn extensions(&mut self) -> Extensions<'_> {
+        Extensions::none().reuse(self.buffers.reuse(&mut *self.codec, self.config, self.slots))
+    }
+}
+
+/// Without feature `wom` there are no second writes: no value of this type exists, so
+/// [`Env::wom`] is always `None`.
+#[cfg(not(feature = "wom"))]
+pub enum WomParts {}
+
+#[cfg(not(feature = "wom"))]
+impl WomParts {
+    fn extensions(&mut self) -> ftl_core::Extensions<'_> {
+        match *self {}
+    }
 }
 
 /// Formats (`format`) or mounts `nand` with memory from `mem`, with second writes if `wom` is
@@ -141,11 +166,10 @@ pub fn open<'a, N: NandFlash, P: PolicySet>(
         (None, true) => Ftl::format(nand, policies, map, m, cfg),
         (None, false) => Ftl::mount(nand, policies, map, m, cfg),
         (Some(w), format) => {
-            let reuse = w.buffers.reuse(&mut *w.codec, w.config, w.slots);
             if format {
-                Ftl::format_with(nand, policies, map, m, cfg, Extensions::none().reuse(reuse))
+                Ftl::format_with(nand, policies, map, m, cfg, w.extensions())
             } else {
-                Ftl::mount_with(nand, policies, map, m, cfg, Extensions::none().reuse(reuse))
+                Ftl::mount_with(nand, policies, map, m, cfg, w.extensions())
             }
         }
     }
@@ -468,7 +492,7 @@ pub struct Faulty<'a> {
 impl Faulty<'_> {
     fn op<T>(
         &mut self,
-        f: impl FnOnce(&mut Emulator) -> Result<T, sim_host::emulator::EmuError>,
+        f: impl FnOnce(&mut Emulator) -> Result<T, nand_emu::EmuError>,
     ) -> Result<T, ErrorKind> {
         if let Some((at, performed)) = self.plan.transient {
             if self.emu.ops_issued() == at && self.emu.is_powered() {
@@ -936,13 +960,23 @@ impl Totals {
         self.wear_level_moves += c.wear_level_moves;
     }
 
-    /// Adds one instance's second-write counts, if it had second writes on.
-    pub fn add_reuse(&mut self, s: Option<ftl_core::reuse::ReuseStats>) {
-        if let Some(s) = s {
+    /// Adds one instance's counters and, if it had second writes on, their counts.
+    pub fn add_ftl<N: NandFlash, P: PolicySet>(&mut self, ftl: &TestFtl<'_, N, P>) {
+        self.add(ftl.counters());
+        self.add_reuse(ftl);
+    }
+
+    #[cfg(feature = "wom")]
+    fn add_reuse<N: NandFlash, P: PolicySet>(&mut self, ftl: &TestFtl<'_, N, P>) {
+        if let Some(s) = ftl.reuse_stats() {
             self.second_writes += s.second_writes;
             self.second_write_gc_rewrites += s.gc_rewrites;
         }
     }
+
+    /// Without feature `wom` no instance makes second writes.
+    #[cfg(not(feature = "wom"))]
+    fn add_reuse<N: NandFlash, P: PolicySet>(&mut self, _ftl: &TestFtl<'_, N, P>) {}
 }
 
 /// How a run ended.
@@ -1149,8 +1183,7 @@ impl<P: PolicySet + Clone> Env<P> {
                             {
                                 Ok(()) => f,
                                 Err(_) => {
-                                    self.totals.add(f.counters());
-                                    self.totals.add_reuse(f.reuse_stats());
+                                    self.totals.add_ftl(&f);
                                     next = Next::Recover;
                                     continue;
                                 }
@@ -1262,8 +1295,7 @@ impl<P: PolicySet + Clone> Env<P> {
             let outcome = session(&mut ftl, &mut ctx, &ops[..limit], &mut next_op);
             ftl.nand_mut().clear_survivable_faults();
             let outcome = outcome?;
-            self.totals.add(ftl.counters());
-            self.totals.add_reuse(ftl.reuse_stats());
+            self.totals.add_ftl(&ftl);
             match outcome {
                 Outcome::Cut => {
                     self.log.push("power cut".into());

@@ -7,12 +7,12 @@ use ftl_core::anchor::{ANCHOR_BLOCKS, WALK_BACK};
 use ftl_core::blocks::BlockState;
 use ftl_core::meta::{PageKind, PageMeta, SpareState, META_LEN};
 use ftl_core::Config;
+use ftl_testkit::{FtlMemory, MapChoice};
 use ftl_tests::{
     fill_page, format, geometry, is_power_loss, mount, settle_all, sized_map, verify_all, Model, Rng, CACHED,
 };
+use nand_emu::{Emulator, EmulatorConfig};
 use nand_hal::{BlockId, Geometry, NandFlash, PageId};
-use sim_host::emulator::{Emulator, EmulatorConfig};
-use sim_host::memory::{FtlMemory, MapChoice};
 
 fn setup() -> (Geometry, Config) {
     let geo = geometry(32, 64, 2);

@@ -18,8 +18,8 @@ use ftl_tests::{
     format, geometry, mount, random_workload, session, verify_all, Ctx, CutControl, Log, Model, Outcome, Rng,
     Totals,
 };
+use nand_emu::{EmuError, Emulator, EmulatorConfig, FaultConfig};
 use nand_hal::{BlockId, ErrorType, Geometry, NandFlash, PageId};
-use sim_host::emulator::{EmuError, Emulator, EmulatorConfig, FaultConfig};
 
 /// Passes every operation to the emulator and records those that touch a factory-bad block
 /// other than to read it.
@@ -80,7 +80,7 @@ fn run(seed: u64) -> Totals {
     assert!(!factory.is_empty(), "seed {seed}: no factory-bad block drawn");
     // Even seeds run the cached map (an eighth of the map cached).
     let map = ftl_tests::sized_map(ftl_tests::map_choice(seed.is_multiple_of(2)), &cfg);
-    let mut mem = sim_host::memory::FtlMemory::with_map(&geo, &cfg, map);
+    let mut mem = ftl_testkit::FtlMemory::with_map(&geo, &cfg, map);
     let mut model = Model::new(cfg.logical_pages);
     let mut log = Log::default();
     let mut mount_cut = None;
@@ -167,7 +167,7 @@ struct Tight {
     geo: Geometry,
     cfg: Config,
     emu: Emulator,
-    mem: sim_host::memory::FtlMemory,
+    mem: ftl_testkit::FtlMemory,
     model: Model,
     window: Vec<ftl_tests::Op>,
     /// The free blocks of each plane as a mount of the device leaves them (all dirty: mount

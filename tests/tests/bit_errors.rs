@@ -58,9 +58,9 @@ use ftl_tests::{
     fill_page, format_with, geometry, identify, mount_with, random_workload, Env, Found, Op, RandomCuts, Rng,
     Start, Verify,
 };
+use nand_emu::{Emulator, EmulatorConfig, FaultConfig};
 use nand_hal::{BlockId, EccRequirement, Geometry, NandFlash, PageId};
 use proptest::prelude::*;
-use sim_host::emulator::{Emulator, EmulatorConfig, FaultConfig};
 
 /// BCH(m = 13, t = 8) over 512-byte codewords: 2 words of remainder.
 type Bch8 = BchCodec<8192, 2>;
@@ -745,7 +745,7 @@ impl Marginal<'_> {
 }
 
 impl nand_hal::ErrorType for Marginal<'_> {
-    type Error = sim_host::emulator::EmuError;
+    type Error = nand_emu::EmuError;
 }
 
 impl NandFlash for Marginal<'_> {

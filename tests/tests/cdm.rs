@@ -16,6 +16,9 @@
 //!
 //! `PROPTEST_CASES` sets the case count (default 300).
 
+// The NV cache with the simulator's NV-RAM and traces (`sim`).
+#![cfg(all(feature = "cdm", feature = "sim"))]
+
 use std::sync::{Arc, Mutex};
 
 use ftl_core::cdm::{NvCache, NvCacheConfig, NvCacheLayout, NvPolicy, Nvm, ReadFill, Slot};

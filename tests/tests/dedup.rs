@@ -28,6 +28,9 @@
 //!
 //! `PROPTEST_CASES` sets the property tests' case count (default 200 each).
 
+// Deduplication with the simulator's buffers and NV-RAM (`sim`, which turns every technique on in ftl-core and ftl-policies, so the stacked cases build too).
+#![cfg(all(feature = "dedup", feature = "sim"))]
+
 use std::collections::{HashMap, HashSet};
 
 use ftl_core::cdm::{NvCache, NvCacheConfig, NvCacheLayout, NvPolicy, Slot};

@@ -27,14 +27,14 @@ use ftl_core::crc32c::{crc32c, crc32c_append};
 use ftl_core::meta::{PageKind, PageMeta, SpareState, META_LEN};
 use ftl_core::policy::DefaultPolicies;
 use ftl_core::{BlockInfo, Config, Error, FlatMap, Ftl, Memory, RamLayout};
+use ftl_testkit::MapChoice;
 use ftl_tests::{
     fill_page, format, geometry, identify, mount, random_workload, session, settle_all, verify_all, Ctx,
     CutControl, FaultPlan, Faulty, Found, Log, Model, Op, Outcome, Rng, Verify,
 };
+use nand_emu::{Emulator, EmulatorConfig, FaultConfig};
 use nand_hal::{BlockId, ErrorKind, ErrorType, Geometry, NandFlash, PageId};
 use proptest::prelude::*;
-use sim_host::emulator::{Emulator, EmulatorConfig, FaultConfig};
-use sim_host::memory::MapChoice;
 
 fn small() -> (Geometry, Config) {
     let geo = geometry(8, 16, 2);
@@ -242,7 +242,7 @@ fn power_off_is_a_device_error_and_the_ftl_recovers_when_it_returns() {
     let (mut emu, mut model) = populated(4);
     // The flat map: a trim needs no device until it is journaled (with the cached map it may
     // have to read a map page first).
-    let mut mem = sim_host::memory::FtlMemory::new(&geo, &cfg);
+    let mut mem = ftl_testkit::FtlMemory::new(&geo, &cfg);
     emu.power_cut_now();
     assert_eq!(mount(&mut emu, &mut mem, cfg).err(), Some(Error::Device(ErrorKind::PowerLoss)));
     {
@@ -421,7 +421,7 @@ struct Overlay<'a> {
 }
 
 impl ErrorType for Overlay<'_> {
-    type Error = sim_host::emulator::EmuError;
+    type Error = nand_emu::EmuError;
 }
 
 impl NandFlash for Overlay<'_> {
@@ -647,7 +647,7 @@ fn exercise_with(emu: &mut Emulator, corruptions: &[Corruption], cut: bool, map:
     for c in corruptions {
         apply(c, &mut dev, &cfg);
     }
-    let mut mem = sim_host::memory::FtlMemory::with_map(&geo, &cfg, ftl_tests::sized_map(map, &cfg));
+    let mut mem = ftl_testkit::FtlMemory::with_map(&geo, &cfg, ftl_tests::sized_map(map, &cfg));
     let mut f = match mount(dev, &mut mem, cfg) {
         Ok(f) => f,
         Err(e) => return format!("mount: {e:?}"),

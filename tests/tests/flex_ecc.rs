@@ -6,6 +6,9 @@
 //! noise that a GC copy bakes in, as on a real device). The metadata is kept error-free here: its
 //! own protection is another mechanism's job.
 
+// FlexECC (feature `flex-ecc`).
+#![cfg(feature = "flex-ecc")]
+
 use std::collections::HashMap;
 
 use ftl_core::intent::{flex_mark_words, BackingError, BackingStore, FlexConfig, Intent, PageRead, Served};
@@ -13,10 +16,10 @@ use ftl_core::meta::{PageKind, PageMeta, SpareState};
 use ftl_core::policy::{Greedy, PageFormat, Policies, RequestSizeClassifier, SingleHostStream};
 use ftl_core::{Config, Error, Extensions, Ftl};
 use ftl_policies::flex_ecc::{BchCodec, FlexCodec, ScrubConfig, Scrubber};
+use ftl_testkit::FtlMemory;
 use ftl_tests::{fill_page, geometry, identify, Found, Rng};
+use nand_emu::{Emulator, EmulatorConfig};
 use nand_hal::{BlockId, ErrorType, Geometry, NandFlash, PageId};
-use sim_host::emulator::{Emulator, EmulatorConfig};
-use sim_host::memory::FtlMemory;
 
 /// BCH t = 4 over the whole 512-byte page (m = 13).
 type Codec = FlexCodec<8192, 1>;

@@ -16,9 +16,9 @@
 
 use ftl_core::{Config, Error};
 use ftl_tests::{random_workload, Env, RandomCuts, Rng, Start, Verify};
+use nand_emu::{Emulator, EmulatorConfig, FaultConfig};
 use nand_hal::{EccRequirement, Geometry};
 use proptest::prelude::*;
-use sim_host::emulator::{Emulator, EmulatorConfig, FaultConfig};
 
 /// Largest device a case builds, in pages (keeps a case within tens of milliseconds).
 const MAX_PAGES: u32 = 6_144;

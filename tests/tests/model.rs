@@ -21,8 +21,8 @@
 
 use ftl_core::Config;
 use ftl_tests::{geometry, Env, Op, Start, Verify};
+use nand_emu::{Emulator, EmulatorConfig, FaultConfig};
 use proptest::prelude::*;
-use sim_host::emulator::{Emulator, EmulatorConfig, FaultConfig};
 
 const PPB: u32 = 4;
 const BLOCKS_PER_PLANE: u32 = 12;

@@ -17,13 +17,13 @@
 
 use ftl_core::meta::{PageKind, PageMeta, SpareState};
 use ftl_core::Config;
+use ftl_testkit::MapChoice;
 use ftl_tests::{
     fill_page, format, geometry, identify, mount, random_workload, Env, Found, Op, RandomCuts, Rng, Start,
     Verify,
 };
+use nand_emu::{EmuError, Emulator, EmulatorConfig, FaultConfig};
 use nand_hal::{BlockId, ErrorType, Geometry, NandFlash, PageId};
-use sim_host::emulator::{EmuError, Emulator, EmulatorConfig, FaultConfig};
-use sim_host::memory::MapChoice;
 
 /// A device whose next program writes the whole spare area but only the first half of the data,
 /// then loses power: a torn page whose metadata checks out.

@@ -3,6 +3,9 @@
 //! geometry (1024 blocks x 64 pages x 2 KiB): WAF 1.42 at 60% of raw capacity in use, 2.0 at 73%,
 //! 2.57 at 80%, 4.83 at 90%. The erase-count spread must stay bounded. Figures are printed.
 
+// Needs the simulator's steady-state runner (`sim`).
+#![cfg(feature = "sim")]
+
 use sim_host::steady_state::SteadyState;
 
 fn check(fill_permille: u32, anchor: f64) {

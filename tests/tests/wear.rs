@@ -2,6 +2,9 @@
 //! over and over, dynamic leveling alone lets the blocks holding cold data fall behind; static
 //! leveling must keep the erase-count spread of good blocks near its configured limit.
 
+// Needs the simulator's steady-state runner (`sim`).
+#![cfg(feature = "sim")]
+
 use ftl_core::{Config, Ftl};
 use nand_hal::Geometry;
 use rand::{Rng, SeedableRng};

@@ -20,6 +20,9 @@
 //! Geometry: 4 KiB + 368-byte spare (9 %, the paper's), 2 planes, NOP 4, pages programmed in any
 //! order. The code: polar, N = 2^16, 2 attempts, the lowest rate that fits the spare.
 
+// Second writes with the polar WOM codec of the simulator (`sim`, which turns every technique on in ftl-core and ftl-policies).
+#![cfg(all(feature = "wom", feature = "sim"))]
+
 use ftl_core::policy::DefaultPolicies;
 use ftl_core::reuse::{ReuseConfig, ReuseState, SecondWriteCodec, SecondWriteError};
 use ftl_core::{Config, Error};

@@ -1,5 +1,5 @@
 //! Second writes (feature `wom`, Reusable SSD) on the host: owned buffers for
-//! [`ftl_core::reuse::ReuseMemory`], the polar WOM codec with owned work space ([`PolarWom`]),
+//! [`ftl_core::reuse::ReuseMemory`] (`ftl_testkit::ReuseBuffers`, re-exported here), the polar WOM codec with owned work space ([`PolarWom`]),
 //! and the simulator's codec for metadata-only runs ([`SimulatedWom`]), which, like the paper's
 //! DiskSim experiments, draws encoding success at random with a given probability per attempt
 //! instead of encoding data the emulator does not store, and charges each encoding attempt and
@@ -10,69 +10,13 @@ use std::sync::Arc;
 
 use ftl_core::meta::META_LEN;
 use ftl_core::policy::NullCodec;
-use ftl_core::reuse::{Reuse, ReuseConfig, ReuseLayout, ReuseMemory, SecondWriteCodec, SecondWriteError};
+use ftl_core::reuse::{SecondWriteCodec, SecondWriteError};
 use ftl_policies::wom::{fitted_codec, ftl_layout, WomScratch, WomSecondWrite};
 use nand_hal::Geometry;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-/// Owned buffers behind [`ReuseMemory`].
-#[derive(Clone, Debug)]
-pub struct ReuseBuffers {
-    second: Vec<u32>,
-    pair: Vec<u32>,
-    state: Vec<u8>,
-    page_a: Vec<u8>,
-    page_b: Vec<u8>,
-    page_c: Vec<u8>,
-    slots: Vec<u8>,
-}
-
-impl ReuseBuffers {
-    /// Buffers for `geometry`.
-    pub fn new(geometry: &Geometry) -> Self {
-        let l = ReuseLayout::new(geometry);
-        ReuseBuffers {
-            second: vec![0; l.second_words],
-            pair: vec![0; l.blocks],
-            state: vec![0; l.blocks],
-            page_a: vec![0; l.page_buf],
-            page_b: vec![0; l.page_buf],
-            page_c: vec![0; l.page_buf],
-            slots: vec![0; l.slot_bytes(geometry)],
-        }
-    }
-
-    /// Second writes over these buffers, with a prefetch slot per plane pair if `slots`
-    /// ([`Reuse::with_prefetch_slots`]).
-    pub fn reuse<'a>(
-        &'a mut self,
-        codec: &'a mut (dyn SecondWriteCodec + Send),
-        cfg: ReuseConfig,
-        slots: bool,
-    ) -> Reuse<'a> {
-        let ReuseBuffers { second, pair, state, page_a, page_b, page_c, slots: s } = self;
-        let mem = ReuseMemory { second, pair, state, page_a, page_b, page_c };
-        let r = Reuse::new(codec, mem, cfg);
-        if slots {
-            r.with_prefetch_slots(s)
-        } else {
-            r
-        }
-    }
-
-    /// The memory, borrowed for one FTL instance.
-    pub fn memory(&mut self) -> ReuseMemory<'_> {
-        ReuseMemory {
-            second: &mut self.second,
-            pair: &mut self.pair,
-            state: &mut self.state,
-            page_a: &mut self.page_a,
-            page_b: &mut self.page_b,
-            page_c: &mut self.page_c,
-        }
-    }
-}
+pub use ftl_testkit::ReuseBuffers;
 
 /// Block-length words of the polar codec (N up to 2^16).
 pub const POLAR_W: usize = 1024;
@@ -230,7 +174,7 @@ pub struct WomOptions {
     pub encode_ns: u64,
     /// Controller time per decoding, ns.
     pub decode_ns: u64,
-    /// A prefetch slot per plane pair ([`Reuse::with_prefetch_slots`]); else one pair is read
+    /// A prefetch slot per plane pair ([`ftl_core::reuse::Reuse::with_prefetch_slots`]); else one pair is read
     /// ahead, the next second write's.
     pub prefetch_slots: bool,
     /// Requests smaller than this are hot (second-write candidates): the paper's 64 KiB.
