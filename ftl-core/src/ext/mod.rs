@@ -18,8 +18,10 @@
 //! core's first write (it writes the pages it cannot share through the same frontier and codec,
 //! `Ftl::first_write`); otherwise a write-back NV cache takes the page (it reaches flash when
 //! evicted), else second writes take the hot pages they can place; every page written to flash
-//! then goes to a write-through NV cache. FlexECC only chooses the page format of whatever the core writes. GC: the NV cache
-//! drops the clean pages it holds before a victim is moved; second writes decide recycle or
+//! then goes to a write-through NV cache. FlexECC only chooses the page format: of host pages
+//! (by the write's intent) and of GC's copies (kept, or dropped to detect-only after a
+//! flush-read); every other page is written correcting. GC: the NV cache drops the clean pages it
+//! holds before a victim is moved; second writes decide recycle or
 //! erase for the victim; a page is moved as a second write, a shared page or a plain page.
 //! Mount: second writes survey and scan their blocks, replay applies every technique's records in
 //! sequence order, the NV cache is reconciled with the replayed map, then valid counts are rebuilt
