@@ -423,9 +423,14 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         if lpn >= self.cfg.logical_pages {
             return Err(Error::OutOfRange);
         }
-        let Some(page) = self.map.get(lpn) else {
+        let Some(mapped) = self.map_get(lpn)? else {
             return Ok(false);
         };
+        // A deduplicated page is moved where it is shared (its owners follow it).
+        let (page, _) = self.dedup_resolve(mapped);
+        if page.0 == crate::map::UNMAPPED {
+            return Ok(false);
+        }
         let plane = self.geo.plane_index(self.geo.block_of(page));
         let copies = self.counters.gc_page_copies;
         self.relocate(page, plane)?;
@@ -472,32 +477,46 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         Ok(())
     }
 
-    /// Reads and decodes the page of `lpn` into `out` (or the page buffer's data area).
-    fn read_page_report(&mut self, lpn: u32, out: Option<&mut [u8]>) -> Result<PageRead, Error> {
-        let Some(page) = self.map.get(lpn) else {
+    /// Reads and decodes the page of `lpn` into `out` (or the page buffer's data area), in the
+    /// stacking order of a host read (see `ext`): a page the NV cache holds is served from it
+    /// (reported good, with no format: no flash page was read; a verify skips it, since the
+    /// flash may hold an older copy), and a deduplicated page from its shared physical page.
+    /// Second writes never stack with FlexECC (`ext::refusal`), so their path is not taken here.
+    /// A good host read fills the NV cache like [`Ftl::read`].
+    fn read_page_report(&mut self, lpn: u32, mut out: Option<&mut [u8]>) -> Result<PageRead, Error> {
+        let cached = match out.as_deref_mut() {
+            Some(o) => self.nv_read_hit(lpn, o)?,
+            None => self.nv_holds(lpn),
+        };
+        if cached {
+            return Ok(PageRead::Good { format: None, corrected: 0 });
+        }
+        let Some(page) = self.map_get(lpn)? else {
             if let Some(o) = out {
                 o.fill(0);
             }
             return Ok(PageRead::Unmapped);
         };
+        // A shared page's spare names its first owner (or where it moved from), not `lpn`.
+        let (page, shared) = self.dedup_resolve(page);
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
         self.counters.nand_reads += 1;
         let (bdata, bspare) = self.buf.split_at_mut(d);
-        let data: &mut [u8] = match out {
+        let data: &mut [u8] = match out.as_deref_mut() {
             Some(o) => o,
             None => bdata,
         };
         self.nand.read_page(page, data, &mut bspare[..spare_len])?;
-        let meta_ok = matches!(
-            PageMeta::decode(&bspare[..spare_len]),
-            SpareState::Valid(m) if m.kind == PageKind::Data && m.tag == lpn
-        );
+        let seq = match PageMeta::decode(&bspare[..spare_len]) {
+            SpareState::Valid(m) if m.kind == PageKind::Data && (m.tag == lpn || shared) => Some(m.seq),
+            _ => None,
+        };
         let stored = &bspare[META_LEN..spare_len];
         let format = self.policies.codec_ref().format_of(stored);
-        if !meta_ok {
+        let Some(seq) = seq else {
             return Ok(PageRead::Corrupt { format: None });
-        }
+        };
         let res = self.policies.codec().decode(data, stored);
         let c = &mut self.ext.flex.counters;
         match format {
@@ -512,6 +531,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         match res {
             Ok(corrected) => {
                 c.bits_corrected += corrected as u64;
+                if let Some(o) = out {
+                    self.nv_fill(lpn, o, seq)?;
+                }
                 Ok(PageRead::Good { format, corrected })
             }
             Err(_) => {

@@ -35,7 +35,7 @@ use std::collections::{HashMap, HashSet};
 
 use ftl_core::cdm::{NvCache, NvCacheConfig, NvCacheLayout, NvPolicy, Slot};
 use ftl_core::dedup::{ContentIndex, ContentKey, ContentProbe, Dedup, DedupMemory, DedupSettings};
-use ftl_core::intent::{flex_mark_words, FlexConfig, Intent};
+use ftl_core::intent::{flex_mark_words, FlexConfig, Intent, PageRead};
 use ftl_core::policy::{DefaultPolicies, Greedy, Policies, PolicySet, SeparateByTemperature};
 use ftl_core::{Config, Error, Extensions, Ftl};
 use ftl_policies::dedup::Accel;
@@ -343,6 +343,11 @@ fn session<N: sim_host_cut::Cut, P: PolicySet>(
             }
             DOp::Read { lpn, pages } => {
                 let (lpn, pages) = clamp(lpn, pages);
+                if setup.stacked {
+                    let Some(()) = stacked_reads(ftl, model, lpn, pages, step)? else {
+                        return Ok(End::Cut);
+                    };
+                }
                 Some((lpn, pages))
             }
             DOp::Trim { lpn, pages } => {
@@ -400,6 +405,42 @@ fn session<N: sim_host_cut::Cut, P: PolicySet>(
         check_refs(ftl, model, setup.complete).map_err(|e| format!("after step {step}: {e}"))?;
     }
     Ok(End::Done)
+}
+
+/// FlexECC's page reads in a stacked run: a cache manager's read or flush-read of each page, and
+/// a refresh of some, take the stacking order of `read` (the NV cache, then shared pages) and
+/// return the model's content (no bit errors here, so no page may read corrupt). None: cut.
+fn stacked_reads<N: sim_host_cut::Cut, P: PolicySet>(
+    ftl: &mut TestFtl<'_, N, P>,
+    model: &Model,
+    lpn: u32,
+    pages: u32,
+    step: usize,
+) -> Result<Option<()>, String> {
+    let mut one = vec![0u8; ftl.page_bytes() as usize];
+    for l in lpn..lpn + pages {
+        let salt = l + step as u32;
+        let r = if salt.is_multiple_of(2) { ftl.flush_read(l, &mut one) } else { ftl.read_with(l, &mut one) };
+        let Some(r) = cut_or_fail(r, &format!("step {step}: read_with/flush_read of {l}"))? else {
+            return Ok(None);
+        };
+        if matches!(r, PageRead::Corrupt { .. }) {
+            return Err(format!("step {step}: lpn {l} reads {r:?} through read_with/flush_read"));
+        }
+        let want = model.cur[l as usize];
+        if identify(l, &one) != Found::Content(want) {
+            return Err(format!(
+                "step {step}: read_with of lpn {l} differs from the model ({})",
+                model.describe(want)
+            ));
+        }
+        if salt.is_multiple_of(5)
+            && cut_or_fail(ftl.refresh(l), &format!("step {step}: refresh of {l}"))?.is_none()
+        {
+            return Ok(None);
+        }
+    }
+    Ok(Some(()))
 }
 
 /// Scheduling power cuts on the device the tests run on.

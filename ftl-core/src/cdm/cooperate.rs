@@ -112,6 +112,12 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         Ok(())
     }
 
+    /// Whether the cache holds `lpn` (its current data; no counter moves).
+    #[cfg(feature = "flex-ecc")] // FlexECC's verify asks it
+    pub(crate) fn nv_holds(&self, lpn: u32) -> bool {
+        self.ext.nv.as_ref().is_some_and(|nv| nv.lookup(lpn).is_some())
+    }
+
     /// Read hook: serves `lpn` from the cache if it is there.
     pub(crate) fn nv_read_hit(&mut self, lpn: u32, out: &mut [u8]) -> Result<bool, Error> {
         let Some(nv) = self.ext.nv.as_mut() else { return Ok(false) };

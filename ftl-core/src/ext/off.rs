@@ -187,6 +187,10 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         false
     }
     pub(crate) fn nv_after_mount(&mut self) {}
+    #[cfg(feature = "flex-ecc")] // FlexECC's verify asks it
+    pub(crate) fn nv_holds(&self, _lpn: u32) -> bool {
+        false
+    }
     pub(crate) fn nv_read_hit(&mut self, _lpn: u32, _out: &mut [u8]) -> Result<bool, Error> {
         Ok(false)
     }
