@@ -3,15 +3,16 @@
 # the FIU mail sample, the TPC-C trace, Heimdall 1006 and Zipf 1: erasures, WAF and mean response
 # time of each configuration, relative to the baseline, and whether the savings of a stack are
 # what the techniques alone would give if they were independent (the product of their relative
-# erasures). Two groups:
+# erasures). Three groups:
 # - the `cdm` device (in-order programming): baseline, ETI, dedup, the NV cache (5% of the
 #   logical pages, CDM), dedup + NV cache, and that stack under ETI;
 # - the `wom` device (second writes need out-of-order programming): baseline, ETI, wom (the
 #   paper's size rule), wom under ETI.
-# Refused combinations are listed with their reason (sim::refusal): dedup + flex-ecc (FlexECC's
-# simulator run loop, a host cache in front of the device, takes no other technique yet; the
-# library stacks them, tests/tests/dedup.rs stacked_*), wom + dedup and wom + the NV cache (the
-# FTL's refusals, ftl_core::ext::refusal).
+# - the `cdm` device as FlexECC's cache in front of a disk (its cache manager writes the FTL,
+#   so these compare with flex-ecc alone): flex-ecc, under ETI, with dedup, with the NV cache,
+#   and dedup + NV cache (+ ETI).
+# Refused combinations are listed with their reason (sim::refusal, the FTL's refusals,
+# ftl_core::ext::refusal): wom + dedup, wom + the NV cache, wom + flex-ecc.
 # Three seeds each (preconditioning and synthetic workload); JSON in $COMPARE_RUNS (default
 # target/eval-compare); writes docs/eval/compare/README.md.
 set -euo pipefail
@@ -33,10 +34,13 @@ for seed in 1 2 3; do
   for name in fiu-mail tpcc heimdall-1006 zipf1; do
     # shellcheck disable=SC2086
     "$sim" compare ${input[$name]} "${common[@]}" --device cdm --seed "$seed" --nv-cache-percent 5 \
-      --configs baseline,baseline@eti,dedup,cdm,dedup+cdm,dedup+cdm@eti,dedup+flex-ecc --json "$runs/stack-$name-s$seed.json"
+      --configs baseline,baseline@eti,dedup,cdm,dedup+cdm,dedup+cdm@eti --json "$runs/stack-$name-s$seed.json"
     # shellcheck disable=SC2086
     "$sim" compare ${input[$name]} "${common[@]}" --device wom --seed "$seed" --nv-cache-percent 5 \
-      --configs baseline,baseline@eti,wom,wom@eti,wom@mhf,wom+dedup,wom+cdm --json "$runs/wom-$name-s$seed.json"
+      --configs baseline,baseline@eti,wom,wom@eti,wom@mhf,wom+dedup,wom+cdm,wom+flex-ecc --json "$runs/wom-$name-s$seed.json"
+    # shellcheck disable=SC2086
+    "$sim" compare ${input[$name]} "${common[@]}" --device cdm --seed "$seed" --nv-cache-percent 5 \
+      --configs flex-ecc,flex-ecc@eti,dedup+flex-ecc,flex-ecc+cdm,dedup+flex-ecc+cdm,dedup+flex-ecc+cdm@eti --json "$runs/flex-$name-s$seed.json"
   done
 done
 python3 scripts/eval/compare_table.py "$runs" "$out/README.md"

@@ -101,20 +101,21 @@ fn each_row_equals_its_own_run() {
 #[test]
 fn a_refused_combination_shows_its_reason_and_the_others_run() {
     let args =
-        [&["compare"][..], &WORKLOAD[..], &["--configs", "baseline,wom+dedup,flex-ecc+eti,eti"]].concat();
+        [&["compare"][..], &WORKLOAD[..], &["--configs", "baseline,wom+dedup,wom+flex-ecc,eti"]].concat();
     let (rows, text) = json_of(&args, "refused");
     let rows = rows.as_array().unwrap();
     let labels: Vec<&str> = rows.iter().map(|r| r["label"].as_str().unwrap()).collect();
-    assert_eq!(labels, ["baseline", "wom+dedup", "flex-ecc+eti", "eti"]);
+    assert_eq!(labels, ["baseline", "wom+dedup", "wom+flex-ecc", "eti"]);
     // The FTL's own reason for wom with dedup, passed on word for word.
     let wom_dedup = ftl_core::Refusal::WomWithDedup.reason();
     assert_eq!(rows[1]["refused"], wom_dedup);
-    assert!(rows[2]["refused"].as_str().unwrap().contains("flex-ecc runs alone in the simulator"));
+    let wom_flex = ftl_core::Refusal::WomWithFlexEcc.reason();
+    assert_eq!(rows[2]["refused"], wom_flex);
     for i in [0, 3] {
         assert!(rows[i].get("refused").is_none() && rows[i]["host_write_pages"].as_u64().unwrap() > 0);
     }
     assert!(text.contains(&format!("wom+dedup: refused: {wom_dedup}")), "{text}");
-    assert!(text.contains("flex-ecc+eti: refused: flex-ecc runs alone"), "{text}");
+    assert!(text.contains(&format!("wom+flex-ecc: refused: {wom_flex}")), "{text}");
     // `run` refuses the same combinations with the same messages; a technique on the cached map
     // too (the FTL's reason, before anything runs).
     for (features, reason) in [

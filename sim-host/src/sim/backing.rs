@@ -9,8 +9,11 @@
 //! the disk busy. Write-backs of flushed data are counted but take no read time: they are
 //! absorbed by the disk's write cache and written in the background (with every dirty page
 //! written back at each flush, charging them to the read queue would make the disk, not the
-//! cache device, the bottleneck of every run). Data is not modelled (the simulator stores none);
-//! a fetch fills the page with zeros.
+//! cache device, the bottleneck of every run). Data is not modelled (the simulator stores none):
+//! a fetch fills the page with zeros, or, where contents matter (deduplication stacked), with the
+//! content id the cache slot holds.
+
+use std::collections::HashMap;
 
 use ftl_core::intent::{BackingError, BackingStore};
 
@@ -76,13 +79,19 @@ pub struct DiskAt<'a> {
     pub done: u64,
     /// Fetches served.
     pub fetches: u64,
+    /// Where page contents matter (deduplication stacked): each cache slot's content id, which
+    /// a fetch writes back ([`super::dedup::fill_content`]); else fetched pages are zeros.
+    pub contents: Option<&'a HashMap<u32, u64>>,
 }
 
 impl BackingStore for DiskAt<'_> {
-    fn fetch(&mut self, _lpn: u32, out: &mut [u8]) -> Result<(), BackingError> {
+    fn fetch(&mut self, lpn: u32, out: &mut [u8]) -> Result<(), BackingError> {
         self.done = self.disk.read_at(self.at);
         self.fetches += 1;
-        out.fill(0);
+        match self.contents.and_then(|c| c.get(&lpn)) {
+            Some(&c) => super::dedup::fill_content(c, out),
+            None => out.fill(0),
+        }
         Ok(())
     }
 }

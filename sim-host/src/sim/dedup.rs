@@ -291,6 +291,14 @@ impl DedupOptions {
     }
 }
 
+/// Fills `page` with content id `c` (its big-endian bytes, repeated): equal ids, equal pages.
+pub fn fill_content(c: u64, page: &mut [u8]) {
+    let b = c.to_be_bytes();
+    for chunk in page.chunks_mut(8) {
+        chunk.copy_from_slice(&b[..chunk.len()]);
+    }
+}
+
 /// The simulator's deduplication state for one run.
 pub struct DedupSim {
     opts: DedupOptions,
@@ -427,10 +435,7 @@ impl DedupSim {
             self.next_unique += 1;
             self.next_unique
         });
-        let b = c.to_be_bytes();
-        for chunk in page.chunks_mut(8) {
-            chunk.copy_from_slice(&b[..chunk.len()]);
-        }
+        fill_content(c, page);
         self.written += 1;
         self.contents.insert(c);
         if self.live.get(&c).is_some_and(|&r| r > 0) {

@@ -1,6 +1,6 @@
-//! FlexECC runs of the simulator (`--features flex-ecc`): a write-back LRU cache manager over the
-//! simulated SSD, a model disk behind it, modelled bit errors and decode costs, and the idle-time
-//! scrubber. The same run with `--ecc all-bch` is the paper's BCH-SSD: the same cache manager and
+//! FlexECC's front end of the simulator's run loop (`--features flex-ecc`, [`FlexFront`]): a
+//! write-back LRU cache manager over the simulated SSD, a model disk behind it, modelled bit
+//! errors and decode costs, and the idle-time scrubber. The same run with `--ecc all-bch` is the paper's BCH-SSD: the same cache manager and
 //! errors, but every page is written BCH (clean writes and flush-reads carry no intent).
 //!
 //! Per host request, each page goes through the cache manager ([`super::cache_manager`]); the
@@ -21,6 +21,14 @@
 //! decode, and `--copy-back` charges them as copy-backs ([`super::ecc_model::CopyBack`]). The
 //! disk queues its reads unless `--disk-queue off` (the paper's trace-driven view).
 //!
+//! Stacked techniques (issue #17): the SSD's FTL takes whatever the run stacks (dedup, the NV
+//! cache, any classifier; wom is refused by the FTL). The cache manager's reads go through the
+//! FTL's stacking order (a page the NV cache holds is served from it, `nv_cache_reads`). With
+//! dedup, page contents are tracked: a dirty write carries the request's content (or a fresh
+//! one), a clean fill and a scrubber's prefetch the disk page's last written content, and each
+//! write's hashing time is added to its completion. Out-of-line dedup passes run only at the end
+//! of the run here (the front end has no idle-time hook for them).
+//!
 //! Reported (the `flex_ecc` object of the JSON report): the host read and write response times
 //! (misses include the disk), the device's response time per interface and over all device
 //! requests (the paper's metric), the cache's hits and misses, reads per format, GC and scrubber
@@ -29,27 +37,22 @@
 //! tBERS.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
-use std::time::Instant;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 
-use ftl_core::intent::{flex_mark_words, FlexConfig, Intent, PageRead};
-use ftl_core::policy::{Greedy, PageFormat, Policies, RequestSizeClassifier, SingleHostStream};
-use ftl_core::{AnyMap, Ftl};
-use ftl_policies::flex_ecc::{ScrubConfig, Scrubber};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use ftl_core::intent::{Intent, PageRead};
+use ftl_core::policy::{PageFormat, PolicySet};
+use ftl_core::{Ftl, MappingTable};
+use ftl_policies::flex_ecc::{ScrubConfig, ScrubStats, Scrubber};
 use serde::Serialize;
 
 use super::backing::{DiskAt, ModelDisk};
 use super::cache_manager::{Access, CacheManager};
-use super::ecc_model::{
-    CopyBack, DecodeTiming, EccModel, ErrorRates, GcMoveStats, ModelCodec, NoisyNand, SharedModel,
-};
+use super::dedup::DedupSim;
+use super::ecc_model::{CopyBack, DecodeTiming, ErrorRates, GcMoveStats, SharedModel};
 use super::metrics::{Latencies, LatencySummary};
-use super::report::{Report, RunStats};
-use super::{SimConfig, SimOutput};
-use crate::memory::FtlMemory;
-use crate::trace::{page_span, Op, Request};
+use super::nand::SimNand;
+use super::SimConfig;
+use crate::trace::{Op, PageSpan, Request};
 
 /// Which device the cache runs on.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
@@ -170,6 +173,8 @@ pub struct FlexReport {
     pub bch_reads: u64,
     /// Host reads that found a CRC page (CRC READ).
     pub crc_reads: u64,
+    /// Host reads the NV cache served (CDM stacked; no flash page read).
+    pub nv_cache_reads: u64,
     /// Host reads of a corrupt CRC page, served from the disk on the request's path.
     pub crc_corrupt_served_from_disk: u64,
     /// Host reads of an uncorrectable BCH page whose data was clean (served from the disk).
@@ -229,9 +234,6 @@ pub struct FlexReport {
     pub device_flush_read_latency_us: LatencySummary,
 }
 
-type SimFtl<'a> =
-    Ftl<'a, NoisyNand<'a>, Policies<ModelCodec, RequestSizeClassifier, Greedy, SingleHostStream>, AnyMap<'a>>;
-
 /// Device-operation latencies by interface.
 #[derive(Default)]
 struct DevLat {
@@ -242,27 +244,132 @@ struct DevLat {
     flush: Latencies,
 }
 
-/// The run's moving parts.
-struct Run<'a> {
-    ftl: SimFtl<'a>,
+/// FlexECC's front end of a run (see the module documentation): the cache manager, the model
+/// disk, the scrubber and the periodic flushes, turning each host request into device
+/// operations on the run's FTL. The run loop ([`super::pipeline`]) owns the FTL and the other
+/// techniques' state and hands them in.
+pub(super) struct FlexFront {
+    fx: FlexSimConfig,
     model: SharedModel,
     cache: CacheManager,
+    cache_pages: u32,
     disk: ModelDisk,
-    mode: EccMode,
+    scrubber: Scrubber<4096>,
     buf: Vec<u8>,
     lat: DevLat,
     r: FlexReport,
-    /// Writes of data fetched from the disk, due when the fetch completes: (time, slot, dirty);
-    /// an entry counts only while `pending_slots` maps its slot to its time.
-    pending: BinaryHeap<Reverse<(u64, u32, bool)>>,
+    /// Writes of data fetched from the disk, due when the fetch completes: (time, slot, dirty,
+    /// disk page); an entry counts only while `pending_slots` maps its slot to its time.
+    pending: BinaryHeap<Reverse<(u64, u32, bool, u64)>>,
     pending_slots: HashMap<u32, u64>,
+    next_flush: u64,
+    flush_queue: VecDeque<u32>,
+    flush_at: u64,
+    /// The latest completion of a request or a background flush-read.
+    last_done: u64,
+    base: Baseline,
+    scrub_base: ScrubStats,
+    /// With deduplication (page contents matter): each disk page's current content and each
+    /// slot's, and the next unique content for requests that carry none.
+    contents: Option<Contents>,
 }
 
-impl Run<'_> {
+/// Page contents of a FlexECC run with deduplication.
+#[derive(Default)]
+struct Contents {
+    disk: HashMap<u64, u64>,
+    slot: HashMap<u32, u64>,
+    next_unique: u64,
+}
+
+impl Contents {
+    /// The content of disk page `page`: the last written, else one unique to the page.
+    fn of(&self, page: u64) -> u64 {
+        self.disk.get(&page).copied().unwrap_or(page | 1 << 62)
+    }
+}
+
+/// The FTL a FlexECC front end drives (any NAND the simulator runs on, any policies and map).
+type RunFtl<'f, 'm, N, P, M> = &'f mut Ftl<'m, N, P, M>;
+
+impl FlexFront {
+    /// The front end of `cfg`'s run on a device of `logical_pages` whose pages' bit errors and
+    /// decodes `model` draws; `dedup`: page contents are tracked (deduplication stacked).
+    pub(super) fn new(
+        cfg: &SimConfig,
+        logical_pages: u32,
+        model: SharedModel,
+        dedup: bool,
+    ) -> Result<Self, String> {
+        let fx = cfg.flex.clone();
+        let n = logical_pages;
+        let cache_pages = fx.cache_pages_for(n);
+        if cache_pages == 0 || cache_pages > n {
+            return Err(format!(
+                "--cache-pages {cache_pages} must be between 1 and the device's {n} logical pages"
+            ));
+        }
+        let page_bytes = cfg.device.geometry.data_bytes as u64;
+        let tp = cfg.device.timing;
+        let scrubber = Scrubber::<4096>::new(ScrubConfig {
+            m: fx.scrub_m,
+            t_crc_ns: fx.timing.t_crc_ns,
+            t_disk_ns: fx.disk_ns,
+            t_verify_ns: tp.t_r_ns + tp.xfer_ns(page_bytes) + fx.timing.t_crc_ns,
+            t_write_ns: tp.xfer_ns(page_bytes) + tp.t_prog_ns,
+            max_verify: 256,
+            scan_correcting: false,
+        });
+        Ok(FlexFront {
+            model,
+            cache: CacheManager::new(cache_pages),
+            cache_pages,
+            disk: if fx.disk_queue { ModelDisk::new(fx.disk_ns) } else { ModelDisk::unqueued(fx.disk_ns) },
+            scrub_base: *scrubber.stats(),
+            scrubber,
+            buf: vec![0u8; page_bytes as usize],
+            lat: DevLat::default(),
+            r: FlexReport::default(),
+            pending: BinaryHeap::new(),
+            pending_slots: HashMap::new(),
+            next_flush: 0,
+            flush_queue: VecDeque::new(),
+            flush_at: 0,
+            last_done: 0,
+            base: Baseline::default(),
+            contents: dedup.then(|| Contents { next_unique: 1 << 61, ..Contents::default() }),
+            fx,
+        })
+    }
+
+    /// Time starts at `origin` (the device idle after formatting and preconditioning).
+    pub(super) fn start(&mut self, origin: u64) {
+        self.next_flush = origin + self.fx.flush_interval_ns;
+        self.flush_at = origin;
+        self.last_done = origin;
+    }
+
+    /// The latest completion of a request or background flush: a closed-loop host's next
+    /// request waits for it.
+    pub(super) fn busy_until(&self) -> u64 {
+        self.last_done
+    }
+
+    /// Starts the measured part: the front end's counters from here.
+    pub(super) fn start_measuring<N: SimNand, P: PolicySet, M: MappingTable>(
+        &mut self,
+        ftl: &Ftl<'_, N, P, M>,
+    ) {
+        self.lat = DevLat::default();
+        self.r = FlexReport::default();
+        self.base = Baseline::take(self, ftl);
+        self.scrub_base = *self.scrubber.stats();
+    }
+
     /// Queues the cache write of data fetched from the disk at `t` (issued in time order with the
     /// other device operations, so that it does not hold up requests that arrive before `t`).
-    fn defer_write(&mut self, t: u64, slot: u32, dirty: bool) {
-        self.pending.push(Reverse((t, slot, dirty)));
+    fn defer_write(&mut self, t: u64, slot: u32, dirty: bool, page: u64) {
+        self.pending.push(Reverse((t, slot, dirty, page)));
         self.pending_slots.insert(slot, t);
     }
 
@@ -277,15 +384,22 @@ impl Run<'_> {
     }
 
     /// Issues the deferred writes due by `t` (all of them with `u64::MAX`).
-    fn issue_due(&mut self, t: u64) -> Result<(), String> {
-        while let Some(&Reverse((at, slot, dirty))) = self.pending.peek() {
+    pub(super) fn issue_due<N: SimNand, P: PolicySet, M: MappingTable>(
+        &mut self,
+        ftl: RunFtl<'_, '_, N, P, M>,
+        dsim: &mut Option<DedupSim>,
+        t: u64,
+    ) -> Result<(), String> {
+        while let Some(&Reverse((at, slot, dirty, page))) = self.pending.peek() {
             if at > t {
                 break;
             }
             self.pending.pop();
             if self.pending_slots.get(&slot) == Some(&at) {
                 self.pending_slots.remove(&slot);
-                self.write(at, slot, if dirty { Intent::Dirty } else { Intent::Clean })?;
+                let content = self.contents.as_ref().map(|c| c.of(page));
+                let intent = if dirty { Intent::Dirty } else { Intent::Clean };
+                self.write(ftl, dsim, at, slot, intent, content)?;
             }
         }
         Ok(())
@@ -293,50 +407,73 @@ impl Run<'_> {
 
     /// Runs `f` on the FTL from time `t`; returns its value, when it completes (flash work, then
     /// the decode time it caused) and that decode time.
-    fn op<T>(
+    fn op<T, N: SimNand, P: PolicySet, M: MappingTable>(
         &mut self,
+        ftl: RunFtl<'_, '_, N, P, M>,
         t: u64,
-        f: impl FnOnce(&mut SimFtl<'_>, &mut [u8]) -> Result<T, String>,
+        f: impl FnOnce(RunFtl<'_, '_, N, P, M>, &mut [u8]) -> Result<T, String>,
     ) -> Result<(T, u64, u64), String> {
-        let emu = &mut *self.ftl.nand_mut().emu;
+        let emu = ftl.nand_mut().emu_mut();
         emu.set_now_ns(t);
         emu.open_window();
         let _ = self.model.borrow_mut().take_pending_ns();
-        let _ = self.ftl.nand_mut().take_chained_decode_ns();
-        let v = f(&mut self.ftl, &mut self.buf)?;
-        let done = self.ftl.nand().emu.window_completion_ns();
+        let _ = ftl.nand_mut().take_chained_decode_ns();
+        let v = f(&mut *ftl, &mut self.buf)?;
+        let done = ftl.nand().emu().window_completion_ns();
         // Decode of moved pages is on the timeline already (their programs wait for it).
-        let chained = self.ftl.nand_mut().take_chained_decode_ns();
+        let chained = ftl.nand_mut().take_chained_decode_ns();
         let decode = self.model.borrow_mut().take_pending_ns().saturating_sub(chained);
         Ok((v, done.max(t) + decode, decode))
     }
 
     /// [`Self::op`] with GC moves tracked (an FTL call that may garbage collect or refresh).
-    fn moving_op<T>(
+    fn moving_op<T, N: SimNand, P: PolicySet, M: MappingTable>(
         &mut self,
+        ftl: RunFtl<'_, '_, N, P, M>,
         t: u64,
-        f: impl FnOnce(&mut SimFtl<'_>, &mut [u8]) -> Result<T, String>,
+        f: impl FnOnce(RunFtl<'_, '_, N, P, M>, &mut [u8]) -> Result<T, String>,
     ) -> Result<(T, u64, u64), String> {
-        self.ftl.nand_mut().track_moves = true;
-        let r = self.op(t, f);
-        self.ftl.nand_mut().track_moves = false;
+        ftl.nand_mut().set_track_moves(true);
+        let r = self.op(&mut *ftl, t, f);
+        ftl.nand_mut().set_track_moves(false);
         r
     }
 
     fn intent(&self, i: Intent) -> Intent {
-        if self.mode == EccMode::Flex {
+        if self.fx.mode == EccMode::Flex {
             i
         } else {
             Intent::Dirty
         }
     }
 
-    /// A write of `slot` from `t` (the interface `intent`); returns its completion.
-    fn write(&mut self, t: u64, slot: u32, intent: Intent) -> Result<u64, String> {
+    /// A write of `slot` from `t` (the interface `intent`), with `content` when page contents
+    /// are tracked (deduplication: the write's hashing is charged after it); returns its
+    /// completion.
+    fn write<N: SimNand, P: PolicySet, M: MappingTable>(
+        &mut self,
+        ftl: RunFtl<'_, '_, N, P, M>,
+        dsim: &mut Option<DedupSim>,
+        t: u64,
+        slot: u32,
+        intent: Intent,
+        content: Option<u64>,
+    ) -> Result<u64, String> {
         let on_device = self.intent(intent);
-        let ((), done, _) = self.moving_op(t, |ftl, buf| {
+        if let (Some(d), Some(c)) = (dsim.as_mut(), content) {
+            d.before_write(&mut *ftl, t, 1, None);
+            d.fill_and_count(slot, Some(c), &mut self.buf);
+            if let Some(cs) = self.contents.as_mut() {
+                cs.slot.insert(slot, c);
+            }
+        }
+        let ((), mut done, _) = self.moving_op(&mut *ftl, t, |ftl, buf| {
             ftl.write_with(slot, buf, on_device).map_err(|e| format!("write of cache slot {slot}: {e}"))
         })?;
+        if let Some(d) = dsim.as_mut() {
+            done += d.after_write(&*ftl, done, 1);
+            d.note_done(done);
+        }
         let lat = done - t;
         self.lat.all.push(lat);
         match intent {
@@ -355,9 +492,15 @@ impl Run<'_> {
     /// A flush-read of `slot` and the write-back of its data, from `t`; returns when the read
     /// completes (the disk write proceeds in the background). `periodic`: the page stays cached
     /// and becomes clean (else it is an evicted victim whose slot is being reused).
-    fn flush(&mut self, t: u64, slot: u32, periodic: bool) -> Result<u64, String> {
-        let flex = self.mode == EccMode::Flex;
-        let (r, done, _) = self.op(t, |ftl, buf| {
+    fn flush<N: SimNand, P: PolicySet, M: MappingTable>(
+        &mut self,
+        ftl: RunFtl<'_, '_, N, P, M>,
+        t: u64,
+        slot: u32,
+        periodic: bool,
+    ) -> Result<u64, String> {
+        let flex = self.fx.mode == EccMode::Flex;
+        let (r, done, _) = self.op(ftl, t, |ftl, buf| {
             let r = if flex { ftl.flush_read(slot, buf) } else { ftl.read_with(slot, buf) };
             r.map_err(|e| format!("flush-read of cache slot {slot}: {e}"))
         })?;
@@ -377,9 +520,15 @@ impl Run<'_> {
         Ok(done)
     }
 
-    /// A host read of a cached `slot` from `t`; returns its completion.
-    fn host_read(&mut self, t: u64, slot: u32) -> Result<u64, String> {
-        let (r, done, _) = self.op(t, |ftl, buf| {
+    /// A host read of a cached `slot` (disk page `page`) from `t`; returns its completion.
+    fn host_read<N: SimNand, P: PolicySet, M: MappingTable>(
+        &mut self,
+        ftl: RunFtl<'_, '_, N, P, M>,
+        t: u64,
+        slot: u32,
+        page: u64,
+    ) -> Result<u64, String> {
+        let (r, done, _) = self.op(&mut *ftl, t, |ftl, buf| {
             ftl.read_with(slot, buf).map_err(|e| format!("read of cache slot {slot}: {e}"))
         })?;
         self.lat.all.push(done - t);
@@ -388,10 +537,12 @@ impl Run<'_> {
             PageRead::Good { format, corrected } => {
                 match format {
                     Some(PageFormat::Detecting) => self.r.crc_reads += 1,
-                    _ => self.r.bch_reads += 1,
+                    Some(PageFormat::Correcting) => self.r.bch_reads += 1,
+                    // Served by the NV cache (CDM stacked): no flash page read.
+                    None => self.r.nv_cache_reads += 1,
                 }
-                if format == Some(PageFormat::Correcting) && self.ftl.needs_refresh(corrected) {
-                    let ((), d2, _) = self.moving_op(done, |ftl, _| {
+                if format == Some(PageFormat::Correcting) && ftl.needs_refresh(corrected) {
+                    let ((), d2, _) = self.moving_op(ftl, done, |ftl, _| {
                         ftl.refresh(slot)
                             .map(|_| ())
                             .map_err(|e| format!("refresh of cache slot {slot}: {e}"))
@@ -419,10 +570,208 @@ impl Run<'_> {
                 }
                 let fetched = self.disk.read_at(done);
                 let dirty = self.cache.is_dirty(slot);
-                self.defer_write(fetched, slot, dirty);
+                self.defer_write(fetched, slot, dirty, page);
                 Ok(fetched)
             }
         }
+    }
+
+    /// Background work due before a request arriving at `arrival`: the deferred cache writes,
+    /// the periodic flushes (at each boundary the dirty pages are queued, then flush-read one
+    /// after another, one write-back outstanding, as a cache manager's cleaner runs, in time
+    /// order with the requests), and the scrubber in the idle gap before the request.
+    pub(super) fn before_request<N: SimNand, P: PolicySet, M: MappingTable>(
+        &mut self,
+        ftl: RunFtl<'_, '_, N, P, M>,
+        dsim: &mut Option<DedupSim>,
+        arrival: u64,
+    ) -> Result<(), String> {
+        self.issue_due(&mut *ftl, dsim, arrival)?;
+        let interval = self.fx.flush_interval_ns;
+        loop {
+            let boundary = (interval > 0).then_some(self.next_flush);
+            match (self.flush_queue.front().copied(), boundary) {
+                (Some(slot), b) if self.flush_at <= arrival && b.is_none_or(|b| self.flush_at <= b) => {
+                    self.flush_queue.pop_front();
+                    self.issue_due(&mut *ftl, dsim, self.flush_at)?;
+                    if self.cache.is_dirty(slot) && self.pending_at(slot).is_none() {
+                        self.flush_at = self.flush(&mut *ftl, self.flush_at, slot, true)?;
+                        self.last_done = self.last_done.max(self.flush_at);
+                    }
+                }
+                (_, Some(b)) if b <= arrival => {
+                    self.flush_queue = self.cache.dirty_slots().into();
+                    self.flush_at = self.flush_at.max(b);
+                    self.next_flush += interval;
+                }
+                _ => break,
+            }
+        }
+        let idle_from = ftl.nand().emu().idle_at_ns().max(self.last_done);
+        if self.fx.scrub && self.fx.mode == EccMode::Flex && arrival > idle_from {
+            let gap = arrival - idle_from;
+            ftl.nand_mut().emu_mut().set_now_ns(idle_from);
+            let slot_contents = self.contents.as_ref().map(|c| &c.slot);
+            let mut store = DiskAt {
+                disk: &mut self.disk,
+                at: idle_from,
+                done: idle_from,
+                fetches: 0,
+                contents: slot_contents,
+            };
+            self.scrubber.idle(ftl, gap, &mut store, &mut self.buf).map_err(|e| format!("scrubber: {e}"))?;
+            let _ = self.model.borrow_mut().take_pending_ns();
+        }
+        Ok(())
+    }
+
+    /// A host request's pages through the cache manager, all issued at its `arrival` (a
+    /// controller splits a request into page transactions); each page's own operations (flush
+    /// of a dirty victim, then the write) follow one another. Returns the completion of its last
+    /// page.
+    pub(super) fn serve<N: SimNand, P: PolicySet, M: MappingTable>(
+        &mut self,
+        ftl: RunFtl<'_, '_, N, P, M>,
+        dsim: &mut Option<DedupSim>,
+        req: &Request,
+        span: PageSpan,
+        arrival: u64,
+    ) -> Result<u64, String> {
+        let mut req_done = arrival;
+        let write = req.op == Op::Write;
+        for (j, p) in (span.first_page..span.first_page + span.pages).enumerate() {
+            let mut t = arrival;
+            // The page's new content (tracked with deduplication).
+            let content = match self.contents.as_mut() {
+                Some(cs) if write => {
+                    let c =
+                        req.content.as_ref().and_then(|c| c.get(j.min(c.len().saturating_sub(1)))).copied();
+                    let c = c.unwrap_or_else(|| {
+                        cs.next_unique += 1;
+                        cs.next_unique
+                    });
+                    cs.disk.insert(p, c);
+                    Some(c)
+                }
+                Some(cs) => Some(cs.of(p)),
+                None => None,
+            };
+            let done;
+            match self.cache.access(p, write) {
+                Access::Hit { slot } => match (self.pending_at(slot), write) {
+                    // The data is still on its way from the disk: a read waits for it, a write
+                    // replaces it.
+                    (Some(at), false) => {
+                        self.r.read_inflight += 1;
+                        done = at.max(t);
+                    }
+                    (Some(_), true) => {
+                        self.cancel(slot);
+                        done = self.write(&mut *ftl, dsim, t, slot, Intent::Dirty, content)?;
+                    }
+                    (None, true) => done = self.write(&mut *ftl, dsim, t, slot, Intent::Dirty, content)?,
+                    (None, false) => done = self.host_read(&mut *ftl, t, slot, p)?,
+                },
+                Access::Miss { slot, evicted } => {
+                    if self.pending_at(slot).is_some() {
+                        // Evicted before its data was written to the cache.
+                        self.cancel(slot);
+                    } else if evicted.is_some_and(|e| e.dirty) {
+                        t = self.flush(&mut *ftl, t, slot, false)?;
+                    }
+                    done = if write {
+                        self.write(&mut *ftl, dsim, t, slot, Intent::Dirty, content)?
+                    } else {
+                        let fetched = self.disk.read_at(t);
+                        self.defer_write(fetched, slot, false, p);
+                        fetched
+                    };
+                }
+            }
+            req_done = req_done.max(done);
+        }
+        self.last_done = self.last_done.max(req_done);
+        Ok(req_done)
+    }
+
+    /// Host pages read and written in the measured part (the cache manager's, not the FTL's).
+    pub(super) fn host_pages(&self) -> (u64, u64) {
+        let st = self.cache.stats();
+        let b = &self.base.cache;
+        (
+            st.read_hits + st.read_misses - b.read_hits - b.read_misses,
+            st.write_hits + st.write_misses - b.write_hits - b.write_misses,
+        )
+    }
+
+    /// The `flex_ecc` report object of the measured part from `t0` to `end` (ns).
+    pub(super) fn report<N: SimNand, P: PolicySet, M: MappingTable>(
+        &mut self,
+        cfg: &SimConfig,
+        ftl: &Ftl<'_, N, P, M>,
+        t0: u64,
+        end: u64,
+    ) -> FlexReport {
+        let fx = &self.fx;
+        let geo = cfg.device.geometry;
+        let base = &self.base;
+        let c = *ftl.counters();
+        let fc = *ftl.flex_counters();
+        let st = self.cache.stats();
+        let mc = self.model.borrow().counters();
+        let sc = self.scrubber.stats();
+        let tp = cfg.device.timing;
+        let mut r = std::mem::take(&mut self.r);
+        r.mode = match fx.mode {
+            EccMode::Flex => "flex".into(),
+            EccMode::AllBch => "all-bch".into(),
+        };
+        r.cache_pages = self.cache_pages;
+        r.bch_t = fx.timing.t;
+        r.t_crc_ns = fx.timing.t_crc_ns;
+        r.rber = fx.rates.rber;
+        r.read_hits = st.read_hits - base.cache.read_hits;
+        r.read_misses = st.read_misses - base.cache.read_misses;
+        r.write_hits = st.write_hits - base.cache.write_hits;
+        r.write_misses = st.write_misses - base.cache.write_misses;
+        r.gc_bch_to_crc = fc.converted;
+        r.gc_crc_moved = fc.detecting_moved;
+        r.gc_bch_moved = fc.correcting_moved;
+        r.refreshed = fc.refreshed;
+        r.scrub_verified = sc.verified - self.scrub_base.verified;
+        r.scrub_corrupt_found = sc.corrupt_found - self.scrub_base.corrupt_found;
+        r.scrub_prefetched = sc.prefetched - self.scrub_base.prefetched;
+        r.disk_reads = self.disk.reads - base.disk_reads;
+        r.disk_writes = self.disk.writes - base.disk_writes;
+        r.raw_bit_errors = mc.raw_bit_errors - base.model.raw_bit_errors;
+        r.decode_ms = (mc.decode_ns - base.model.decode_ns) as f64 / 1e6;
+        let mv = ftl.nand().move_stats();
+        let (moves, move_ns, gc_decode) = (
+            mv.moves - base.moves.moves,
+            mv.move_ns - base.moves.move_ns,
+            mv.decode_ns - base.moves.decode_ns,
+        );
+        r.gc_decode_ms = gc_decode as f64 / 1e6;
+        r.copy_back = fx.copy_back.name().into();
+        r.decode_model = if fx.decode_holds_lun { "lun" } else { "controller" }.into();
+        r.gc_moves = moves;
+        r.gc_copy_backs = mv.copy_backs - base.moves.copy_backs;
+        r.gc_unread_copy_backs = mv.unread - base.moves.unread;
+        r.gc_time_ms = (move_ns + c.gc_blocks * tp.t_bers_ns) as f64 / 1e6;
+        let emu = ftl.nand().emu();
+        let busy = emu.total_array_busy_ns() - base.array_busy_ns;
+        // Array time is summed over planes; a LUN runs one command at a time with LUN queues.
+        let planes =
+            if tp.scheduling == crate::emulator::Scheduling::LunQueues { 1 } else { geo.planes_per_lun };
+        let span = end.saturating_sub(t0).max(1) as f64 * (geo.luns * planes) as f64;
+        r.lun_utilization = busy as f64 / span;
+        r.lun_busy = (emu.total_op_busy_ns() - base.op_busy_ns) as f64 / (span / planes as f64);
+        r.device_latency_us = self.lat.all.summary();
+        r.device_read_latency_us = self.lat.read.summary();
+        r.device_dirty_write_latency_us = self.lat.dirty.summary();
+        r.device_clean_write_latency_us = self.lat.clean.summary();
+        r.device_flush_read_latency_us = self.lat.flush.summary();
+        r
     }
 }
 
@@ -438,305 +787,6 @@ impl FlexSimConfig {
     }
 }
 
-/// Runs `requests` through the cache manager and the device (see the module documentation).
-pub fn simulate_flex(
-    cfg: &SimConfig,
-    requests: impl Iterator<Item = Request>,
-    progress: &mut dyn FnMut(u64),
-) -> Result<SimOutput, String> {
-    let fx = &cfg.flex;
-    let geo = cfg.device.geometry;
-    let page_bytes = geo.data_bytes as u64;
-    let mut emu = super::emulator(cfg, false)?;
-    let fcfg = super::ftl_config(cfg);
-    let n = fcfg.logical_pages;
-    let cache_pages = fx.cache_pages_for(n);
-    if cache_pages == 0 || cache_pages > n {
-        return Err(format!(
-            "--cache-pages {cache_pages} must be between 1 and the device's {n} logical pages"
-        ));
-    }
-    let model = EccModel::new(&geo, fx.rates, fx.timing, cfg.seed);
-    let mut mem = FtlMemory::new(&geo, &fcfg);
-    let mut marks = vec![0u32; flex_mark_words(n)];
-    let (map, m) = mem.parts();
-    let policies = Policies {
-        codec: ModelCodec::new(model.clone()),
-        classifier: RequestSizeClassifier::default(),
-        victim: Greedy,
-        placement: SingleHostStream,
-    };
-    let mut nand = NoisyNand::new(&mut emu, model.clone());
-    nand.copy_back = fx.copy_back;
-    nand.decode_holds_lun = fx.decode_holds_lun;
-    let ext =
-        ftl_core::Extensions::none().flex(&mut marks, FlexConfig { refresh_threshold: fx.refresh_threshold });
-    let ftl = super::open_ftl(cfg, nand, policies, map, m, fcfg, ext)?;
-    let t_verify = cfg.device.timing.t_r_ns + cfg.device.timing.xfer_ns(page_bytes) + fx.timing.t_crc_ns;
-    let mut scrubber = Scrubber::<4096>::new(ScrubConfig {
-        m: fx.scrub_m,
-        t_crc_ns: fx.timing.t_crc_ns,
-        t_disk_ns: fx.disk_ns,
-        t_verify_ns: t_verify,
-        t_write_ns: cfg.device.timing.xfer_ns(page_bytes) + cfg.device.timing.t_prog_ns,
-        max_verify: 256,
-        scan_correcting: false,
-    });
-    let mut run = Run {
-        ftl,
-        model: model.clone(),
-        cache: CacheManager::new(cache_pages),
-        disk: if fx.disk_queue { ModelDisk::new(fx.disk_ns) } else { ModelDisk::unqueued(fx.disk_ns) },
-        mode: fx.mode,
-        buf: vec![0u8; page_bytes as usize],
-        lat: DevLat::default(),
-        r: FlexReport::default(),
-        pending: BinaryHeap::new(),
-        pending_slots: HashMap::new(),
-    };
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0xA11_7157);
-    let mut read_latency = Latencies::default();
-    let mut write_latency = Latencies::default();
-    let mut first_time: Option<u64> = None;
-    // Time starts when the format's erases are done.
-    let origin = run.ftl.nand().emu.idle_at_ns();
-    let mut last_arrival = origin;
-    let mut last_done = origin;
-    let mut next_flush = origin + fx.flush_interval_ns;
-    let mut flush_queue = std::collections::VecDeque::<u32>::new();
-    let mut flush_at = origin;
-    let mut requests_done = 0u64;
-    let mut measured = 0u64;
-    let mut t0 = 0u64;
-    // Added to timed arrivals after the warm-up (see below).
-    let mut shift = 0u64;
-    let mut base = Baseline::default();
-    let mut erase_base: Vec<u32> = Vec::new();
-    let mut scrub_base = *scrubber.stats();
-    let mut wall = Instant::now();
-    for req in requests {
-        if requests_done == fx.warmup_requests {
-            // Start measuring.
-            run.lat = DevLat::default();
-            run.r = FlexReport::default();
-            read_latency = Latencies::default();
-            write_latency = Latencies::default();
-            run.ftl.reset_counters();
-            run.ftl.reset_flex_counters();
-            base = Baseline::take(&run);
-            erase_base = run.ftl.nand().emu.erase_counts().to_vec();
-            scrub_base = *scrubber.stats();
-            wall = Instant::now();
-        }
-        let Some(span) = page_span(req.offset, req.len, page_bytes) else {
-            continue;
-        };
-        let mut arrival = match (cfg.open_loop, req.time_ns) {
-            (true, Some(t)) => {
-                let b = *first_time.get_or_insert(t);
-                (origin + shift + (t.saturating_sub(b) as f64 * fx.time_scale) as u64).max(last_arrival)
-            }
-            _ if fx.interarrival_ns > 0 => {
-                let u: f64 = rng.random::<f64>().max(1e-12);
-                last_arrival + (-(u.ln()) * fx.interarrival_ns as f64) as u64
-            }
-            _ => last_done.max(last_arrival),
-        };
-        if requests_done == fx.warmup_requests {
-            // The measured part starts on an idle device: the warm-up fills the cache with
-            // misses (programs) and would leave their backlog to the first measured requests.
-            let idle = run.ftl.nand().emu.idle_at_ns().max(last_done);
-            if fx.warmup_requests > 0 && arrival < idle {
-                shift += idle - arrival;
-                arrival = idle;
-            }
-            t0 = arrival;
-        }
-        run.issue_due(arrival)?;
-        // Periodic flushes, in the background: at each boundary the dirty pages are queued, then
-        // flush-read one after another (one write-back outstanding, as a cache manager's cleaner
-        // runs), in time order with the requests.
-        loop {
-            let boundary = (fx.flush_interval_ns > 0).then_some(next_flush);
-            match (flush_queue.front().copied(), boundary) {
-                (Some(slot), b) if flush_at <= arrival && b.is_none_or(|b| flush_at <= b) => {
-                    flush_queue.pop_front();
-                    run.issue_due(flush_at)?;
-                    if run.cache.is_dirty(slot) && run.pending_at(slot).is_none() {
-                        flush_at = run.flush(flush_at, slot, true)?;
-                        last_done = last_done.max(flush_at);
-                    }
-                }
-                (_, Some(b)) if b <= arrival => {
-                    flush_queue = run.cache.dirty_slots().into();
-                    flush_at = flush_at.max(b);
-                    next_flush += fx.flush_interval_ns;
-                }
-                _ => break,
-            }
-        }
-        // Idle time before the request: the scrubber's.
-        let idle_from = run.ftl.nand().emu.idle_at_ns().max(last_done);
-        if fx.scrub && fx.mode == EccMode::Flex && arrival > idle_from {
-            let gap = arrival - idle_from;
-            run.ftl.nand_mut().emu.set_now_ns(idle_from);
-            let mut store = DiskAt { disk: &mut run.disk, at: idle_from, done: idle_from, fetches: 0 };
-            scrubber
-                .idle(&mut run.ftl, gap, &mut store, &mut run.buf)
-                .map_err(|e| format!("scrubber: {e}"))?;
-            let _ = run.model.borrow_mut().take_pending_ns();
-        }
-        // The request's pages, all issued at its arrival (a controller splits a request into page
-        // transactions); each page's own operations (flush of a dirty victim, then the write)
-        // follow one another. The request completes with its last page.
-        let mut req_done = arrival;
-        for p in span.first_page..span.first_page + span.pages {
-            let mut t = arrival;
-            let done;
-            let write = req.op == Op::Write;
-            let access = run.cache.access(p, write);
-            match access {
-                Access::Hit { slot } => match (run.pending_at(slot), write) {
-                    // The data is still on its way from the disk: a read waits for it, a write
-                    // replaces it.
-                    (Some(at), false) => {
-                        run.r.read_inflight += 1;
-                        done = at.max(t);
-                    }
-                    (Some(_), true) => {
-                        run.cancel(slot);
-                        done = run.write(t, slot, Intent::Dirty)?;
-                    }
-                    (None, true) => done = run.write(t, slot, Intent::Dirty)?,
-                    (None, false) => done = run.host_read(t, slot)?,
-                },
-                Access::Miss { slot, evicted } => {
-                    if run.pending_at(slot).is_some() {
-                        // Evicted before its data was written to the cache.
-                        run.cancel(slot);
-                    } else if evicted.is_some_and(|e| e.dirty) {
-                        t = run.flush(t, slot, false)?;
-                    }
-                    done = if write {
-                        run.write(t, slot, Intent::Dirty)?
-                    } else {
-                        let fetched = run.disk.read_at(t);
-                        run.defer_write(fetched, slot, false);
-                        fetched
-                    };
-                }
-            }
-            req_done = req_done.max(done);
-        }
-        let done = req_done;
-        let latency = done - arrival;
-        match req.op {
-            Op::Read => read_latency.push(latency),
-            Op::Write => write_latency.push(latency),
-        }
-        last_arrival = arrival;
-        last_done = last_done.max(done);
-        requests_done += 1;
-        if requests_done > fx.warmup_requests {
-            measured += 1;
-        }
-        if requests_done.is_multiple_of(4096) {
-            progress(requests_done);
-        }
-    }
-    run.issue_due(u64::MAX)?;
-    if requests_done <= fx.warmup_requests {
-        return Err(format!(
-            "the input has {requests_done} requests, no more than the {} of --warmup",
-            fx.warmup_requests
-        ));
-    }
-    let wall_s = wall.elapsed().as_secs_f64();
-    let end = run.ftl.nand().emu.idle_at_ns().max(last_done);
-    let c = *run.ftl.counters();
-    let fc = *run.ftl.flex_counters();
-    let st = run.cache.stats();
-    let mc = run.model.borrow().counters();
-    let sc = scrubber.stats();
-    let tp = cfg.device.timing;
-    let mut r = std::mem::take(&mut run.r);
-    r.mode = match fx.mode {
-        EccMode::Flex => "flex".into(),
-        EccMode::AllBch => "all-bch".into(),
-    };
-    r.cache_pages = cache_pages;
-    r.bch_t = fx.timing.t;
-    r.t_crc_ns = fx.timing.t_crc_ns;
-    r.rber = fx.rates.rber;
-    r.read_hits = st.read_hits - base.cache.read_hits;
-    r.read_misses = st.read_misses - base.cache.read_misses;
-    r.write_hits = st.write_hits - base.cache.write_hits;
-    r.write_misses = st.write_misses - base.cache.write_misses;
-    r.gc_bch_to_crc = fc.converted;
-    r.gc_crc_moved = fc.detecting_moved;
-    r.gc_bch_moved = fc.correcting_moved;
-    r.refreshed = fc.refreshed;
-    r.scrub_verified = sc.verified - scrub_base.verified;
-    r.scrub_corrupt_found = sc.corrupt_found - scrub_base.corrupt_found;
-    r.scrub_prefetched = sc.prefetched - scrub_base.prefetched;
-    r.disk_reads = run.disk.reads - base.disk_reads;
-    r.disk_writes = run.disk.writes - base.disk_writes;
-    r.raw_bit_errors = mc.raw_bit_errors - base.model.raw_bit_errors;
-    r.decode_ms = (mc.decode_ns - base.model.decode_ns) as f64 / 1e6;
-    let mv = run.ftl.nand().move_stats();
-    let (moves, move_ns, gc_decode) =
-        (mv.moves - base.moves.moves, mv.move_ns - base.moves.move_ns, mv.decode_ns - base.moves.decode_ns);
-    r.gc_decode_ms = gc_decode as f64 / 1e6;
-    r.copy_back = fx.copy_back.name().into();
-    r.decode_model = if fx.decode_holds_lun { "lun" } else { "controller" }.into();
-    r.gc_moves = moves;
-    r.gc_copy_backs = mv.copy_backs - base.moves.copy_backs;
-    r.gc_unread_copy_backs = mv.unread - base.moves.unread;
-    r.gc_time_ms = (move_ns + c.gc_blocks * tp.t_bers_ns) as f64 / 1e6;
-    let busy = run.ftl.nand().emu.total_array_busy_ns() - base.array_busy_ns;
-    // Array time is summed over planes; a LUN runs one command at a time with LUN queues.
-    let planes = if tp.scheduling == crate::emulator::Scheduling::LunQueues { 1 } else { geo.planes_per_lun };
-    let span = end.saturating_sub(t0).max(1) as f64 * (geo.luns * planes) as f64;
-    r.lun_utilization = busy as f64 / span;
-    r.lun_busy = (run.ftl.nand().emu.total_op_busy_ns() - base.op_busy_ns) as f64 / (span / planes as f64);
-    r.device_latency_us = run.lat.all.summary();
-    r.device_read_latency_us = run.lat.read.summary();
-    r.device_dirty_write_latency_us = run.lat.dirty.summary();
-    r.device_clean_write_latency_us = run.lat.clean.summary();
-    r.device_flush_read_latency_us = run.lat.flush.summary();
-    let erase_counts = super::report::erases_since(
-        run.ftl.leveled_erase_counts(),
-        run.ftl.nand().emu.erase_counts(),
-        &erase_base,
-    );
-    let report = Report::from_run(RunStats {
-        cfg,
-        logical_pages: n,
-        requests: measured,
-        host_read_pages: r.read_hits + r.read_misses,
-        host_write_pages: r.write_hits + r.write_misses,
-        rmw_pages: 0,
-        counters: c,
-        erase_counts: &erase_counts,
-        read_latency: &mut read_latency,
-        write_latency: &mut write_latency,
-        simulated_ns: end.saturating_sub(t0),
-        wall_seconds: wall_s,
-        ftl_ram_bytes: run.ftl.ram_bytes(),
-        features: [("flex_ecc".to_string(), serde_json::to_value(&r).map_err(|e| e.to_string())?)]
-            .into_iter()
-            .collect(),
-    });
-    Ok(SimOutput {
-        report,
-        erase_counts,
-        waf_series: Vec::new(),
-        classifier_series: Vec::new(),
-        read_latency,
-        write_latency,
-    })
-}
-
 /// Counters at the start of the measured part.
 #[derive(Default)]
 struct Baseline {
@@ -750,15 +800,15 @@ struct Baseline {
 }
 
 impl Baseline {
-    fn take(run: &Run<'_>) -> Self {
+    fn take<N: SimNand, P: PolicySet, M: MappingTable>(front: &FlexFront, ftl: &Ftl<'_, N, P, M>) -> Self {
         Baseline {
-            cache: run.cache.stats(),
-            disk_reads: run.disk.reads,
-            disk_writes: run.disk.writes,
-            model: run.model.borrow().counters(),
-            moves: run.ftl.nand().move_stats(),
-            array_busy_ns: run.ftl.nand().emu.total_array_busy_ns(),
-            op_busy_ns: run.ftl.nand().emu.total_op_busy_ns(),
+            cache: front.cache.stats(),
+            disk_reads: front.disk.reads,
+            disk_writes: front.disk.writes,
+            model: front.model.borrow().counters(),
+            moves: ftl.nand().move_stats(),
+            array_busy_ns: ftl.nand().emu().total_array_busy_ns(),
+            op_busy_ns: ftl.nand().emu().total_op_busy_ns(),
         }
     }
 }

@@ -12,11 +12,12 @@
 //! overlap wherever they use different planes, LUNs and channels. Partial
 //! pages of a write are read first (read-modify-write) and counted.
 //!
-//! `--features flex-ecc` runs take another run loop ([`flexecc`]): a write-back cache manager
-//! ([`cache_manager`]) over the device and a model disk ([`backing`]), with modelled bit errors
-//! and decode costs ([`ecc_model`]). Both loops build their emulator, FTL configuration and FTL
-//! through the same three functions (`emulator`, `ftl_config`, `open_ftl`, the one place an FTL is
-//! formatted), and [`refusal`] decides, for both, which combinations run.
+//! Every configuration runs through one loop ([`pipeline`]); what differs is its front end: the
+//! host's pages straight to the FTL's logical pages, or, with `--features flex-ecc`, FlexECC's
+//! setting ([`flexecc`]): a write-back cache manager ([`cache_manager`]) in front of a model disk
+//! ([`backing`]), the FTL holding the cache, with modelled bit errors and decode costs
+//! ([`ecc_model`]). Either front end drives the same FTL with whatever techniques it stacks; the
+//! FTL is opened in one place (`open_ftl`), and [`refusal`] decides which combinations run.
 
 pub mod backing;
 pub mod cache_manager;
@@ -26,33 +27,27 @@ pub mod device;
 pub mod ecc_model;
 pub mod flexecc;
 pub mod metrics;
+pub mod nand;
+mod pipeline;
 pub mod plot;
 pub mod report;
 pub mod wom;
 pub mod write_buffer;
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
-
-use ftl_core::policy::Classifier;
 use ftl_core::policy::{
-    Greedy, NullCodec, Policies, PolicySet, RequestSizeClassifier, SeparateByTemperature, SingleHostStream,
+    Classifier, Greedy, NullCodec, Placement, Policies, PolicySet, RequestSizeClassifier,
+    SeparateByTemperature, SingleHostStream,
 };
 use ftl_core::{Config, Ftl, MappingTable, Memory};
 use ftl_policies::eti::{CrcPoly, Eti, EtiConfig, GuardConfig, Guarded, Mbf, MbfConfig, Mhf, MhfConfig};
 use nand_hal::NandFlash;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 
 use crate::emulator::{Emulator, EmulatorConfig};
-use crate::memory::{FtlMemory, MapChoice};
-use crate::trace::{page_span, Compactor, Op, Request};
+use crate::memory::MapChoice;
+use crate::trace::Request;
 use device::Device;
 use metrics::Latencies;
-use report::{Report, RunStats};
+use report::Report;
 
 /// What the simulator reads from a classifier: a value sampled over time (ETI's extents in use) and
 /// its counters for the report's `features` object.
@@ -301,29 +296,19 @@ pub fn parse_features(s: &str) -> Result<Vec<Feature>, String> {
 
 /// Why the simulator does not run `cfg`'s combination of techniques, classifier, NV cache and map,
 /// or `None` when it does: the one place these refusals live, one message each. What the FTL
-/// stacks is [`ftl_core::ext::refusal`]'s decision (asked here, its reason passed on); the rest
-/// are the simulator's own. `simulate` returns the message as its error; `ftl-sim compare` prints
-/// it in the configuration's row.
+/// stacks is [`ftl_core::ext::refusal`]'s decision (asked here, its reason passed on word for
+/// word); the simulator runs every stack the FTL accepts and adds no refusal of its own.
+/// `simulate` returns the message as its error; `ftl-sim compare` prints it in the
+/// configuration's row.
 pub fn refusal(cfg: &SimConfig) -> Option<String> {
-    let flex = cfg.features.contains(&Feature::FlexEcc);
     let stack = ftl_core::Stack {
         wom: wom::enabled(cfg).is_some(),
         dedup: cfg.features.contains(&Feature::Dedup),
         nv_cache: cfg.nv_cache.is_some(),
-        flex_ecc: flex,
+        flex_ecc: cfg.features.contains(&Feature::FlexEcc),
     };
     if let Some(r) = ftl_core::ext::refusal(stack, matches!(cfg.map, MapChoice::Cached { .. })) {
         return Some(r.reason().to_string());
-    }
-    // The FTL stacks FlexECC with dedup, the NV cache and every classifier; the simulator's
-    // FlexECC run loop (a host cache manager over the device, a model disk, modelled bit errors
-    // and decodes, `flexecc.rs`) does not take them yet.
-    if flex && (cfg.features.len() > 1 || cfg.classifier != ClassifierKind::None || stack.nv_cache) {
-        return Some(
-            "flex-ecc runs alone in the simulator (no other feature, classifier or NV cache): its run loop \
-             with a host cache manager and a model disk does not take the others yet"
-                .into(),
-        );
     }
     None
 }
@@ -472,9 +457,32 @@ fn waf_series(samples: &[(u64, u64)], logical_pages: u32, points: usize) -> Vec<
     out
 }
 
-/// The simulator's policy bundle: no data codec (metadata-only), greedy GC.
-fn policies<K, L>(classifier: K, placement: L) -> Policies<NullCodec, K, Greedy, L> {
-    Policies { codec: NullCodec, classifier, victim: Greedy, placement }
+/// Runs `cfg` with `classifier` and `placement` (greedy GC) through the one run loop
+/// ([`pipeline`]), on the device and page codec the techniques need: the emulator and no data
+/// codec (metadata only), or with FlexECC its bit-error and decode model ([`ecc_model`]) in front
+/// of the emulator and its two-format codec. The emulator keeps page data where something reads
+/// it back (deduplication compares contents; a cached map reads its map pages).
+fn run_with<K: Classifier + Observed, L: Placement>(
+    cfg: &SimConfig,
+    classifier: K,
+    placement: L,
+    requests: impl Iterator<Item = Request>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<SimOutput, String> {
+    let store_data = cfg.features.contains(&Feature::Dedup) || matches!(cfg.map, MapChoice::Cached { .. });
+    let mut emu = emulator(cfg, store_data)?;
+    if !cfg.features.contains(&Feature::FlexEcc) {
+        let policies = Policies { codec: NullCodec, classifier, victim: Greedy, placement };
+        return pipeline::run(cfg, policies, &mut emu, None, requests, progress);
+    }
+    let fx = &cfg.flex;
+    let model = ecc_model::EccModel::new(&cfg.device.geometry, fx.rates, fx.timing, cfg.seed);
+    let mut nand = ecc_model::NoisyNand::new(&mut emu, model.clone());
+    nand.copy_back = fx.copy_back;
+    nand.decode_holds_lun = fx.decode_holds_lun;
+    let policies =
+        Policies { codec: ecc_model::ModelCodec::new(model.clone()), classifier, victim: Greedy, placement };
+    pipeline::run(cfg, policies, nand, Some(model), requests, progress)
 }
 
 /// Runs `requests` through a fresh device. `progress` is called every 4096 requests with the
@@ -492,9 +500,6 @@ pub fn simulate(
     if let Some(r) = refusal(cfg) {
         return Err(r);
     }
-    if cfg.features.contains(&Feature::FlexEcc) {
-        return flexecc::simulate_flex(cfg, requests, progress);
-    }
     let size = RequestSizeClassifier::default();
     if wom::enabled(cfg).is_some() {
         let size = RequestSizeClassifier { threshold_bytes: cfg.wom.hot_threshold_bytes };
@@ -504,13 +509,13 @@ pub fn simulate(
         // (the paper: "can be replaced by a better one") decides hot instead, with hot and cold
         // host streams (below).
         if matches!(classifier, ClassifierKind::None | ClassifierKind::Size) {
-            return simulate_with(cfg, policies(size, SingleHostStream), requests, progress);
+            return run_with(cfg, size, SingleHostStream, requests, progress);
         }
     }
     let o = cfg.classifier_opts;
     match classifier {
         // One stream: nothing to guard (`--guard` applies to the configurations with a classifier).
-        ClassifierKind::None => simulate_with(cfg, policies(size, SingleHostStream), requests, progress),
+        ClassifierKind::None => run_with(cfg, size, SingleHostStream, requests, progress),
         ClassifierKind::Size => separated(cfg, size, requests, progress),
         ClassifierKind::Eti => {
             let ecfg = EtiConfig {
@@ -549,7 +554,7 @@ fn separated<K: Classifier + Observed>(
 ) -> Result<SimOutput, String> {
     let o = cfg.classifier_opts;
     if !o.guard {
-        return simulate_with(cfg, policies(classifier, SeparateByTemperature), requests, progress);
+        return run_with(cfg, classifier, SeparateByTemperature, requests, progress);
     }
     let geo = cfg.device.geometry;
     let gcfg = GuardConfig {
@@ -562,7 +567,7 @@ fn separated<K: Classifier + Observed>(
     };
     let guarded = Guarded::<K, 32768, 1024>::new(classifier, gcfg)
         .map_err(|e| format!("guard configuration: {e:?}"))?;
-    simulate_with(cfg, policies(guarded, SeparateByTemperature), requests, progress)
+    run_with(cfg, guarded, SeparateByTemperature, requests, progress)
 }
 
 /// A run's emulator: `cfg`'s geometry, timing and channels, keeping page data only if
@@ -592,7 +597,7 @@ fn ftl_config(cfg: &SimConfig) -> Config {
 }
 
 /// Formats the FTL with the techniques `ext` stacks and sets `cfg`'s GC pacing: the one place
-/// the simulator opens an FTL (both run loops come through here).
+/// the simulator opens an FTL.
 fn open_ftl<'m, N: NandFlash, P: PolicySet, M: MappingTable>(
     cfg: &SimConfig,
     nand: N,
@@ -606,356 +611,6 @@ fn open_ftl<'m, N: NandFlash, P: PolicySet, M: MappingTable>(
         .map_err(|e| format!("cannot format the device at {}% over-provisioning: {e}", cfg.op_percent))?;
     ftl.set_gc_pacing(cfg.gc_pacing).map_err(|e| format!("gc pacing: {e}"))?;
     Ok(ftl)
-}
-
-fn simulate_with<P: PolicySet>(
-    cfg: &SimConfig,
-    policies: P,
-    requests: impl Iterator<Item = Request>,
-    progress: &mut dyn FnMut(u64),
-) -> Result<SimOutput, String>
-where
-    P::Classifier: Observed,
-{
-    let geo = cfg.device.geometry;
-    let page_bytes = geo.data_bytes as u64;
-    let dedup_on = cfg.features.contains(&Feature::Dedup);
-    // Deduplication hashes, compares and coalesces real page data; a cached map reads its map
-    // pages back.
-    let cached = matches!(cfg.map, MapChoice::Cached { .. });
-    let mut emu = emulator(cfg, dedup_on || cached)?;
-    let fcfg = ftl_config(cfg);
-    let mut mem = FtlMemory::with_map(&geo, &fcfg, cfg.map);
-    let (map, m) = mem.parts();
-    let mut reuse_buffers = wom::ReuseBuffers::new(&geo);
-    let mut wom_codec = wom::SimulatedWom::new(&geo, 0, cfg.wom.success_permille, cfg.wom.attempts, cfg.seed)
-        .with_compute_ns(cfg.wom.encode_ns, cfg.wom.decode_ns);
-    let wom_cfg = wom::enabled(cfg).map(|(prefetch, same_plane)| ftl_core::reuse::ReuseConfig {
-        prefetch,
-        same_plane,
-        recycle_max_valid_permille: cfg.wom.recycle_max_valid_permille,
-        retry_new_pair: cfg.wom.retry_new_pair,
-        ..ftl_core::reuse::ReuseConfig::paper(&geo, &fcfg)
-    });
-    let wom_r = (
-        ftl_core::reuse::ReuseConfig::paper_r_blocks(&geo, &fcfg),
-        ftl_core::reuse::ReuseConfig::reserve_blocks(&geo, &fcfg),
-    );
-    let mut dbufs = dedup_on.then(|| {
-        crate::dedup_memory::DedupBuffers::<{ dedup::BUCKET_ENTRIES }>::new(
-            cfg.dedup.sizes(fcfg.logical_pages, geo.data_bytes),
-        )
-    });
-    let (mut dindex, dmem) = match dbufs.as_mut() {
-        Some(b) => {
-            let (i, m) = b.parts(cfg.dedup.prehash, ftl_policies::dedup::Accel::ALL);
-            (Some(i), Some(m))
-        }
-        None => (None, None),
-    };
-    let mut dsim = dedup_on.then(|| dedup::DedupSim::new(cfg.dedup, fcfg.logical_pages, geo.data_bytes));
-    let mut wbuf = cfg.write_buffer_bytes.map(|b| write_buffer::WriteBuffer::new(b / page_bytes));
-    // With the write buffer, hashing is on the clock page by page (dedup::TimedIndex); without
-    // it, a write's hashing time is added to its completion (the model of docs/eval/dedup).
-    let hash_delay = Arc::new(AtomicU64::new(0));
-    let index_shared = Arc::new(Mutex::new(dedup::IndexShared::default()));
-    let mut timed = dindex.as_mut().map(|i| {
-        dedup::TimedIndex::new(i, hash_delay.clone(), cfg.dedup.mhz, page_bytes, index_shared.clone())
-    });
-    let index = timed.as_mut().map(|t| t as &mut dyn ftl_core::dedup::ContentIndex);
-    if let Some(d) = dsim.as_mut() {
-        d.set_index_shared(index_shared.clone());
-    }
-    let mut nv_mem = cfg.nv_cache.map(|s| cdm::SimNvCache::new(s, geo.data_bytes)).transpose()?;
-    // The techniques this run stacks (ftl_core::ext decides what combines).
-    let mut ext = ftl_core::Extensions::none();
-    if let Some(rc) = wom_cfg {
-        emu.set_compute_source(Some(wom_codec.compute_source()));
-        let slots = rc.prefetch && cfg.wom.prefetch_slots;
-        ext = ext.reuse(reuse_buffers.reuse(&mut wom_codec, rc, slots));
-    }
-    if let Some(c) = nv_mem.as_mut() {
-        ext = ext.cache(c.cache()?);
-    }
-    if let (Some(index), Some(memory)) = (index, dmem) {
-        ext = ext.dedup(ftl_core::dedup::Dedup { memory, index, settings: cfg.dedup.settings() });
-    }
-    let mut ftl = open_ftl(cfg, &mut emu, policies, map, m, fcfg, ext)?;
-    let mut nv_run = cdm::NvRun::default();
-    let n = fcfg.logical_pages;
-    let mut buf = vec![0u8; page_bytes as usize * 64];
-
-    // Preconditioning (unmeasured).
-    if cfg.precondition != Precondition::None {
-        let chunk = 64u32;
-        let mut lpn = 0;
-        while lpn < n {
-            let k = chunk.min(n - lpn);
-            // With deduplication, every preconditioned page gets unique content (a full drive
-            // of distinct data), not one all-zero content shared by the whole device.
-            if let Some(d) = dsim.as_mut() {
-                for (i, page) in
-                    buf[..(k as u64 * page_bytes) as usize].chunks_exact_mut(page_bytes as usize).enumerate()
-                {
-                    d.fill_and_count(lpn + i as u32, None, page);
-                }
-            }
-            ftl.write(lpn, &buf[..(k as u64 * page_bytes) as usize])
-                .map_err(|e| format!("precondition: {e}"))?;
-            lpn += k;
-        }
-        if let Precondition::SequentialRandom { passes } = cfg.precondition {
-            let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
-            for _ in 0..(passes * n as f64) as u64 {
-                let l = rng.random_range(0..n);
-                if let Some(d) = dsim.as_mut() {
-                    d.fill_and_count(l, None, &mut buf[..page_bytes as usize]);
-                }
-                ftl.write(l, &buf[..page_bytes as usize]).map_err(|e| format!("precondition: {e}"))?;
-            }
-        }
-    }
-    ftl.reset_counters();
-    ftl.reset_nv_counters();
-    if let Some(d) = dsim.as_mut() {
-        d.start_measuring(&ftl);
-    }
-    if wbuf.is_some() && dedup_on {
-        ftl.nand_mut().set_delay_source(Some(hash_delay.clone()));
-    }
-    let erase_base: Vec<u32> = ftl.nand().erase_counts().to_vec();
-    // The lifetime run's end: every block's rated endurance spent on average.
-    let worn_at =
-        cfg.until_worn_permille.map(|p| geo.endurance as u64 * geo.total_blocks() as u64 * p as u64 / 1000);
-    let erased_before: u64 = erase_base.iter().map(|&e| e as u64).sum();
-    let t0 = ftl.nand().idle_at_ns();
-
-    let mut read_latency = Latencies::default();
-    let mut write_latency = Latencies::default();
-    let mut compactor = Compactor::new();
-    let qd = cfg.queue_depth.max(1) as usize;
-    // Completion times of the requests in flight, earliest first.
-    let mut inflight: BinaryHeap<Reverse<u64>> = BinaryHeap::with_capacity(qd);
-    let mut first_time: Option<u64> = None;
-    let mut lpns: Vec<u32> = Vec::new();
-    let mut requests_done = 0u64;
-    let mut rmw_pages = 0u64;
-    let sample_every = (n as u64 / 50).max(1);
-    let mut next_sample = sample_every;
-    let mut samples: Vec<(u64, u64)> = Vec::new();
-    let mut classifier_series: Vec<(f64, u64)> = Vec::new();
-    let mut last_time = t0;
-    let wall = Instant::now();
-
-    for req in requests {
-        if cfg.write_limit_pages.is_some_and(|l| ftl.counters().host_write_pages >= l) {
-            break;
-        }
-        if worn_at.is_some_and(|w| erased_before + ftl.counters().nand_erases >= w) {
-            break;
-        }
-        let Some(span) = page_span(req.offset, req.len, page_bytes) else {
-            continue;
-        };
-        lpns.clear();
-        for p in span.first_page..span.first_page + span.pages {
-            let l = match cfg.address {
-                AddressMode::Strict => p,
-                AddressMode::Wrap => p % n as u64,
-                AddressMode::Compact => compactor.map(p),
-            };
-            if l >= n as u64 {
-                return Err(match cfg.address {
-                    AddressMode::Compact => format!(
-                        "the trace touches more than the device's {n} logical pages; use a larger device or --wrap"
-                    ),
-                    _ => format!(
-                        "request at byte offset {} (page {p}) is beyond the device's {n} logical pages; \
-                         use --compact or --wrap",
-                        req.offset
-                    ),
-                });
-            }
-            lpns.push(l as u32);
-        }
-        let arrival = match (cfg.open_loop, req.time_ns) {
-            (true, Some(t)) => {
-                let base = *first_time.get_or_insert(t);
-                t0 + t.saturating_sub(base)
-            }
-            _ => {
-                if inflight.len() == qd {
-                    inflight.pop().map_or(last_time, |Reverse(t)| t)
-                } else {
-                    last_time.max(t0)
-                }
-            }
-        };
-        let nv_before = ftl.nv_counters();
-        if let Some(d) = dsim.as_mut() {
-            d.idle_time(&mut ftl, arrival)?;
-        }
-        // With the write buffer: reads of buffered pages are served from it; the request enters
-        // the buffer when its pages fit, and its flash work starts then (a write's once the hash
-        // processor is free too).
-        let (mut admitted, mut issue_at, mut buffer_view) = (arrival, arrival, None);
-        if let Some(wb) = wbuf.as_mut() {
-            if req.op == Op::Read {
-                lpns.retain(|&l| !wb.holds(l, arrival));
-            }
-            admitted = wb.admit(arrival, lpns.len() as u64);
-            buffer_view = Some((wb.occupied_at(admitted), wb.capacity()));
-            issue_at = if req.op == Op::Write { wb.issue_at(admitted) } else { admitted };
-        }
-        if let (Some(d), Op::Write) = (dsim.as_mut(), req.op) {
-            d.before_write(&mut ftl, arrival, lpns.len() as u64, buffer_view);
-        }
-        hash_delay.store(0, Ordering::Relaxed);
-        let emu = ftl.nand_mut();
-        emu.set_now_ns(issue_at);
-        emu.open_window();
-        let mut run_start = 0;
-        while run_start < lpns.len() {
-            let mut run_end = run_start + 1;
-            while run_end < lpns.len() && lpns[run_end] == lpns[run_end - 1] + 1 {
-                run_end += 1;
-            }
-            let k = run_end - run_start;
-            if buf.len() < k * page_bytes as usize {
-                buf.resize(k * page_bytes as usize, 0);
-            }
-            let data = &mut buf[..k * page_bytes as usize];
-            let first = lpns[run_start];
-            match req.op {
-                Op::Read => ftl.read(first, data).map_err(|e| format!("read of page {first}: {e}"))?,
-                Op::Write => {
-                    if let Some(d) = dsim.as_mut() {
-                        for (i, page) in data.chunks_exact_mut(page_bytes as usize).enumerate() {
-                            let j = run_start + i;
-                            let c =
-                                req.content.as_ref().and_then(|c| c.get(j.min(c.len().saturating_sub(1))));
-                            d.fill_and_count(lpns[j], c.copied(), page);
-                        }
-                    }
-                    let head = span.partial_head && run_start == 0;
-                    let tail = span.partial_tail && run_end == lpns.len();
-                    for (partial, l) in [(head, first), (tail && !(head && k == 1), lpns[run_end - 1])] {
-                        if partial {
-                            rmw_pages += 1;
-                            ftl.read(l, &mut data[..page_bytes as usize])
-                                .map_err(|e| format!("read-modify-write of page {l}: {e}"))?;
-                        }
-                    }
-                    ftl.write(first, data).map_err(|e| format!("write of page {first}: {e}"))?;
-                }
-            }
-            run_start = run_end;
-        }
-        let nv_ns =
-            nv_run.request(nv_before, ftl.nv_counters(), ftl.nv_cache().map_or(0, |c| c.only_copies()));
-        let mut done = ftl.nand().window_completion_ns() + nv_ns;
-        // Decoding after the request's last read (a host read of a second write).
-        let compute = ftl.nand_mut().take_compute_ns();
-        if compute > 0 {
-            done = done.max(ftl.nand().last_op_completion_ns() + compute);
-        }
-        let mut hash_ns = 0;
-        if let (Some(d), Op::Write) = (dsim.as_mut(), req.op) {
-            hash_ns = d.after_write(&ftl, done, lpns.len() as u64);
-            if wbuf.is_some() {
-                // The hashing delayed the operations issued after it; a request hashed but not
-                // written (all duplicates) is done when its hashing is.
-                // Later work (idle-time passes, the next request) starts from a zero delay.
-                hash_ns = hash_delay.swap(0, Ordering::Relaxed);
-                done = done.max(issue_at + hash_ns);
-            } else {
-                done += hash_ns;
-            }
-        }
-        if let Some(d) = dsim.as_mut() {
-            d.note_done(done);
-        }
-        // The host sees a buffered write complete when it was admitted; the device is busy with
-        // it (and its pages stay buffered) until `done`.
-        let host_done = match (wbuf.as_mut(), req.op) {
-            (Some(wb), Op::Write) => {
-                wb.hold(done, lpns.len() as u64, &lpns, Some(issue_at + hash_ns));
-                admitted
-            }
-            (Some(wb), Op::Read) => {
-                wb.hold(done, lpns.len() as u64, &[], None);
-                done
-            }
-            (None, _) => done,
-        };
-        let latency = host_done - arrival;
-        // Background work after the request: the prefetch of the next pair of invalid pages
-        // (its reads queue on the planes and delay only requests that arrive meanwhile).
-        if wom_cfg.is_some_and(|c| c.prefetch) {
-            ftl.prefetch_second_write().map_err(|e| format!("prefetch: {e}"))?;
-        }
-        match req.op {
-            Op::Read => read_latency.push(latency),
-            Op::Write => write_latency.push(latency),
-        }
-        inflight.push(Reverse(host_done));
-        last_time = last_time.max(arrival);
-        requests_done += 1;
-        if requests_done.is_multiple_of(4096) {
-            progress(requests_done);
-        }
-        let c = ftl.counters();
-        if c.host_write_pages >= next_sample {
-            let hw = c.host_write_pages;
-            samples.push((hw, c.nand_programs));
-            next_sample += sample_every;
-            if let Some(v) = ftl.policies_mut().classifier().series_value() {
-                classifier_series.push((hw as f64 / n as f64, v));
-            }
-        }
-    }
-    let mut dedup_report = None;
-    if let Some(d) = dsim.as_mut() {
-        d.finish(&mut ftl)?;
-        dedup_report = Some(d.report(&ftl));
-    }
-    let wall_s = wall.elapsed().as_secs_f64();
-    let waf_series = waf_series(&samples, n, 200);
-    let end_time = ftl.nand().idle_at_ns().max(last_time);
-    let c = *ftl.counters();
-    let erase_counts =
-        report::erases_since(ftl.leveled_erase_counts(), ftl.nand().erase_counts(), &erase_base);
-    let features = ftl
-        .policies_mut()
-        .classifier()
-        .feature_report()
-        .into_iter()
-        .chain(ftl.reuse_stats().map(|s| ("wom".to_string(), wom::report(&s, &wom_cfg, &cfg.wom, wom_r))))
-        .chain(dedup_report.map(|r| ("dedup".to_string(), r)))
-        .collect();
-    let mut report = Report::from_run(RunStats {
-        cfg,
-        logical_pages: n,
-        requests: requests_done,
-        host_read_pages: c.host_read_pages,
-        host_write_pages: c.host_write_pages,
-        rmw_pages,
-        counters: c,
-        erase_counts: &erase_counts,
-        read_latency: &mut read_latency,
-        write_latency: &mut write_latency,
-        simulated_ns: end_time.saturating_sub(t0),
-        wall_seconds: wall_s,
-        ftl_ram_bytes: ftl.ram_bytes(),
-        features,
-    });
-    if let (Some(spec), Some(c), Some(nv)) = (cfg.nv_cache, ftl.nv_counters(), ftl.nv_cache()) {
-        let (k, v) = nv_run.report(&spec, geo.data_bytes, &c, nv.only_copies());
-        report.features.insert(k, v);
-    }
-    let step = classifier_series.len().div_ceil(200).max(1);
-    let classifier_series: Vec<(f64, u64)> = classifier_series.into_iter().step_by(step).collect();
-    Ok(SimOutput { report, erase_counts, waf_series, classifier_series, read_latency, write_latency })
 }
 
 #[cfg(test)]
