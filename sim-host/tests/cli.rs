@@ -268,8 +268,8 @@ fn random_read_iops_scale_over_luns_with_lun_queues() {
 }
 
 /// Techniques stack in one run (issue #17): dedup with the NV cache (both report their work),
-/// second writes under ETI's classifier (they happen); a pair the FTL refuses fails with the
-/// library's reason.
+/// second writes under ETI's classifier and with the NV cache (they happen); a pair the FTL
+/// refuses fails with the library's reason.
 #[test]
 fn stacked_features_run_and_refusals_name_their_reason() {
     let r = run_and_check(
@@ -307,18 +307,26 @@ fn stacked_features_run_and_refusals_name_their_reason() {
     );
     assert!(r["features"]["wom"]["second_writes"].as_u64().unwrap() > 1000, "{}", r["features"]);
     assert!(r["features"]["eti"]["requests"].as_u64().unwrap() > 0, "{}", r["features"]);
-    fails_with(
+    // wom stacks with the NV cache: both report, and second writes still happen.
+    let r = run_and_check(
+        "stack-wom-cdm",
         &[
-            "run",
             "--device",
             "wom",
             "--workload",
-            "uniform",
+            "zipf:1",
+            "--writes",
+            "200000",
             "--features",
             "wom+cdm",
             "--nv-cache-pages",
             "64",
         ],
-        ftl_core::Refusal::WomWithNvCache.reason(),
+    );
+    assert!(r["features"]["wom"]["second_writes"].as_u64().unwrap() > 100, "{}", r["features"]);
+    assert!(r["features"]["cdm"]["write_inserts"].as_u64().unwrap() > 0, "{}", r["features"]);
+    fails_with(
+        &["run", "--device", "wom", "--workload", "uniform", "--features", "wom+dedup"],
+        ftl_core::Refusal::WomWithDedup.reason(),
     );
 }

@@ -13,6 +13,9 @@
 //! - Deterministic checks: the configuration reaches drops and write-backs; `basic` programs
 //!   exactly what the FTL without a cache programs (no removable state); CDM copies fewer pages;
 //!   the map points into the cache after a drop, across a checkpoint and a cut.
+//! - `second_writes` (with `wom`, issue #17): second writes stacked on the cache, the same model
+//!   proptest with NAND and NVM cuts, random cuts that reach second writes, drops and
+//!   write-backs (`FTL_WOM_CDM_SEEDS`, default 20), and a clean mount keeping every slot clean.
 //!
 //! `PROPTEST_CASES` sets the case count (default 300).
 
@@ -26,7 +29,7 @@ use ftl_core::policy::DefaultPolicies;
 use ftl_core::{Config, Error, Extensions, Ftl};
 use ftl_tests::{
     fill_page, geometry, identify, is_power_loss, session, settle_all, verify_all, Ctx, CutControl, Found,
-    Log, Model, Op, Outcome, TestFtl,
+    Log, Model, Op, Outcome, TestFtl, WomParts,
 };
 use nand_hal::{BlockId, ErrorKind, ErrorType, Geometry, NandFlash, PageId};
 use proptest::prelude::*;
@@ -109,6 +112,9 @@ impl NandFlash for Device<'_> {
     fn mark_bad(&mut self, block: BlockId) -> Result<(), EmuError> {
         self.emu.mark_bad(block)
     }
+    fn program_multi(&mut self, ops: &[nand_hal::ProgramOp<'_>]) -> Result<(), (usize, EmuError)> {
+        self.emu.program_multi(ops)
+    }
 }
 
 impl CutControl for Device<'_> {
@@ -134,12 +140,15 @@ struct CdmEnv {
     cache_cfg: NvCacheConfig,
     model: Model,
     log: Log,
+    /// Second writes stacked on the cache (`cdm_with_second_writes_matches_model`).
+    wom: Option<WomParts>,
     cuts: u32,
     mount_cuts: u32,
     /// Counter sums over every FTL instance: (gc drops, write-backs, evictions, gc copies).
     drops: u64,
     write_backs: u64,
     evictions: u64,
+    second_writes: u64,
 }
 
 type CdmFtl<'a> = TestFtl<'a, Device<'a>>;
@@ -158,11 +167,13 @@ impl CdmEnv {
             cache_cfg,
             model: Model::new(cfg.logical_pages),
             log: Log::default(),
+            wom: None,
             cuts: 0,
             mount_cuts: 0,
             drops: 0,
             write_backs: 0,
             evictions: 0,
+            second_writes: 0,
         }
     }
 
@@ -201,14 +212,15 @@ impl CdmEnv {
                     } else {
                         self.nvm.with(|r| r.schedule_power_cut(m as u64 / 2));
                     }
-                    let r = mount_dev(
+                    let r = open_dev(
                         &mut self.emu,
                         &mut self.nvm,
                         &mut self.mem,
                         &mut self.slots,
                         &mut self.index,
-                        self.cfg,
-                        self.cache_cfg,
+                        (self.cfg, self.cache_cfg),
+                        self.wom.as_mut(),
+                        false,
                     )
                     .map(drop);
                     match r {
@@ -224,10 +236,8 @@ impl CdmEnv {
             }
             let (emu, nvm, mem, slots, index) =
                 (&mut self.emu, &mut self.nvm, &mut self.mem, &mut self.slots, &mut self.index);
-            let made = match next {
-                Next::Format => format_dev(emu, nvm, mem, slots, index, self.cfg, self.cache_cfg),
-                _ => mount_dev(emu, nvm, mem, slots, index, self.cfg, self.cache_cfg),
-            };
+            let cfgs = (self.cfg, self.cache_cfg);
+            let made = open_dev(emu, nvm, mem, slots, index, cfgs, self.wom.as_mut(), next == Next::Format);
             let mut ftl = match made {
                 Ok(f) => f,
                 // A cut still pending from the session fired in a clean mount.
@@ -252,6 +262,7 @@ impl CdmEnv {
                 self.write_backs += c.write_backs;
                 self.evictions += c.evictions;
             }
+            self.second_writes += second_writes(&ftl);
             match outcome {
                 Outcome::Cut => {
                     self.log.push("power cut".into());
@@ -272,14 +283,15 @@ impl CdmEnv {
                     verify_all(&mut ftl, &self.model)?.map_err(|_| "cut in the final check".to_string())?;
                     ftl.unmount().map_err(|e| format!("final unmount: {e:?}"))?;
                     self.model.flush();
-                    let mut f = mount_dev(
+                    let mut f = open_dev(
                         &mut self.emu,
                         &mut self.nvm,
                         &mut self.mem,
                         &mut self.slots,
                         &mut self.index,
-                        self.cfg,
-                        self.cache_cfg,
+                        (self.cfg, self.cache_cfg),
+                        self.wom.as_mut(),
+                        false,
                     )
                     .map_err(|e| format!("mount after the final unmount: {e:?}"))?;
                     verify_all(&mut f, &self.model)?.map_err(|_| "cut in the final check".to_string())?;
@@ -308,16 +320,7 @@ fn format_dev<'a>(
     cfg: Config,
     cc: NvCacheConfig,
 ) -> Result<CdmFtl<'a>, Error> {
-    let dev = Device { emu, nvm: nvm.clone() };
-    let (map, m) = mem.parts();
-    Ftl::format_with(
-        dev,
-        DefaultPolicies::default(),
-        map,
-        m,
-        cfg,
-        Extensions::none().cache(cache(nvm, slots, index, cc)),
-    )
+    open_dev(emu, nvm, mem, slots, index, (cfg, cc), None, true)
 }
 
 fn mount_dev<'a>(
@@ -329,16 +332,44 @@ fn mount_dev<'a>(
     cfg: Config,
     cc: NvCacheConfig,
 ) -> Result<CdmFtl<'a>, Error> {
+    open_dev(emu, nvm, mem, slots, index, (cfg, cc), None, false)
+}
+
+/// Formats (`format`) or mounts with the cache attached, and second writes if `wom` is given.
+#[allow(clippy::too_many_arguments)]
+fn open_dev<'a>(
+    emu: &'a mut Emulator,
+    nvm: &'a mut SharedNvm,
+    mem: &'a mut FtlMemory,
+    slots: &'a mut [Slot],
+    index: &'a mut [u32],
+    (cfg, cc): (Config, NvCacheConfig),
+    wom: Option<&'a mut WomParts>,
+    format: bool,
+) -> Result<CdmFtl<'a>, Error> {
     let dev = Device { emu, nvm: nvm.clone() };
     let (map, m) = mem.parts();
-    Ftl::mount_with(
-        dev,
-        DefaultPolicies::default(),
-        map,
-        m,
-        cfg,
-        Extensions::none().cache(cache(nvm, slots, index, cc)),
-    )
+    let ext = with_wom(Extensions::none().cache(cache(nvm, slots, index, cc)), wom);
+    if format {
+        Ftl::format_with(dev, DefaultPolicies::default(), map, m, cfg, ext)
+    } else {
+        Ftl::mount_with(dev, DefaultPolicies::default(), map, m, cfg, ext)
+    }
+}
+
+/// `ext` with second writes stacked, if `wom` is given.
+#[cfg(feature = "wom")]
+fn with_wom<'a>(ext: Extensions<'a>, wom: Option<&'a mut WomParts>) -> Extensions<'a> {
+    match wom {
+        Some(w) => ext.reuse(w.buffers.reuse(&mut *w.codec, w.config, w.slots)),
+        None => ext,
+    }
+}
+
+/// Without feature `wom` no `WomParts` value exists.
+#[cfg(not(feature = "wom"))]
+fn with_wom<'a>(ext: Extensions<'a>, _wom: Option<&'a mut WomParts>) -> Extensions<'a> {
+    ext
 }
 
 fn emulator(torn: f64, erase: f64) -> Emulator {
@@ -799,4 +830,163 @@ fn clean_read_fill_never_programs_on_reads() {
     }
     assert_eq!(reads_programmed[0], 0);
     assert!(reads_programmed[1] > 0);
+}
+
+/// Second writes an FTL made (0 without feature `wom`).
+#[cfg(feature = "wom")]
+fn second_writes(ftl: &CdmFtl<'_>) -> u64 {
+    ftl.reuse_stats().map_or(0, |s| s.second_writes)
+}
+
+#[cfg(not(feature = "wom"))]
+fn second_writes(_ftl: &CdmFtl<'_>) -> u64 {
+    0
+}
+
+/// Second writes (wom) stacked on the NV cache (issue #17): the same model, cuts (NAND and NVM,
+/// recovery mounts cut too) and remounts. A second write gives the cache its copy like a first
+/// write, and mount's reconciliation reads a second write's sequence number and data through
+/// the second-write path (before, the pair was refused).
+#[cfg(feature = "wom")]
+mod second_writes {
+    use ftl_core::reuse::ReuseConfig;
+    use nand_hal::EccRequirement;
+    use sim_host::sim::wom::{polar_wom, ReuseBuffers};
+
+    use super::*;
+
+    /// Out-of-order programming, NOP 4, room in the spare for second-write metadata: the wom
+    /// tests' small device (8 pages per block, 12 blocks per plane, 2 planes, 32 logical pages).
+    fn wom_config() -> (Geometry, Config) {
+        let geo = Geometry {
+            data_bytes: 4096,
+            spare_bytes: 368,
+            pages_per_block: 8,
+            blocks_per_plane: 12,
+            planes_per_lun: 2,
+            luns: 1,
+            nop: 4,
+            sequential_program: false,
+            ecc: EccRequirement { bits: 8, codeword_bytes: 512 },
+            endurance: 100_000,
+        };
+        let mut cfg = Config::with_logical_pages(&geo, 32);
+        cfg.checkpoint_interval_blocks = 4;
+        cfg.mount_pool_blocks = 0;
+        (geo, cfg)
+    }
+
+    fn wom_env(slots: u32, cc: NvCacheConfig, torn: f64, seed: u64) -> CdmEnv {
+        let (geo, cfg) = wom_config();
+        let faults =
+            FaultConfig { torn_fraction: torn, partial_erase_fraction: 0.5, ..FaultConfig::default() };
+        let emu =
+            Emulator::new(EmulatorConfig { faults, seed, reject_set_bits: true, ..EmulatorConfig::new(geo) })
+                .unwrap();
+        let mut env = CdmEnv::new(emu, cfg, slots, cc, seed);
+        let mut config = ReuseConfig::paper(&geo, &cfg);
+        config.gc_threshold = 8;
+        let codec = Box::new(polar_wom(&geo, 4, 16, 2).unwrap());
+        env.wom = Some(WomParts { codec, buffers: ReuseBuffers::new(&geo), config, slots: false });
+        env
+    }
+
+    fn ops_with_prelude(seed: u64, ops: Vec<Op>) -> Vec<Op> {
+        let mut all = vec![Op::Write { lpn: 0, pages: 32 }];
+        let mut x = seed;
+        for _ in 0..100 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            all.push(Op::Write { lpn: (x >> 33) as u32 % 32, pages: 1 });
+            all.push(Op::Read { lpn: (x >> 13) as u32 % 32, pages: 1 });
+        }
+        all.push(Op::Flush);
+        all.extend(ops);
+        all
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: ftl_tests::proptest_cases(100),
+            max_shrink_iters: 1024,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        /// `cdm_matches_model` with second writes on.
+        #[test]
+        fn cdm_with_second_writes_matches_model(
+            ops in proptest::collection::vec(op(32), 1..300),
+            slots in 1..=16u32,
+            read_fill in prop_oneof![Just(ReadFill::Lru), Just(ReadFill::Clean), Just(ReadFill::Off)],
+            basic in proptest::bool::weighted(0.2),
+            write_back in proptest::bool::weighted(0.35),
+            torn in prop_oneof![Just(0.5), Just(0.99), Just(0.01)],
+            seed in any::<u64>(),
+        ) {
+            let policy = if basic { NvPolicy::Basic } else { NvPolicy::Cdm };
+            let mut env = wom_env(slots, NvCacheConfig { policy, read_fill, write_back }, torn, seed);
+            env.run(&ops_with_prelude(seed, ops)).map_err(TestCaseError::fail)?;
+            prop_assert_eq!(env.emu.counters().rejected, 0);
+        }
+    }
+
+    /// After a clean unmount every cached page equals its flash copy, so mount keeps each slot as
+    /// a clean copy and none as an only copy: reconciliation reads a second write's sequence number
+    /// and data through the second-write path, and a first write unscrambled.
+    #[test]
+    fn clean_mount_keeps_cached_pages_clean_under_second_writes() {
+        let mut env = wom_env(16, NvCacheConfig::new(NvPolicy::Basic), 0.5, 3);
+        env.run(&ops_with_prelude(3, vec![])).unwrap();
+        assert!(env.second_writes > 20, "{}", env.second_writes);
+        let f = open_dev(
+            &mut env.emu,
+            &mut env.nvm,
+            &mut env.mem,
+            &mut env.slots,
+            &mut env.index,
+            (env.cfg, env.cache_cfg),
+            env.wom.as_mut(),
+            false,
+        )
+        .unwrap();
+        let c = f.nv_counters().unwrap();
+        assert!(c.mount_restored >= 8 && c.mount_only_copy == 0 && c.mount_stale == 0, "{c:?}");
+    }
+
+    /// The stack's configuration reaches second writes, GC drops and write-backs, under random
+    /// cuts (`FTL_WOM_CDM_SEEDS` seeds, default 20).
+    #[test]
+    fn random_cuts_reach_second_writes_drops_and_write_backs() {
+        let seeds: u64 = std::env::var("FTL_WOM_CDM_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+        let (mut second, mut drops, mut write_backs, mut cuts) = (0, 0, 0, 0);
+        for seed in 1..=seeds {
+            let mut rng = ftl_tests::Rng::new(seed ^ 0x5EC0);
+            let mut ops = ftl_tests::random_workload(&mut rng, 32, 400);
+            for i in (0..ops.len()).step_by(97) {
+                ops.insert(
+                    i,
+                    Op::Cut {
+                        after: 50 + (seed as u32 * 37 + i as u32) % 300,
+                        mount_after: (i % 3 == 0).then_some(i as u32 % 60),
+                    },
+                );
+            }
+            let write_back = seed % 3 == 0;
+            let cc = NvCacheConfig { write_back, ..NvCacheConfig::new(NvPolicy::Cdm) };
+            let mut env = wom_env(8, cc, [0.5, 0.99, 0.01][seed as usize % 3], seed);
+            env.run(&ops_with_prelude(seed, ops)).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            assert_eq!(env.emu.counters().rejected, 0, "seed {seed}");
+            (second, drops, write_backs, cuts) = (
+                second + env.second_writes,
+                drops + env.drops,
+                write_backs + env.write_backs,
+                cuts + env.cuts,
+            );
+        }
+        eprintln!("{second} second writes, {drops} drops, {write_backs} write-backs, {cuts} cuts");
+        assert!(
+            second > 20 * seeds && drops > 0 && write_backs > 0 && cuts as u64 > seeds,
+            "{second} {drops} {write_backs} {cuts}"
+        );
+    }
 }

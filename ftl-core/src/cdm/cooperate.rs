@@ -257,7 +257,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             }
             let lpn = nv.lpn_of(s);
             let Some(p) = self.map.get(lpn) else { continue };
-            if self.geo.block_of(p) != b || !self.is_valid_page(p) {
+            // A second write (wom) has two halves in two blocks; GC moves it whole.
+            if self.geo.block_of(p) != b || !self.is_valid_page(p) || self.reuse_is_second(p) {
                 continue;
             }
             self.map.set(lpn, None);
@@ -390,6 +391,14 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         if !self.geo.contains_page(p) || self.blocks.state(self.geo.block_of(p)) != BlockState::Used {
             return Ok(Verdict::OnlyCopy);
         }
+        // With second writes, the page is read as a host read reads it (decoded or unscrambled).
+        if let Some(copy) = self.reuse_flash_copy(lpn, p)? {
+            return Ok(match copy {
+                None => Verdict::OnlyCopy,
+                Some(fseq) if fseq > seq => Verdict::Stale,
+                Some(_) => self.nv_same_data(s)?,
+            });
+        }
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
         self.counters.nand_reads += 1;
@@ -412,6 +421,12 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                 return Ok(Verdict::OnlyCopy);
             }
         }
+        self.nv_same_data(s)
+    }
+
+    /// Clean if slot `s` holds the data in the page buffer's data area, else the only copy.
+    fn nv_same_data(&mut self, s: u32) -> Result<Verdict, Error> {
+        let d = self.geo.data_bytes as usize;
         let mut chunk = [0u8; 64];
         let mut at = 0usize;
         while at < d {

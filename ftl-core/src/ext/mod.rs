@@ -8,8 +8,8 @@
 //!
 //! **What combines** ([`Refusal`], checked before anything is written): every technique runs with
 //! every classifier and page codec, and deduplication, the NV cache and FlexECC stack in any
-//! subset. Second writes run with neither of the other three, and no technique runs on a
-//! flash-resident map (each refusal's reason is on its variant).
+//! subset; second writes stack with the NV cache, not with deduplication or FlexECC, and no
+//! technique runs on a flash-resident map (each refusal's reason is on its variant).
 //!
 //! **Stacking order** (the precedence, written here and nowhere else). Host read: the NV cache
 //! serves a cached page first; otherwise second writes read their own pages; otherwise
@@ -21,10 +21,12 @@
 //! then goes to a write-through NV cache. FlexECC only chooses the page format: of host pages
 //! (by the write's intent) and of GC's copies (kept, or dropped to detect-only after a
 //! flush-read); every other page is written correcting. GC: the NV cache drops the clean pages it
-//! holds before a victim is moved; second writes decide recycle or
+//! holds before a victim is moved (not a second write, whose two halves move together); second
+//! writes decide recycle or
 //! erase for the victim; a page is moved as a second write, a shared page or a plain page.
 //! Mount: second writes survey and scan their blocks, replay applies every technique's records in
-//! sequence order, the NV cache is reconciled with the replayed map, then valid counts are rebuilt
+//! sequence order, the NV cache is reconciled with the replayed map (a flash copy read the way a
+//! host read reads it: second writes decoded, first writes unscrambled), then valid counts are rebuilt
 //! (the core's, second writes', deduplication's).
 //!
 //! Each technique's hooks live in its own module (`reuse`, `dedup`, `cdm`, `intent`); the
@@ -51,10 +53,6 @@ pub enum Refusal {
     /// GC recycles its blocks in place, while a shared page's references and relocation records
     /// name physical pages that recycling would reuse under them. Not ported.
     WomWithDedup,
-    /// Second writes with the NV cache: the cache's mount reconciliation compares sequence
-    /// numbers in first-write metadata, and a second write keeps its own in the second-write
-    /// metadata. Not ported.
-    WomWithNvCache,
     /// Second writes with FlexECC: a second write replaces the page codec by the WOM code and its
     /// CRC, so there is no per-page codec format to switch.
     WomWithFlexEcc,
@@ -69,9 +67,6 @@ impl Refusal {
         match self {
             Refusal::WomWithDedup => {
                 "wom with dedup: second writes recycle blocks in place under shared pages' physical references (not ported)"
-            }
-            Refusal::WomWithNvCache => {
-                "wom with an NV cache: the cache's mount reconciliation cannot read second writes' sequence numbers (not ported)"
             }
             Refusal::WomWithFlexEcc => {
                 "wom with flex-ecc: a second write replaces the page codec, so there is no page format to switch"
@@ -114,9 +109,6 @@ pub const fn refusal(stack: Stack, flash_map: bool) -> Option<Refusal> {
     }
     if stack.wom && stack.dedup {
         return Some(Refusal::WomWithDedup);
-    }
-    if stack.wom && stack.nv_cache {
-        return Some(Refusal::WomWithNvCache);
     }
     if stack.wom && stack.flex_ecc {
         return Some(Refusal::WomWithFlexEcc);

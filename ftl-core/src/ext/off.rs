@@ -3,10 +3,12 @@
 //! hook unconditionally. The hooks of a technique that is on live in its own module, next to
 //! its state; their contracts are documented there.
 
+#[cfg(not(all(feature = "wom", feature = "cdm")))]
+use nand_hal::BlockId;
 #[cfg(not(all(feature = "wom", feature = "dedup", feature = "cdm", feature = "flex-ecc")))]
 use nand_hal::NandFlash;
 #[cfg(not(all(feature = "wom", feature = "dedup", feature = "cdm", feature = "flex-ecc")))]
-use nand_hal::{BlockId, PageId};
+use nand_hal::PageId;
 
 #[cfg(not(all(feature = "wom", feature = "dedup", feature = "cdm", feature = "flex-ecc")))]
 use super::Extensions;
@@ -66,6 +68,18 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         Ok(())
     }
     pub(crate) fn reuse_reset(&mut self) {}
+    #[cfg(feature = "cdm")]
+    pub(crate) fn reuse_is_second(&self, _page: PageId) -> bool {
+        false
+    }
+    #[cfg(feature = "cdm")]
+    pub(crate) fn reuse_flash_copy(
+        &mut self,
+        _lpn: u32,
+        _page: PageId,
+    ) -> Result<Option<Option<u64>>, Error> {
+        Ok(None)
+    }
     pub(crate) fn reuse_survey_len(&self) -> usize {
         crate::meta::META_LEN
     }

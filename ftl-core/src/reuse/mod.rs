@@ -544,9 +544,13 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Writes one logical page with second writes on: a second write if the page is hot and a
     /// pair is available, else a scrambled first write.
     pub(crate) fn reuse_write_page(&mut self, lpn: u32, data: &[u8], t: Temperature) -> Result<(), Error> {
-        if t == Temperature::Hot && self.try_second_write(lpn, data)?.is_some() {
-            self.counters.host_write_pages += 1;
-            return Ok(());
+        if t == Temperature::Hot {
+            if let Some((_, seq)) = self.try_second_write(lpn, data)? {
+                self.counters.host_write_pages += 1;
+                // The NV cache's copy, as after a first write.
+                self.nv_after_write(lpn, data, seq)?;
+                return Ok(());
+            }
         }
         self.first_write(lpn, t, data)?;
         Ok(())
@@ -596,6 +600,44 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         }
         self.unscramble(lpn, aux, out);
         Ok(())
+    }
+
+    /// The NV cache's mount reconciliation (`cdm`): reads `lpn`'s flash copy at `page` as a host
+    /// read does (a second write decoded, a first write unscrambled) into the page buffer's data
+    /// area. `Some(Some(seq))`: it read back, with its sequence number (the second-write
+    /// metadata's for a second write); `Some(None)`: it does not read back; `None`: second writes
+    /// are off (the caller reads the page itself). Uses the first pair buffer (a prefetched pair
+    /// is dropped).
+    #[cfg(feature = "cdm")]
+    pub(crate) fn reuse_flash_copy(&mut self, lpn: u32, page: PageId) -> Result<Option<Option<u64>>, Error> {
+        let d = self.geo.data_bytes as usize;
+        let Some(r) = self.ext.reuse.as_mut() else { return Ok(None) };
+        r.prefetched = None;
+        let out = core::mem::take(&mut r.mem.page_a);
+        let second = self.reuse_is_second(page);
+        let read = self.reuse_read_page(lpn, page, &mut out[..d]);
+        let seq = match read {
+            Ok(()) if second => match SwMeta::decode(&self.buf[self.sw_offset()..]) {
+                SwState::Valid(m) => Some(m.seq),
+                _ => None,
+            },
+            Ok(()) => match PageMeta::decode(&self.buf[d..d + META_LEN + self.codec_len]) {
+                SpareState::Valid(m) => Some(m.seq),
+                _ => None,
+            },
+            Err(Error::Uncorrectable { .. }) => None,
+            Err(e) => {
+                if let Some(r) = self.ext.reuse.as_mut() {
+                    r.mem.page_a = out;
+                }
+                return Err(e);
+            }
+        };
+        self.buf[..d].copy_from_slice(&out[..d]);
+        if let Some(r) = self.ext.reuse.as_mut() {
+            r.mem.page_a = out;
+        }
+        Ok(Some(seq))
     }
 
     /// Undoes the first-write scrambler on `data` in place (uses the page buffer's data area).
@@ -661,7 +703,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     // Second writes
 
     /// Tries a second write of `lpn`; `Ok(None)` when it must be a first write instead.
-    fn try_second_write(&mut self, lpn: u32, data: &[u8]) -> Result<Option<PageId>, Error> {
+    /// Returns the plane-0 half and the write's sequence number.
+    fn try_second_write(&mut self, lpn: u32, data: &[u8]) -> Result<Option<(PageId, u64)>, Error> {
         if self.ext.reuse.is_none() {
             return Ok(None);
         }
@@ -786,7 +829,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             r.stats.second_writes += 1;
         }
         self.set_valid_bit(b, true);
-        Ok(Some(a))
+        Ok(Some((a, seq)))
     }
 
     /// Voids the second-write metadata of both halves (through the page buffer; each program
