@@ -7,7 +7,7 @@
 # - the `cdm` device (in-order programming): baseline, ETI, dedup, the NV cache (5% of the
 #   logical pages, CDM), dedup + NV cache, and that stack under ETI;
 # - the `wom` device (second writes need out-of-order programming): baseline, ETI, wom (the
-#   paper's size rule), wom under ETI.
+#   paper's size rule), wom under ETI and MHF, the NV cache, and wom + NV cache.
 # - the `cdm` device as FlexECC's cache in front of a disk (its cache manager writes the FTL,
 #   so these compare with flex-ecc alone): flex-ecc, under ETI, with dedup, with the NV cache,
 #   and dedup + NV cache (+ ETI).
@@ -37,7 +37,7 @@ for seed in 1 2 3; do
       --configs baseline,baseline@eti,dedup,cdm,dedup+cdm,dedup+cdm@eti --json "$runs/stack-$name-s$seed.json"
     # shellcheck disable=SC2086
     "$sim" compare ${input[$name]} "${common[@]}" --device wom --seed "$seed" --nv-cache-percent 5 \
-      --configs baseline,baseline@eti,wom,wom@eti,wom@mhf,wom+dedup,wom+cdm,wom+flex-ecc --json "$runs/wom-$name-s$seed.json"
+      --configs baseline,baseline@eti,wom,wom@eti,wom@mhf,cdm,wom+cdm,wom+dedup,wom+flex-ecc --json "$runs/wom-$name-s$seed.json"
     # shellcheck disable=SC2086
     "$sim" compare ${input[$name]} "${common[@]}" --device cdm --seed "$seed" --nv-cache-percent 5 \
       --configs flex-ecc,flex-ecc@eti,dedup+flex-ecc,flex-ecc+cdm,dedup+flex-ecc+cdm,dedup+flex-ecc+cdm@eti --json "$runs/flex-$name-s$seed.json"
