@@ -145,8 +145,12 @@ pub struct GuardStats {
     pub drained_pages: u64,
     /// Ghost programs (host and GC), one stream, over the whole run.
     pub one_programs: u64,
-    /// Ghost programs, separated, over the whole run.
+    /// Ghost programs, separated by the first candidate, over the whole run.
     pub sep_programs: u64,
+    /// Ghost programs of each candidate's separation, over the whole run (unused slots 0).
+    pub candidate_programs: [u64; MAX_CANDIDATES],
+    /// Decisions that chose each candidate.
+    pub candidate_decisions: [u64; MAX_CANDIDATES],
     /// Sampled host writes over the whole run.
     pub ghost_host: u64,
     /// Sampling shift: one page in `2^shift` is sampled.
@@ -279,22 +283,63 @@ impl<const PAGES: usize, const BLOCKS: usize> Ghost<PAGES, BLOCKS> {
     }
 }
 
+/// The most candidate classifiers one guard chooses among.
+pub const MAX_CANDIDATES: usize = 3;
+
+/// The hot/cold labellings a guard chooses among: `K` classifiers, each answering every request
+/// and page. Any [`Classifier`] is one candidate; [`Pair`] makes two.
+pub trait Candidates<const K: usize> {
+    /// Each candidate's answer for a whole request.
+    fn answer_request(&mut self, req: &WriteRequest) -> [Temperature; K];
+    /// Each candidate's answer for one page of the request, given its request answers.
+    fn answer_page(&mut self, lpn: u32, request: &[Temperature; K]) -> [Temperature; K];
+}
+
+impl<C: Classifier> Candidates<1> for C {
+    fn answer_request(&mut self, req: &WriteRequest) -> [Temperature; 1] {
+        [Classifier::classify_request(self, req)]
+    }
+    fn answer_page(&mut self, lpn: u32, request: &[Temperature; 1]) -> [Temperature; 1] {
+        [Classifier::classify_page(self, lpn, request[0])]
+    }
+}
+
+/// Two candidate classifiers: the first is the primary (its request answer is the one the FTL
+/// sees), the second an alternative the guard may follow instead (e.g. ETI and MHF).
+#[derive(Clone, Debug, Default)]
+pub struct Pair<A, B>(pub A, pub B);
+
+impl<A: Classifier, B: Classifier> Candidates<2> for Pair<A, B> {
+    fn answer_request(&mut self, req: &WriteRequest) -> [Temperature; 2] {
+        [self.0.classify_request(req), self.1.classify_request(req)]
+    }
+    fn answer_page(&mut self, lpn: u32, request: &[Temperature; 2]) -> [Temperature; 2] {
+        [self.0.classify_page(lpn, request[0]), self.1.classify_page(lpn, request[1])]
+    }
+}
+
 /// A classifier whose hot/cold answer is used only while separation measurably lowers WAF (see
-/// the module documentation). At most `PAGES` flash pages in at most `BLOCKS` blocks per ghost
-/// (default 8192 and 512).
+/// the module documentation): the answer of the best of `K` candidate classifiers `C` (one by
+/// default), or one stream. At most `PAGES` flash pages in at most `BLOCKS` blocks per ghost
+/// (default 8192 and 512), `1 + K` ghosts.
 #[derive(Clone, Debug)]
-pub struct Guarded<C, const PAGES: usize = 8192, const BLOCKS: usize = 512> {
+pub struct Guarded<C, const PAGES: usize = 8192, const BLOCKS: usize = 512, const K: usize = 1> {
     inner: C,
     one: Ghost<PAGES, BLOCKS>,
-    sep: Ghost<PAGES, BLOCKS>,
+    sep: [Ghost<PAGES, BLOCKS>; K],
     shape: Shape,
     cfg: GuardConfig,
     shift: u8,
     ghost_pages: u32,
-    separate: bool,
+    /// The candidate followed for the current window, `None` for one stream.
+    follow: Option<usize>,
     since: u32,
-    /// Decayed counts: sampled host writes and each ghost's programs since the last halving.
-    recent: [u64; 3],
+    /// Decayed counts since the last halving: one stream's ghost's programs, and each candidate
+    /// ghost's.
+    recent_one: u64,
+    recent_sep: [u64; K],
+    /// The candidates' answers for the current request.
+    request: [Temperature; K],
     /// The plane the FTL puts the next host page on (it deals pages round robin).
     lane: usize,
     /// Pages on the cold frontier's open block of each plane (mod `pages_per_block`).
@@ -302,13 +347,16 @@ pub struct Guarded<C, const PAGES: usize = 8192, const BLOCKS: usize = 512> {
     stats: GuardStats,
 }
 
-impl<C: Classifier, const PAGES: usize, const BLOCKS: usize> Guarded<C, PAGES, BLOCKS> {
-    /// Bytes of the whole wrapper, inner classifier included.
+impl<C: Candidates<K>, const PAGES: usize, const BLOCKS: usize, const K: usize> Guarded<C, PAGES, BLOCKS, K> {
+    /// Bytes of the whole wrapper, inner classifiers included.
     pub const MEMORY_BYTES: usize = core::mem::size_of::<Self>();
 
     /// Wraps `inner`, or the first parameter out of range.
     pub fn new(inner: C, cfg: GuardConfig) -> Result<Self, ConfigError> {
-        const { assert!(BLOCKS >= 8 && PAGES < NONE as usize && PAGES >= 2 * BLOCKS) };
+        const {
+            assert!(BLOCKS >= 8 && PAGES < NONE as usize && PAGES >= 2 * BLOCKS);
+            assert!(K >= 1 && K <= MAX_CANDIDATES);
+        };
         if cfg.address_pages == 0 || cfg.address_pages > 1 << 32 {
             return Err(ConfigError::AddressPages);
         }
@@ -349,9 +397,8 @@ impl<C: Classifier, const PAGES: usize, const BLOCKS: usize> Guarded<C, PAGES, B
             reserve: cfg.reserve as u16,
         };
         let mut one = Ghost::new();
-        let mut sep = Ghost::new();
         one.start(shape);
-        sep.start(shape);
+        let sep = core::array::from_fn(|_| one.clone());
         let stats = GuardStats {
             shift,
             ghost_blocks: blocks as u32,
@@ -366,16 +413,18 @@ impl<C: Classifier, const PAGES: usize, const BLOCKS: usize> Guarded<C, PAGES, B
             cfg,
             shift,
             ghost_pages: pages as u32,
-            separate: false,
+            follow: None,
             since: 0,
-            recent: [0; 3],
+            recent_one: 0,
+            recent_sep: [0; K],
+            request: [Temperature::Hot; K],
             lane: 0,
             cold_fill: [0; MAX_LANES],
             stats,
         })
     }
 
-    /// The wrapped classifier.
+    /// The wrapped classifiers.
     pub fn inner(&self) -> &C {
         &self.inner
     }
@@ -392,7 +441,12 @@ impl<C: Classifier, const PAGES: usize, const BLOCKS: usize> Guarded<C, PAGES, B
 
     /// Whether pages are separated now.
     pub fn separating(&self) -> bool {
-        self.separate
+        self.follow.is_some()
+    }
+
+    /// The candidate whose answers pages get now, `None` for one stream.
+    pub fn following(&self) -> Option<usize> {
+        self.follow
     }
 
     /// The ghost page of `lpn`, if `lpn` is sampled.
@@ -403,53 +457,83 @@ impl<C: Classifier, const PAGES: usize, const BLOCKS: usize> Guarded<C, PAGES, B
         (lpn & mask == pick && group < self.ghost_pages).then_some(group as u16)
     }
 
-    fn observe(&mut self, g: u16, t: Temperature) {
-        let (p1, p2) = (self.one.programs, self.sep.programs);
+    fn observe(&mut self, g: u16, t: &[Temperature; K]) {
+        let p1 = self.one.programs;
         self.one.write(self.shape, g, HOST);
-        self.sep.write(self.shape, g, if t == Temperature::Hot { HOST } else { COLD });
-        let (d1, d2) = (self.one.programs - p1, self.sep.programs - p2);
-        self.recent[0] += 1;
-        self.recent[1] += d1;
-        self.recent[2] += d2;
+        let d1 = self.one.programs - p1;
+        self.recent_one += d1;
+        self.stats.one_programs += d1;
+        for (k, (ghost, &t)) in self.sep.iter_mut().zip(t).enumerate() {
+            let p = ghost.programs;
+            ghost.write(self.shape, g, if t == Temperature::Hot { HOST } else { COLD });
+            let d = ghost.programs - p;
+            self.recent_sep[k] += d;
+            if let Some(c) = self.stats.candidate_programs.get_mut(k) {
+                *c += d;
+            }
+        }
+        self.stats.sep_programs = self.stats.candidate_programs[0];
         self.stats.sampled += 1;
         self.stats.ghost_host += 1;
-        self.stats.one_programs += d1;
-        self.stats.sep_programs += d2;
         self.since += 1;
         if self.since >= self.cfg.window {
             self.since = 0;
-            let [_, one, sep] = self.recent;
-            let m = self.cfg.margin_permille.min(1000) as u64;
-            self.separate = sep * 1000 <= one * (1000 - m) && sep < one;
-            self.stats.decisions += 1;
-            self.stats.separate_decisions += self.separate as u64;
-            for r in &mut self.recent {
-                *r /= 2;
+            self.decide();
+        }
+    }
+
+    /// Ends a window: follows the candidate whose ghost programmed fewest pages (the first on
+    /// ties) if that is at least `margin_permille` fewer than one stream's, else one stream.
+    fn decide(&mut self) {
+        let one = self.recent_one;
+        let mut best = 0;
+        for k in 1..K {
+            if self.recent_sep[k] < self.recent_sep[best] {
+                best = k;
             }
+        }
+        let sep = self.recent_sep[best];
+        let m = self.cfg.margin_permille.min(1000) as u64;
+        self.follow = (sep * 1000 <= one * (1000 - m) && sep < one).then_some(best);
+        self.stats.decisions += 1;
+        if let Some(k) = self.follow {
+            self.stats.separate_decisions += 1;
+            if let Some(c) = self.stats.candidate_decisions.get_mut(k) {
+                *c += 1;
+            }
+        }
+        self.recent_one /= 2;
+        for r in &mut self.recent_sep {
+            *r /= 2;
         }
     }
 }
 
-impl<C: Classifier, const PAGES: usize, const BLOCKS: usize> Classifier for Guarded<C, PAGES, BLOCKS> {
-    /// The inner classifier's request answer (it is handed back to `classify_page`).
+impl<C: Candidates<K>, const PAGES: usize, const BLOCKS: usize, const K: usize> Classifier
+    for Guarded<C, PAGES, BLOCKS, K>
+{
+    /// The first candidate's request answer (it is handed back to `classify_page`); every
+    /// candidate's is kept for the request's pages.
     fn classify_request(&mut self, req: &WriteRequest) -> Temperature {
-        self.inner.classify_request(req)
+        self.request = self.inner.answer_request(req);
+        self.request[0]
     }
 
-    /// The inner classifier's page answer while separating, else hot (one stream) except to
-    /// finish a cold block left open; sampled pages are replayed into the ghosts with the inner
-    /// answer.
+    /// The followed candidate's page answer while separating, else hot (one stream) except to
+    /// finish a cold block left open; sampled pages are replayed into the ghosts, each
+    /// candidate's with its answer.
     fn classify_page(&mut self, lpn: u32, request: Temperature) -> Temperature {
-        let t = self.inner.classify_page(lpn, request);
+        self.request[0] = request;
+        let t = self.inner.answer_page(lpn, &self.request);
         self.stats.pages += 1;
         if let Some(g) = self.sample(lpn) {
-            self.observe(g, t);
+            self.observe(g, &t);
         }
         let lane = self.lane;
         self.lane = (lane + 1) % self.cfg.lanes as usize;
-        let out = if self.separate {
+        let out = if let Some(k) = self.follow {
             self.stats.separated_pages += 1;
-            t
+            t.get(k).copied().unwrap_or(Temperature::Hot)
         } else if self.cold_fill[lane] != 0 {
             self.stats.drained_pages += 1;
             Temperature::Cold

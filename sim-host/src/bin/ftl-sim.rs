@@ -892,6 +892,7 @@ fn base_config(
             guard: opts.classifier.guard,
             guard_margin_permille: opts.classifier.guard_margin,
             guard_window: opts.classifier.guard_window,
+            guard_alt: None,
         },
         write_buffer_bytes: opts.write_buffer_mib.map(|m| m * (1 << 20)),
         mount_pool_blocks: opts.mount_pool_blocks,
