@@ -58,7 +58,7 @@ enum Command {
         features: String,
         /// Hot/cold classifier: none (one host stream), size (64 KiB rule, hot and cold streams),
         /// mhf, mbf, eti; options after colons: eti:alpha=N:beta=N:decay=N, mhf:hN, mbf:xN:hN,
-        /// and :guard (see --guard).
+        /// and :guard (see --guard), :guard:alt=mhf (the guard may follow MHF instead).
         #[arg(long, default_value = "none")]
         classifier: String,
     },
