@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issues #9 and #21: write amplification of one host stream, the request-size rule, MHF, MBF, ETI
-# and ETI behind the guard (ftl_policies::eti::guard), in the ETI paper's setup: page-mapped greedy
+# and ETI behind the guard (ftl_policies::eti::guard; alone and with MHF as a second candidate), in the ETI paper's setup: page-mapped greedy
 # FTL with hot and cold write frontiers, 7% spare, device sized to the trace's footprint,
 # preconditioned (sequential fill, then two uniform passes), then the trace replayed until twice
 # the logical capacity is written. Each input runs with SEEDS preconditioning seeds (default 3);
@@ -27,7 +27,7 @@ inputs=(
   "zipf1|--workload zipf:1 --writes 100000000 --request-pages 1-16 --blocks 2048"
   "zipf2|--workload zipf:2 --writes 100000000 --request-pages 1-16 --blocks 2048"
 )
-main=baseline,baseline@size,baseline@mhf,baseline@mbf,baseline@eti,baseline@eti:guard,baseline@mhf:guard
+main=baseline,baseline@size,baseline@mhf,baseline@mbf,baseline@eti,baseline@eti:guard,baseline@mhf:guard,baseline@eti:guard:alt=mhf
 variants=baseline,baseline@mhf:h1,baseline@mhf:h2,baseline@mhf:h3,baseline@mbf:h1,baseline@mbf:h2,baseline@mbf:h3,baseline@mbf:x2,baseline@mbf:x4,baseline@eti
 sweep=baseline@eti,baseline@eti:alpha=90,baseline@eti:alpha=80,baseline@eti:beta=3,baseline@eti:beta=2
 common=(--device caftl --op 7 --precondition eti --until-written 2 --quiet)
@@ -42,9 +42,9 @@ for item in "${inputs[@]}"; do
     run "$name" "$args" "$main" main "$s" &
     run "$name" "$args" "$variants" variants "$s" &
     run "$name" "$args" "$sweep" sweep "$s" &
-    run "$name" "$args" baseline,baseline@mhf,baseline@eti,baseline@eti:guard planes1 "$s" --planes 1 &
+    run "$name" "$args" baseline,baseline@mhf,baseline@eti,baseline@eti:guard,baseline@eti:guard:alt=mhf planes1 "$s" --planes 1 &
     wait
-    run "$name" "$args" baseline,baseline@mhf,baseline@eti,baseline@eti:guard nopacing "$s" --gc-pacing off
+    run "$name" "$args" baseline,baseline@mhf,baseline@eti,baseline@eti:guard,baseline@eti:guard:alt=mhf nopacing "$s" --gc-pacing off
   done
 done
 if [ -n "${ETI_PAPER:-}" ]; then

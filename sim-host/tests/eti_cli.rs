@@ -1,5 +1,5 @@
 //! `ftl-sim` with the hot/cold classifiers (feature `eti`): the guard keeps WAF within 1% of one
-//! stream on a trace where ETI alone raises it, the classifier options reach the classifiers
+//! stream on a trace where ETI alone raises it (and of MHF's with MHF as a second candidate), the classifier options reach the classifiers
 //! (hash variants and MBF sizes change MBF's memory and answers; alpha and beta ETI's table), and
 //! bad options are refused with a clear message.
 
@@ -52,7 +52,11 @@ fn heimdall_1006() -> Vec<&'static str> {
 
 #[test]
 fn guard_keeps_waf_within_one_percent_of_one_stream() {
-    let r = compare(&heimdall_1006(), "baseline,baseline@eti,baseline@eti:guard", "guard");
+    let r = compare(
+        &heimdall_1006(),
+        "baseline,baseline@eti,baseline@eti:guard,baseline@mhf,baseline@eti:guard:alt=mhf",
+        "guard",
+    );
     let waf = |i: usize| r[i]["waf"].as_f64().unwrap();
     // ETI alone loses here: its hot pages do not die younger than the cold ones.
     assert!(waf(1) > waf(0) * 1.02, "eti {} vs one stream {}", waf(1), waf(0));
@@ -61,6 +65,14 @@ fn guard_keeps_waf_within_one_percent_of_one_stream() {
     assert!(g["decisions"].as_u64().unwrap() > 0, "{g}");
     // Its ghosts saw what the device saw: separating costs more than one stream.
     assert!(g["ghost_waf_separated"].as_f64().unwrap() > g["ghost_waf_one"].as_f64().unwrap(), "{g}");
+    // MHF separates better here; the guard with MHF as a second candidate follows it (never ETI)
+    // and stays within 1% of MHF's WAF.
+    assert!(waf(3) < waf(0) * 0.98, "mhf {} vs one stream {}", waf(3), waf(0));
+    assert!(waf(4) <= waf(3) * 1.01, "guarded eti|mhf {} vs mhf {}", waf(4), waf(3));
+    let g = &r[4]["features"]["eti"]["guard"];
+    let chosen = |k: usize| g["candidate_decisions"][k].as_u64().unwrap();
+    assert!(chosen(1) > 0 && chosen(0) == 0, "{g}");
+    assert_eq!(r[4]["features"]["eti"]["alt"]["name"], "mhf", "{g}");
 }
 
 #[test]

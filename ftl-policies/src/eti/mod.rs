@@ -11,8 +11,9 @@
 //! * [`mbf`]: [`Mbf`], Park and Du's multiple Bloom filters (filters over trailing windows with
 //!   recency weights). Decides per page;
 //! * [`hash`]: [`CrcPoly`], the CRC hash functions MHF and MBF use;
-//! * [`guard`]: [`Guarded`], a wrapper around any of them that separates hot from cold only while
-//!   a miniature simulation of both choices says separation lowers write amplification;
+//! * [`guard`]: [`Guarded`], a wrapper around one or more of them that separates hot from cold only
+//!   while a miniature simulation of the choices says separation lowers write amplification, by
+//!   the classifier it measures best;
 //! * [`ConfigError`], the one error their constructors return.
 //!
 //! Every configuration type's `Default` (and its `PAPER` constant) is the paper's Table 2:
@@ -41,7 +42,7 @@ pub mod mhf;
 mod tests;
 
 pub use extent::{Eti, EtiConfig, EtiStats, Extent};
-pub use guard::{GuardConfig, GuardStats, Guarded};
+pub use guard::{Candidates, GuardConfig, GuardStats, Guarded, Pair};
 pub use hash::CrcPoly;
 pub use mbf::{Mbf, MbfConfig};
 pub use mhf::{Mhf, MhfConfig};

@@ -58,7 +58,7 @@ enum Command {
         features: String,
         /// Hot/cold classifier: none (one host stream), size (64 KiB rule, hot and cold streams),
         /// mhf, mbf, eti; options after colons: eti:alpha=N:beta=N:decay=N, mhf:hN, mbf:xN:hN,
-        /// and :guard (see --guard).
+        /// and :guard (see --guard), :guard:alt=mhf (the guard may follow MHF instead).
         #[arg(long, default_value = "none")]
         classifier: String,
     },
@@ -892,6 +892,7 @@ fn base_config(
             guard: opts.classifier.guard,
             guard_margin_permille: opts.classifier.guard_margin,
             guard_window: opts.classifier.guard_window,
+            guard_alt: None,
         },
         write_buffer_bytes: opts.write_buffer_mib.map(|m| m * (1 << 20)),
         mount_pool_blocks: opts.mount_pool_blocks,

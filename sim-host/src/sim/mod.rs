@@ -39,6 +39,7 @@ use ftl_core::policy::{
     SeparateByTemperature, SingleHostStream,
 };
 use ftl_core::{Config, Ftl, MappingTable, Memory};
+use ftl_policies::eti::guard::{Candidates, Pair};
 use ftl_policies::eti::{CrcPoly, Eti, EtiConfig, GuardConfig, Guarded, Mbf, MbfConfig, Mhf, MhfConfig};
 use nand_hal::NandFlash;
 
@@ -99,7 +100,23 @@ impl<const V: usize, const W: usize> Observed for Mbf<V, W> {
     }
 }
 
-impl<C: Observed + Classifier, const P: usize, const B: usize> Observed for Guarded<C, P, B> {
+/// A guard's candidate pair reports as its first classifier, with the second's report under "alt".
+impl<A: Observed, B: Observed> Observed for Pair<A, B> {
+    fn series_value(&self) -> Option<u64> {
+        self.0.series_value()
+    }
+    fn feature_report(&self) -> Option<(String, serde_json::Value)> {
+        let (name, mut first) = self.0.feature_report()?;
+        if let (Some(o), Some((alt, v))) = (first.as_object_mut(), self.1.feature_report()) {
+            o.insert("alt".into(), serde_json::json!({ "name": alt, "report": v }));
+        }
+        Some((name, first))
+    }
+}
+
+impl<C: Observed + Candidates<K>, const P: usize, const B: usize, const K: usize> Observed
+    for Guarded<C, P, B, K>
+{
     fn series_value(&self) -> Option<u64> {
         self.inner().series_value()
     }
@@ -110,6 +127,7 @@ impl<C: Observed + Classifier, const P: usize, const B: usize> Observed for Guar
             "sampled": s.sampled,
             "decisions": s.decisions,
             "separate_decisions": s.separate_decisions,
+            "candidate_decisions": &s.candidate_decisions[..K],
             "separated_pages": s.separated_pages,
             "drained_pages": s.drained_pages,
             "ghost_waf_one": s.one_programs as f64 / s.ghost_host.max(1) as f64,
@@ -150,6 +168,8 @@ pub struct ClassifierOpts {
     pub guard_margin_permille: u32,
     /// The guard's window in sampled writes.
     pub guard_window: u32,
+    /// A second classifier the guard may follow instead of the first (`:alt=mhf`).
+    pub guard_alt: Option<ClassifierKind>,
 }
 
 impl Default for ClassifierOpts {
@@ -164,6 +184,7 @@ impl Default for ClassifierOpts {
             guard: false,
             guard_margin_permille: g.margin_permille,
             guard_window: g.window,
+            guard_alt: None,
         }
     }
 }
@@ -180,7 +201,7 @@ impl ClassifierOpts {
     }
 
     /// Applies a classifier name's options (`alpha=N`, `beta=N`, `decay=N`, `hN`, `xN`,
-    /// `guard`, `margin=N`, `window=N`).
+    /// `guard`, `margin=N`, `window=N`, `alt=mhf`).
     pub fn apply(&mut self, options: &str) -> Result<(), String> {
         for o in options.split(':').filter(|o| !o.is_empty()) {
             let num =
@@ -195,10 +216,11 @@ impl ClassifierOpts {
                 Some(("decay", v)) => self.eti_decay = num(v)?,
                 Some(("margin", v)) => self.guard_margin_permille = num(v)?,
                 Some(("window", v)) => self.guard_window = num(v)?,
+                Some(("alt", v)) => self.guard_alt = Some(v.parse()?),
                 None if o == "guard" => self.guard = true,
                 None if o.starts_with('h') => self.hashes = byte(&o[1..])?,
                 None if o.starts_with('x') => self.mbf_scale = byte(&o[1..])?,
-                _ => return Err(format!("unknown classifier option '{o}' (alpha=, beta=, decay=, hN, xN, guard, margin=, window=)")),
+                _ => return Err(format!("unknown classifier option '{o}' (alpha=, beta=, decay=, hN, xN, guard, margin=, window=, alt=)")),
             }
         }
         self.hash_pair()?;
@@ -565,9 +587,20 @@ fn separated<K: Classifier + Observed>(
         pages_per_block: geo.pages_per_block,
         ..GuardConfig::with_address_pages(cfg.logical_pages() as u64)
     };
-    let guarded = Guarded::<K, 32768, 1024>::new(classifier, gcfg)
-        .map_err(|e| format!("guard configuration: {e:?}"))?;
-    run_with(cfg, guarded, SeparateByTemperature, requests, progress)
+    let e = |e| format!("guard configuration: {e:?}");
+    match o.guard_alt {
+        None => {
+            let guarded = Guarded::<K, 32768, 1024>::new(classifier, gcfg).map_err(e)?;
+            run_with(cfg, guarded, SeparateByTemperature, requests, progress)
+        }
+        Some(ClassifierKind::Mhf) => {
+            let mhf = Mhf::<128>::new(MhfConfig { hashes: o.hash_pair()?, ..MhfConfig::PAPER })
+                .map_err(|e| format!("MHF configuration: {e:?}"))?;
+            let guarded = Guarded::<_, 32768, 1024, 2>::new(Pair(classifier, mhf), gcfg).map_err(e)?;
+            run_with(cfg, guarded, SeparateByTemperature, requests, progress)
+        }
+        Some(k) => Err(format!("guard alternative {k:?}: only mhf")),
+    }
 }
 
 /// A run's emulator: `cfg`'s geometry, timing and channels, keeping page data only if
@@ -640,6 +673,10 @@ mod tests {
         assert_eq!(k, ClassifierKind::Eti);
         assert_eq!((o.eti_alpha, o.eti_beta, o.eti_decay), (90, 2, 1000));
         assert_eq!((o.guard, o.guard_margin_permille, o.guard_window), (true, 5, 64));
+        assert_eq!((o.guard_alt, d.guard_alt), (None, None));
+        let (_, o) = parse_classifier("eti:guard:alt=mhf", d).unwrap();
+        assert_eq!((o.guard, o.guard_alt), (true, Some(ClassifierKind::Mhf)));
+        assert!(parse_classifier("eti:guard:alt=lru", d).is_err());
         // Options start from the given base (the command-line flags).
         let base = ClassifierOpts { hashes: 2, ..d };
         assert_eq!(parse_classifier("mhf", base).unwrap().1.hashes, 2);

@@ -183,10 +183,10 @@ type G<C> = Guarded<C, 8192, 512>;
 
 /// Writes the space once in order, then `passes` times its size in single pages: with `skew`,
 /// 90% of them to the first 10% of the space, else uniformly. Returns the pages answered hot.
-fn drive<C: Classifier>(g: &mut G<C>, passes: u32, skew: bool, seed: u64) -> u64 {
+fn drive<X: Classifier>(g: &mut X, passes: u32, skew: bool, seed: u64) -> u64 {
     let mut rng = Rng(seed);
     let mut hot = 0;
-    let mut write = |g: &mut G<C>, lpn: u32| {
+    let mut write = |g: &mut X, lpn: u32| {
         let t = g.classify_request(&WriteRequest { lpn, pages: 1, page_bytes: 4096 });
         hot += (g.classify_page(lpn, t) == Temperature::Hot) as u64;
     };
@@ -300,13 +300,13 @@ fn cold_blocks_left_open_are_filled_then_left_alone() {
         k += 1;
     };
     let mut rng = Rng(9);
-    g.separate = true;
+    g.follow = Some(0);
     for _ in 0..1000 {
         write(&mut g, &mut cold, rng.below(1 << 12));
     }
     let during = cold;
     assert!(during.iter().all(|&c| c % 16 != 0), "the episode leaves partial cold blocks: {during:?}");
-    g.separate = false;
+    g.follow = None;
     for _ in 0..2000 {
         write(&mut g, &mut cold, rng.below(1 << 12));
     }
@@ -329,11 +329,56 @@ fn a_gc_frontier_already_takes_most_of_the_gain() {
     drive(&mut with, 12, true, 7);
     let mut without = G::<_>::new(Oracle { hot_pages: SPACE / 10 }, cfg).unwrap();
     without.one.gc_dest = HOST;
-    without.sep.gc_dest = COLD;
+    without.sep[0].gc_dest = COLD;
     drive(&mut without, 12, true, 7);
     let (w, wo) = (*with.stats(), *without.stats());
     assert!(w.one_programs * 10 < wo.one_programs * 9, "{w:?} {wo:?}");
     let gain = |s: &GuardStats| 1000 - s.sep_programs * 1000 / s.one_programs;
     assert!(gain(&wo) >= 2 * gain(&w), "{} vs {} per mille", gain(&wo), gain(&w));
     assert!(gain(&w) > 0);
+}
+
+/// The guard over two candidates.
+type G2<A, B> = Guarded<Pair<A, B>, 8192, 512, 2>;
+
+#[test]
+fn follows_the_candidate_whose_labels_sort_lifetimes() {
+    // The 90/10 mix of `separates_a_well_labelled_hot_cold_mix`, with two candidates: coin flips
+    // (whose separation does not pay, test above) and the oracle (whose separation does).
+    // Whichever slot holds the oracle, the guard follows it in most decisions and the coin
+    // almost never, and the oracle's ghost programs exactly what it does with the oracle alone
+    // (the same sampled writes with the same labels).
+    let cfg = GuardConfig::with_address_pages(SPACE as u64);
+    let oracle = || Oracle { hot_pages: SPACE / 10 };
+    let mut alone = G::<_>::new(oracle(), cfg).unwrap();
+    drive(&mut alone, 12, true, 7);
+    let mut a = G2::new(Pair(Coin(Rng(3)), oracle()), cfg).unwrap();
+    drive(&mut a, 12, true, 7);
+    let mut b = G2::new(Pair(oracle(), Coin(Rng(3))), cfg).unwrap();
+    drive(&mut b, 12, true, 7);
+    for (s, slot) in [(*a.stats(), 1), (*b.stats(), 0)] {
+        let coin = 1 - slot;
+        assert_eq!(s.candidate_programs[slot], alone.stats().sep_programs, "{s:?}");
+        assert_eq!(s.one_programs, alone.stats().one_programs);
+        assert!(s.candidate_programs[slot] * 102 <= s.candidate_programs[coin] * 100, "{s:?}");
+        assert!(s.candidate_decisions[slot] * 3 >= s.decisions * 2, "{s:?}");
+        assert!(s.candidate_decisions[coin] * 4 <= s.candidate_decisions[slot], "{s:?}");
+        assert_eq!(s.separate_decisions, s.candidate_decisions[0] + s.candidate_decisions[1]);
+    }
+    assert_eq!(b.stats().sep_programs, alone.stats().sep_programs, "the first candidate's ghost");
+    // While it follows the oracle, pages get the oracle's answer.
+    let mut rng = Rng(1);
+    let mut followed = 0;
+    for _ in 0..20_000 {
+        let lpn = rng.below(SPACE / 10 * 2);
+        let t = a.classify_request(&WriteRequest { lpn, pages: 1, page_bytes: 4096 });
+        let out = a.classify_page(lpn, t);
+        // (A window that ends on this page decides before the page is answered.)
+        if a.following() == Some(1) {
+            followed += 1;
+            let want = if lpn < SPACE / 10 { Temperature::Hot } else { Temperature::Cold };
+            assert_eq!(out, want, "page {lpn}");
+        }
+    }
+    assert!(followed >= 2_000, "{followed}");
 }
