@@ -289,8 +289,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             out.fill(0);
             return Ok(());
         };
-        if self.reuse_read_hook(lpn, page, out)? {
-            return Ok(());
+        if let Some(seq) = self.reuse_read_hook(lpn, page, out)? {
+            return self.nv_fill(lpn, out, seq);
         }
         // A shared page's spare names its first owner (or where it moved from), not `lpn`.
         let (page, shared) = self.dedup_resolve(page);

@@ -165,8 +165,9 @@ mod tests {
         claims[..5].copy_from_slice(&CLAIMS);
         claims[5] = Claim { owner: Owner::NvCache, kind: PageKind::Journal, aux: Aux::Value(SHARE_JOURNAL) };
         assert_eq!(first_conflict(&claims, true), Some((3, 5)));
-        // The same value on another page kind is no conflict.
-        claims[5].kind = PageKind::Data;
+        // The same value on a page kind nobody else claims is no conflict (on data pages it
+        // would be: the NV cache stacks with second writes, whose scrambler flags it has).
+        claims[5].kind = PageKind::Map;
         assert_eq!(first_conflict(&claims, true), None);
         // A technique may not claim the core's 0.
         claims[5] = Claim { owner: Owner::FlexEcc, kind: PageKind::Data, aux: Aux::Value(0) };

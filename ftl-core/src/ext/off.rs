@@ -35,8 +35,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         _lpn: u32,
         _page: PageId,
         _out: &mut [u8],
-    ) -> Result<bool, Error> {
-        Ok(false)
+    ) -> Result<Option<u64>, Error> {
+        Ok(None)
     }
     pub(crate) fn reuse_write_hook(
         &mut self,

@@ -459,13 +459,18 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         self.ext.reuse.is_some()
     }
 
-    /// Read hook: with second writes on, they read every mapped page (true: `out` is filled).
-    pub(crate) fn reuse_read_hook(&mut self, lpn: u32, page: PageId, out: &mut [u8]) -> Result<bool, Error> {
+    /// Read hook: with second writes on, they read every mapped page (`Some(seq)`: `out` is
+    /// filled with the data of the write with sequence number `seq`).
+    pub(crate) fn reuse_read_hook(
+        &mut self,
+        lpn: u32,
+        page: PageId,
+        out: &mut [u8],
+    ) -> Result<Option<u64>, Error> {
         if !self.reuse_on() {
-            return Ok(false);
+            return Ok(None);
         }
-        self.reuse_read_page(lpn, page, out)?;
-        Ok(true)
+        self.reuse_read_page(lpn, page, out).map(Some)
     }
 
     /// Write hook: with second writes on, they write every host page (as a second write or a
@@ -568,21 +573,22 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         AUX_SCRAMBLED | if complemented { AUX_COMPLEMENTED } else { 0 }
     }
 
-    /// Reads a logical page mapped to `page` with second writes on.
-    pub(crate) fn reuse_read_page(&mut self, lpn: u32, page: PageId, out: &mut [u8]) -> Result<(), Error> {
+    /// Reads a logical page mapped to `page` with second writes on; returns the write's sequence
+    /// number (a second write's own, from its second-write metadata).
+    pub(crate) fn reuse_read_page(&mut self, lpn: u32, page: PageId, out: &mut [u8]) -> Result<u64, Error> {
         if self.reuse_is_second(page) {
-            self.read_second(page, Some(lpn), out, true)?;
+            let (_, seq) = self.read_second(page, Some(lpn), out, true)?;
             if let Some(r) = self.ext.reuse.as_mut() {
                 r.stats.second_reads += 1;
             }
-            return Ok(());
+            return Ok(seq);
         }
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
         self.counters.nand_reads += 1;
         self.nand.read_page(page, out, &mut self.buf[d..d + spare_len])?;
-        let aux = match PageMeta::decode(&self.buf[d..d + spare_len]) {
-            SpareState::Valid(m) if m.kind == PageKind::Data && m.tag == lpn => m.aux,
+        let (aux, seq) = match PageMeta::decode(&self.buf[d..d + spare_len]) {
+            SpareState::Valid(m) if m.kind == PageKind::Data && m.tag == lpn => (m.aux, m.seq),
             _ => return Err(Error::Uncorrectable { lpn }),
         };
         if aux & AUX_FLAGS_LOST != 0 {
@@ -599,7 +605,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             }
         }
         self.unscramble(lpn, aux, out);
-        Ok(())
+        Ok(seq)
     }
 
     /// The NV cache's mount reconciliation (`cdm`): reads `lpn`'s flash copy at `page` as a host
@@ -614,17 +620,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let Some(r) = self.ext.reuse.as_mut() else { return Ok(None) };
         r.prefetched = None;
         let out = core::mem::take(&mut r.mem.page_a);
-        let second = self.reuse_is_second(page);
-        let read = self.reuse_read_page(lpn, page, &mut out[..d]);
-        let seq = match read {
-            Ok(()) if second => match SwMeta::decode(&self.buf[self.sw_offset()..]) {
-                SwState::Valid(m) => Some(m.seq),
-                _ => None,
-            },
-            Ok(()) => match PageMeta::decode(&self.buf[d..d + META_LEN + self.codec_len]) {
-                SpareState::Valid(m) => Some(m.seq),
-                _ => None,
-            },
+        let seq = match self.reuse_read_page(lpn, page, &mut out[..d]) {
+            Ok(seq) => Some(seq),
             Err(Error::Uncorrectable { .. }) => None,
             Err(e) => {
                 if let Some(r) = self.ext.reuse.as_mut() {
@@ -663,7 +660,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     }
 
     /// Reads both halves of the second write at `page` into the reuse buffers and decodes it
-    /// into `out`. `lpn`, if given, must match the metadata. Returns the logical page.
+    /// into `out`. `lpn`, if given, must match the metadata. Returns the logical page and the
+    /// second write's sequence number.
     /// Host reads (`host`) go through the page buffer and the third reuse buffer, so a
     /// prefetched pair stays; GC and mount use the pair buffers.
     fn read_second(
@@ -672,7 +670,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         lpn: Option<u32>,
         out: &mut [u8],
         host: bool,
-    ) -> Result<u32, Error> {
+    ) -> Result<(u32, u64), Error> {
         let bad = Error::Uncorrectable { lpn: lpn.unwrap_or(0) };
         let (a, b) = self.halves(page).ok_or(bad)?;
         let so = self.sw_offset();
@@ -692,7 +690,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                 _ => continue,
             };
             match r.codec.decode(a.0 as u64, ra, rb, out) {
-                Ok(()) => return Ok(meta.lpn),
+                Ok(()) => return Ok((meta.lpn, meta.seq)),
                 Err(_) => lost = Error::Uncorrectable { lpn: meta.lpn },
             }
         }
@@ -1224,7 +1222,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let tmp = core::mem::take(&mut self.buf);
         let res = self.read_second(a, None, &mut tmp[..d], false);
         self.buf = tmp;
-        let lpn = match res {
+        let lpn = match res.map(|(l, _)| l) {
             Ok(l) if self.map.get(l) == Some(a) => l,
             Ok(_) => {
                 self.set_valid_bit(a, false);
