@@ -35,6 +35,17 @@
 //!   the way an event-driven controller shares it). Gaps are kept for the last 1024
 //!   reservations per channel (merged when they touch); before those the bus counts as busy.
 //!
+//! **Delayed operations** ([`super::Emulator::set_delay_source`], the hash processor of a
+//! deduplicating write): an operation issued at "now" plus a delay is placed when the caller
+//! issues it, before operations the caller issues afterwards at an earlier "now" (the simulator
+//! runs requests one after the other). With plane queues, the idle time such an operation leaves
+//! on its planes and its channel's bus before it (a plane waiting for the hash processor) is kept
+//! (the last [`MAX_HOLES`] intervals per plane and bus), and a single-plane read issued with no
+//! delay pending whose tR and transfer fit in that idle time at or after "now" takes it instead
+//! of queueing behind the delayed operation: an operation issued earlier is not held up by one
+//! issued later. A read that does not fit queues as before (it would delay the later operation,
+//! whose time is already placed).
+//!
 //! A caller may shape the next operation once ([`super::Emulator::shape_next_op`],
 //! [`super::Emulator::hold_next_read`]): move another number of bytes over the bus (a copy-back
 //! moves none or only the spare), start no earlier than a given time (a copy's program waits for
@@ -191,6 +202,21 @@ pub struct EmuCounters {
     pub rejected: u64,
 }
 
+/// Idle intervals kept per plane and per bus before delayed operations (see the module doc);
+/// older ones are dropped (a read then queues as it would without them).
+pub const MAX_HOLES: usize = 64;
+
+/// Records the idle interval `[a, b)` in `q` (nothing if empty), dropping the oldest past
+/// [`MAX_HOLES`].
+fn push_hole(q: &mut VecDeque<(u64, u64)>, a: u64, b: u64) {
+    if b > a {
+        q.push_back((a, b));
+        if q.len() > MAX_HOLES {
+            q.pop_front();
+        }
+    }
+}
+
 /// Reservations a channel's bus keeps for gap filling; older ones fold into its floor.
 const MAX_BUS_INTERVALS: usize = 1024;
 
@@ -289,6 +315,12 @@ pub(crate) struct TimingState {
     /// decoding, `sim::wom::SimulatedWom`): ns the next operation waits after its planes are
     /// free, taken (reset to zero) by that operation.
     compute: Option<Arc<AtomicU64>>,
+    /// Per plane: idle intervals left before delayed operations (see the module doc).
+    plane_holes: Vec<VecDeque<(u64, u64)>>,
+    /// Per channel: idle bus intervals left before delayed operations' transfers.
+    bus_holes: Vec<VecDeque<(u64, u64)>>,
+    /// Reads placed in such an interval.
+    pub(crate) backfilled_reads: u64,
 }
 
 impl TimingState {
@@ -309,7 +341,73 @@ impl TimingState {
             next_hold: 0,
             total_op_busy: 0,
             compute: None,
+            plane_holes: vec![VecDeque::new(); planes],
+            bus_holes: vec![VecDeque::new(); channels.max(1)],
+            backfilled_reads: 0,
         }
+    }
+
+    /// The delay source's value now (0 without one).
+    fn delay_now(&self) -> u64 {
+        self.delay.as_ref().map_or(0, |d| d.load(Ordering::Relaxed))
+    }
+
+    /// Before a delayed operation starting at `start` takes `planes`: the idle time it leaves on
+    /// them (plane queues only).
+    fn note_plane_holes(&mut self, planes: &[(usize, u64)], start: u64) {
+        if self.lun_queues() || self.delay_now() == 0 {
+            return;
+        }
+        for &(p, _) in planes {
+            let free = self.plane_busy[p].max(self.now);
+            push_hole(&mut self.plane_holes[p], free, start);
+        }
+    }
+
+    /// A delayed operation's transfer reserved at `start` on `lun`'s channel, whose bus was
+    /// free from `floor`: the idle time it leaves there.
+    fn note_bus_hole(&mut self, lun: usize, floor: u64, start: u64) {
+        if self.lun_queues() || self.delay_now() == 0 {
+            return;
+        }
+        let ch = self.channel(lun);
+        let free = floor.max(self.now);
+        push_hole(&mut self.bus_holes[ch], free, start);
+    }
+
+    /// A single-plane read issued at "now" with no delay pending placed in idle time left
+    /// before delayed operations, if its tR and transfer fit there; false (nothing done) if not.
+    fn backfill_read(&mut self, lun: usize, ops: &[(usize, u64)]) -> bool {
+        let &[(p, bytes)] = ops else { return false };
+        let compute_pending = self.compute.as_ref().is_some_and(|c| c.load(Ordering::Relaxed) > 0);
+        if self.lun_queues() || self.delay_now() > 0 || self.next_hold > 0 || compute_pending {
+            return false;
+        }
+        let ch = self.channel(lun);
+        let t0 = self.now.max(self.next_not_before);
+        let (t_r, xfer) = (self.params.t_r_ns, self.params.xfer_ns(bytes));
+        for hi in 0..self.plane_holes[p].len() {
+            let (a, b) = self.plane_holes[p][hi];
+            let start = a.max(t0);
+            let array_end = start.saturating_add(t_r);
+            for bi in 0..self.bus_holes[ch].len() {
+                let (c, d) = self.bus_holes[ch][bi];
+                let xfer_start = array_end.max(c);
+                let end = xfer_start.saturating_add(xfer);
+                if end <= d && end <= b {
+                    self.plane_holes[p][hi] = (end, b);
+                    push_hole(&mut self.plane_holes[p], a, start);
+                    self.bus_holes[ch][bi] = (end, d);
+                    push_hole(&mut self.bus_holes[ch], c, xfer_start);
+                    self.complete(end);
+                    self.total_op_busy = self.total_op_busy.saturating_add(end - start);
+                    self.charge_array(t_r, 1);
+                    self.backfilled_reads += 1;
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// Takes the pending computation time (see `compute`).
@@ -409,9 +507,15 @@ impl TimingState {
     /// Reads of `ops` = (device-wide plane, bytes out) on LUN `lun`, their tR in parallel, then
     /// their transfers out one after the other.
     pub(crate) fn read(&mut self, lun: usize, ops: &[(usize, u64)]) {
+        if self.backfill_read(lun, ops) {
+            return;
+        }
         let start = self.start_at(lun, ops);
+        self.note_plane_holes(ops, start);
         let array_end = start.saturating_add(self.params.t_r_ns);
+        let floor = self.buses[self.channel(lun)].until();
         let mut t = self.reserve_bus(lun, array_end, self.xfer_total(ops));
+        self.note_bus_hole(lun, floor, t);
         for &(p, bytes) in ops {
             t = t.saturating_add(self.params.xfer_ns(bytes));
             self.plane_busy[p] = t;
@@ -434,7 +538,10 @@ impl TimingState {
     pub(crate) fn program(&mut self, lun: usize, ops: &[(usize, u64)]) {
         let len = self.xfer_total(ops);
         let ready = self.start_at(lun, ops);
+        self.note_plane_holes(ops, ready);
+        let floor = self.buses[self.channel(lun)].until();
         let start = self.reserve_bus(lun, ready, len);
+        self.note_bus_hole(lun, floor, start);
         let end = start.saturating_add(len).saturating_add(self.params.t_prog_ns);
         self.total_op_busy = self.total_op_busy.saturating_add(end - ready);
         for &(p, _) in ops {
@@ -447,7 +554,9 @@ impl TimingState {
 
     /// Erases on LUN `lun`'s planes of `ops` (the byte counts are ignored), in parallel.
     pub(crate) fn erase(&mut self, lun: usize, ops: &[(usize, u64)]) {
-        let end = self.start_at(lun, ops).saturating_add(self.params.t_bers_ns);
+        let start = self.start_at(lun, ops);
+        self.note_plane_holes(ops, start);
+        let end = start.saturating_add(self.params.t_bers_ns);
         self.total_op_busy = self.total_op_busy.saturating_add(self.params.t_bers_ns);
         for &(p, _) in ops {
             self.plane_busy[p] = end;
@@ -481,8 +590,15 @@ impl super::Emulator {
 
     /// Operations start no earlier than "now" plus the value of `delay` at their issue (work of
     /// the controller between them, e.g. hashing); `None` (the default) turns it off.
+    /// An operation issued earlier is not held up by one the delay pushed later where it fits in
+    /// the idle time before it (see the module doc: single-plane reads, plane queues).
     pub fn set_delay_source(&mut self, delay: Option<Arc<AtomicU64>>) {
         self.timing.delay = delay;
+    }
+
+    /// Reads placed in idle time left before delayed operations (see [`Self::set_delay_source`]).
+    pub fn backfilled_reads(&self) -> u64 {
+        self.timing.backfilled_reads
     }
 
     /// Controller computation on data already read (or before data is programmed): the value
@@ -683,6 +799,48 @@ mod tests {
         assert_eq!(e.last_op_completion_ns(), prog_end + P.t_r_ns + XFER_PAGE);
         compute.fetch_add(7_000, Ordering::Relaxed);
         assert_eq!((e.take_compute_ns(), e.take_compute_ns()), (7_000, 0));
+    }
+
+    /// A program the delay source pushed 1 ms later leaves its plane and bus idle before it: a
+    /// read issued meanwhile with no delay that fits there completes at once; one that does not
+    /// fit, and any read without the delay source, queues behind the program.
+    #[test]
+    fn a_read_issued_before_a_delayed_program_uses_the_idle_time_before_it() {
+        let (d, s) = (vec![0u8; 2048], vec![0u8; 64]);
+        let (mut rd, mut rs) = (vec![0u8; 2048], vec![0u8; 64]);
+        let read = P.t_r_ns + XFER_PAGE;
+        let prog_end = 1_000_000 + XFER_PAGE + P.t_prog_ns;
+        for with_delay_source in [true, false] {
+            let mut e = emu(1);
+            let g = e.geometry();
+            let delay = Arc::new(AtomicU64::new(0));
+            // Without the source, the program is issued at 1 ms itself (same placement).
+            if with_delay_source {
+                e.set_delay_source(Some(delay.clone()));
+                delay.store(1_000_000, Ordering::Relaxed);
+            } else {
+                e.set_now_ns(1_000_000);
+            }
+            e.program_page(g.page(BlockId(0), 0), &d, &s).unwrap();
+            assert_eq!(e.last_op_completion_ns(), prog_end);
+            delay.store(0, Ordering::Relaxed);
+            // Issued at 0.1 ms on the same plane: fits before 1 ms.
+            e.set_now_ns(100_000);
+            e.read_page(g.page(BlockId(0), 1), &mut rd, &mut rs).unwrap();
+            let expect = if with_delay_source { 100_000 + read } else { prog_end + read };
+            assert_eq!(e.last_op_completion_ns(), expect, "delay source {with_delay_source}");
+            if with_delay_source {
+                // A second one follows it in the same idle time; one at 0.99 ms does not fit.
+                e.read_page(g.page(BlockId(0), 2), &mut rd, &mut rs).unwrap();
+                assert_eq!(e.last_op_completion_ns(), 100_000 + 2 * read);
+                e.set_now_ns(990_000);
+                e.read_page(g.page(BlockId(0), 3), &mut rd, &mut rs).unwrap();
+                assert_eq!(e.last_op_completion_ns(), prog_end + read);
+                assert_eq!(e.backfilled_reads(), 2);
+            }
+            // The program's place is unchanged.
+            assert!(e.plane_busy_until(0).unwrap() >= prog_end);
+        }
     }
 
     #[test]

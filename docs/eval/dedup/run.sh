@@ -14,7 +14,7 @@ sim=${CARGO_TARGET_DIR:-target}/release/ftl-sim
 fiu="--device caftl --trace testdata/traces/fiu_mail_sample/fiu_mail_cheetah_sample.blkparse --format fiu --compact --fit"
 for cfg in baseline dedup:nosample dedup dedup:nosample:noprehash dedup:nosample:store=128 \
            dedup:nosample:switch:buffer=8 dedup:nosample:switch:buffer=8:ool \
-           dedup:nosample:switch:buffer=8:idle=100; do
+           dedup:nosample:switch:buffer=8:idle=100 dedup:nosample:switch:buffer=8:idle=10:oolmem=256; do
   name=$(echo "$cfg" | tr ':=' '_-')
   feats=$([ "$cfg" = baseline ] && echo "" || echo "$cfg")
   $sim run $fiu --features "$feats" --json "$json/fiu_$name.json" --quiet

@@ -18,13 +18,13 @@
 //!   the buffer inline deduplication is turned off, at 50% on again.
 //! * Out-of-line (`ool`): after the run (the idle time of the paper), one logical page per live
 //!   physical page is read and fingerprinted, the (fingerprint, page) records are sorted in runs of
-//!   `oolmem=RECORDS` (default 65536) and merged (the paper's external merge sort; runs are kept
-//!   in host memory, the paper keeps them in flash), and each group of equal fingerprints is
-//!   coalesced through `Ftl::coalesce`, which reads and compares the pages before merging them.
+//!   `oolmem=RECORDS` (default 65536) and merged (the paper's external merge sort), and each group of equal fingerprints is
+//!   coalesced through `Ftl::coalesce`, which reads and compares the pages before merging them
+//!   ([`ool`]: runs that fill the sort memory are charged as flash pages written and read back).
 //!
 //!   With `idle=MS` a pass also runs in every idle gap of at least MS ms of an open-loop trace
-//!   (from the device's last completion; work it has not finished when the next request arrives
-//!   delays that request: the paper aborts it instead) once pages were written without a probe.
+//!   (from the device's last completion) once pages were written without a probe; it stops when
+//!   the next request arrives and resumes in the next such gap ([`ool`]).
 //!
 //! * Idle-time reorganisation (`reorg=sorted|hotness`): after every idle gap of at least
 //!   `reorgidle=MS` (default 100) that followed writes, the fingerprint store is reorganised
@@ -38,7 +38,7 @@
 //! `switch`, `buffer=PAGES`, `mhz=MHZ`, `ool`, `oolmem=RECORDS`, `idle=MS`,
 //! `reorg=sorted|hotness`, `reorgidle=MS`.
 
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -49,7 +49,10 @@ use ftl_core::Ftl;
 use nand_hal::NandFlash;
 
 use crate::dedup_memory::DedupSizes;
+
+pub mod ool;
 use ftl_policies::dedup::{CaftlIndex, Layout, StoreStats};
+pub use ool::{out_of_line, Budget, OolPass, OolReport};
 
 /// CRC-32 of a 4 KiB page, cycles (the paper's Table 2).
 pub const CRC_CYCLES: u64 = 4_120;
@@ -322,6 +325,9 @@ pub struct DedupSim {
     hash_ns_background: u64,
     stats_base: DedupStats,
     ool: Option<OolReport>,
+    /// An idle-time pass stopped at a request's arrival, resumed in the next gap.
+    pending: Option<OolPass>,
+    ool_aborts: u64,
     last_done: u64,
     unprobed_at_pass: u64,
     index_shared: Option<Arc<Mutex<IndexShared>>>,
@@ -335,6 +341,11 @@ pub trait IdleClock {
     /// Starts a window of work at `t` ns (operations still start no earlier than their plane is
     /// free).
     fn start_idle_work(&mut self, t: u64);
+    /// When the work issued since the window started completes (ns).
+    fn idle_work_done(&self) -> u64;
+    /// Time to write and to read one page of a sort run, ns, with the device's planes working
+    /// in parallel (one page's program or read time over the number of planes; see [`ool`]).
+    fn run_page_ns(&self) -> (u64, u64);
 }
 
 impl IdleClock for &mut crate::emulator::Emulator {
@@ -342,27 +353,15 @@ impl IdleClock for &mut crate::emulator::Emulator {
         self.set_now_ns(t);
         self.open_window();
     }
-}
-
-/// What out-of-line deduplication did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct OolReport {
-    /// Passes run (idle gaps and the end of the run).
-    pub passes: u64,
-    /// Logical pages read and fingerprinted.
-    pub pages_scanned: u64,
-    /// Sorted runs.
-    pub runs: u64,
-    /// Groups of two or more equal fingerprints.
-    pub duplicate_groups: u64,
-    /// Logical pages coalesced.
-    pub coalesced: u64,
-    /// Coalesces refused after comparing the pages.
-    pub refused: u64,
-    /// Live physical pages before and after.
-    pub live_before: u64,
-    /// Live physical pages after.
-    pub live_after: u64,
+    fn idle_work_done(&self) -> u64 {
+        self.window_completion_ns()
+    }
+    fn run_page_ns(&self) -> (u64, u64) {
+        let (t, g) = (self.timing_params(), self.geometry());
+        let planes = (g.total_planes() as u64).max(1);
+        let xfer = t.xfer_ns(g.data_bytes as u64);
+        ((t.t_prog_ns + xfer).div_ceil(planes), (t.t_r_ns + xfer).div_ceil(planes))
+    }
 }
 
 impl DedupSim {
@@ -389,6 +388,8 @@ impl DedupSim {
             hash_ns_background: 0,
             stats_base: DedupStats::default(),
             ool: None,
+            pending: None,
+            ool_aborts: 0,
             last_done: 0,
             unprobed_at_pass: 0,
             index_shared: None,
@@ -454,9 +455,10 @@ impl DedupSim {
         self.last_done = self.last_done.max(done);
     }
 
-    /// Before a request arriving at `now` (ns): an out-of-line pass if the device has been idle
-    /// long enough and pages were written without a probe since the last pass. The pass starts
-    /// when the device went idle; what it does not finish by `now` delays the request.
+    /// Before a request arriving at `now` (ns): out-of-line work if the device has been idle long
+    /// enough: the pass stopped in an earlier gap, else a new one if pages were written without
+    /// a probe since the last pass started. The work starts when the device went idle and stops
+    /// at `now` (see [`ool`]: the request waits at most for the unit of work in flight).
     pub fn idle_time<N: NandFlash + IdleClock, P: PolicySet, M: MappingTable>(
         &mut self,
         ftl: &mut Ftl<'_, N, P, M>,
@@ -476,21 +478,39 @@ impl DedupSim {
             }
         }
         let idle_ns = self.opts.idle_ms.saturating_mul(1_000_000);
-        let unprobed = ftl.dedup_stats().unprobed;
         if !self.opts.out_of_line
             || idle_ns == 0
             || self.last_done == 0
             || now < self.last_done.saturating_add(idle_ns)
-            || unprobed == self.unprobed_at_pass
         {
             return Ok(());
         }
-        self.unprobed_at_pass = unprobed;
-        ftl.nand_mut().start_idle_work(self.last_done);
+        let mut pass = match self.pending.take() {
+            Some(p) => p,
+            None => {
+                let unprobed = ftl.dedup_stats().unprobed;
+                if unprobed == self.unprobed_at_pass {
+                    return Ok(());
+                }
+                self.unprobed_at_pass = unprobed;
+                OolPass::new(self.opts.ool_memory_records, ftl.live_physical_pages())
+            }
+        };
+        pass.clock = pass.clock.max(self.last_done);
+        ftl.nand_mut().start_idle_work(pass.clock);
+        let (write_page_ns, read_page_ns) = ftl.nand().run_page_ns();
+        let budget = Budget { deadline: now, write_page_ns, read_page_ns };
         let inline = ftl.dedup_settings().inline;
-        let pass = out_of_line(ftl, self.opts.ool_memory_records)?;
+        let done = pass.advance(ftl, Some(budget), &|f| f.nand().idle_work_done(), &mut |f, t| {
+            f.nand_mut().start_idle_work(t)
+        });
         ftl.set_inline_dedup(inline);
-        self.record_pass(&pass);
+        if done? {
+            self.record_pass(&pass.rep);
+        } else {
+            self.ool_aborts += 1;
+            self.pending = Some(pass);
+        }
         Ok(())
     }
 
@@ -503,6 +523,8 @@ impl DedupSim {
         r.passes += 1;
         r.pages_scanned += pass.pages_scanned;
         r.runs += pass.runs;
+        r.run_pages_written += pass.run_pages_written;
+        r.run_pages_read += pass.run_pages_read;
         r.duplicate_groups += pass.duplicate_groups;
         r.coalesced += pass.coalesced;
         r.refused += pass.refused;
@@ -566,11 +588,17 @@ impl DedupSim {
         ns
     }
 
-    /// After the run: out-of-line deduplication if asked for.
+    /// After the run: the idle-time pass in progress completed, then a whole out-of-line pass if
+    /// asked for.
     pub fn finish<N: NandFlash, P: PolicySet, M: MappingTable>(
         &mut self,
         ftl: &mut Ftl<'_, N, P, M>,
     ) -> Result<(), String> {
+        if let Some(mut pass) = self.pending.take() {
+            ftl.set_inline_dedup(true);
+            pass.advance(ftl, None, &|_| 0, &mut |_, _| {})?;
+            self.record_pass(&pass.rep);
+        }
         if self.opts.out_of_line {
             ftl.set_inline_dedup(true);
             let pass = out_of_line(ftl, self.opts.ool_memory_records)?;
@@ -636,8 +664,11 @@ impl DedupSim {
             "space_saved": if mapped == 0 { 0.0 } else { 1.0 - live as f64 / mapped as f64 },
             "out_of_line": self.ool.as_ref().map(|o| serde_json::json!({
                 "passes": o.passes,
+                "aborts": self.ool_aborts,
                 "pages_scanned": o.pages_scanned,
                 "runs": o.runs,
+                "run_pages_written": o.run_pages_written,
+                "run_pages_read": o.run_pages_read,
                 "duplicate_groups": o.duplicate_groups,
                 "coalesced": o.coalesced,
                 "refused": o.refused,
@@ -646,71 +677,6 @@ impl DedupSim {
             })),
         })
     }
-}
-
-/// Out-of-line deduplication: fingerprints one logical page per live physical page, sorts the records in runs
-/// of `memory` and merges them, and coalesces each group of equal fingerprints.
-pub fn out_of_line<N: NandFlash, P: PolicySet, M: MappingTable>(
-    ftl: &mut Ftl<'_, N, P, M>,
-    memory: usize,
-) -> Result<OolReport, String> {
-    let pb = ftl.page_bytes() as usize;
-    let mut page = vec![0u8; pb];
-    let mut rep = OolReport { live_before: ftl.live_physical_pages(), ..OolReport::default() };
-    let mut runs: Vec<Vec<([u8; 20], u32)>> = Vec::new();
-    let mut run = Vec::with_capacity(memory.min(1 << 20));
-    let mut seen = HashSet::new();
-    for l in 0..ftl.capacity_pages() {
-        // One record per physical page: a shared page stands for all its logical pages.
-        match ftl.physical_page_of(l) {
-            Some(p) if seen.insert(p) => {}
-            _ => continue,
-        }
-        ftl.read(l, &mut page).map_err(|e| format!("out-of-line read of page {l}: {e}"))?;
-        run.push((ftl_policies::dedup::sha1_page(&page).0, l));
-        rep.pages_scanned += 1;
-        if run.len() == memory {
-            run.sort_unstable();
-            runs.push(std::mem::take(&mut run));
-        }
-    }
-    if !run.is_empty() {
-        run.sort_unstable();
-        runs.push(run);
-    }
-    rep.runs = runs.len() as u64;
-    // K-way merge of the sorted runs.
-    // (fingerprint, logical page, run, index in the run), smallest first.
-    type Head = std::cmp::Reverse<([u8; 20], u32, usize, usize)>;
-    let mut heap: BinaryHeap<Head> = BinaryHeap::new();
-    for (r, v) in runs.iter().enumerate() {
-        if let Some(&(f, l)) = v.first() {
-            heap.push(std::cmp::Reverse((f, l, r, 0)));
-        }
-    }
-    let mut group: Option<([u8; 20], u32, bool)> = None;
-    while let Some(std::cmp::Reverse((f, l, r, i))) = heap.pop() {
-        if let Some(&(nf, nl)) = runs[r].get(i + 1) {
-            heap.push(std::cmp::Reverse((nf, nl, r, i + 1)));
-        }
-        match group {
-            Some((gf, keep, counted)) if gf == f => {
-                if !counted {
-                    rep.duplicate_groups += 1;
-                    group = Some((gf, keep, true));
-                }
-                if ftl.coalesce(keep, l, &mut page).map_err(|e| format!("coalesce({keep}, {l}): {e}"))? {
-                    rep.coalesced += 1;
-                } else {
-                    rep.refused += 1;
-                }
-            }
-            _ => group = Some((f, l, false)),
-        }
-    }
-    ftl.flush().map_err(|e| format!("flush after out-of-line deduplication: {e}"))?;
-    rep.live_after = ftl.live_physical_pages();
-    Ok(rep)
 }
 
 #[cfg(test)]

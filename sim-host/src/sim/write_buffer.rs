@@ -14,10 +14,15 @@
 //! * The hash processor fingerprints one write at a time: a write's flash work is issued when it
 //!   is admitted and the processor is free ([`WriteBuffer::issue_at`]).
 //!
-//! Simplifications (stated in docs/eval/dedup/README.md): the flash work of a write is issued to
-//! the NAND timing model when its hashing starts and its completion is shifted by the hashing
-//! time (hashing before programming, not page-by-page pipelined); reads are not given priority
-//! over flash writes already issued; the buffer transfer itself costs no time.
+//! Hashing is on the emulator's clock page by page (`dedup::TimedIndex`): the operations a write
+//! issues after a page's probe start no earlier than that page's hashing ends. The simulator runs
+//! the whole write before the next request, so those operations are placed before a read that
+//! arrives while the write is still being hashed; the emulator lets such a read use the idle
+//! time they leave on its plane and bus if it fits there (`nand_emu` delayed operations), and
+//! queues it behind them otherwise.
+//!
+//! Simplifications (stated in docs/eval/dedup/README.md): reads are not given priority over flash
+//! operations already issued; the buffer transfer itself costs no time.
 
 use std::collections::{HashMap, VecDeque};
 
