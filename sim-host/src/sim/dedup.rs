@@ -348,22 +348,6 @@ pub trait IdleClock {
     fn run_page_ns(&self) -> (u64, u64);
 }
 
-impl IdleClock for &mut crate::emulator::Emulator {
-    fn start_idle_work(&mut self, t: u64) {
-        self.set_now_ns(t);
-        self.open_window();
-    }
-    fn idle_work_done(&self) -> u64 {
-        self.window_completion_ns()
-    }
-    fn run_page_ns(&self) -> (u64, u64) {
-        let (t, g) = (self.timing_params(), self.geometry());
-        let planes = (g.total_planes() as u64).max(1);
-        let xfer = t.xfer_ns(g.data_bytes as u64);
-        ((t.t_prog_ns + xfer).div_ceil(planes), (t.t_r_ns + xfer).div_ceil(planes))
-    }
-}
-
 impl DedupSim {
     /// State for a device of `logical_pages` pages of `page_bytes`.
     pub fn new(opts: DedupOptions, logical_pages: u32, page_bytes: u32) -> Self {

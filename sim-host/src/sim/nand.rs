@@ -10,7 +10,7 @@ use super::ecc_model::{GcMoveStats, NoisyNand};
 use crate::emulator::Emulator;
 
 /// A device a simulation runs its FTL on.
-pub trait SimNand: NandFlash + IdleClock {
+pub trait SimNand: NandFlash {
     /// The emulator underneath (clock, timing, erase counts).
     fn emu(&self) -> &Emulator;
     /// The emulator underneath, mutable.
@@ -37,10 +37,22 @@ impl SimNand for &mut Emulator {
     }
 }
 
-impl IdleClock for NoisyNand<'_> {
+/// Idle-time work (deduplication's out-of-line passes) runs on the emulator underneath.
+impl<T: SimNand> IdleClock for T {
     fn start_idle_work(&mut self, t: u64) {
-        self.emu.set_now_ns(t);
-        self.emu.open_window();
+        let emu = self.emu_mut();
+        emu.set_now_ns(t);
+        emu.open_window();
+    }
+    fn idle_work_done(&self) -> u64 {
+        self.emu().window_completion_ns()
+    }
+    fn run_page_ns(&self) -> (u64, u64) {
+        let emu = self.emu();
+        let (t, g) = (emu.timing_params(), emu.geometry());
+        let planes = (g.total_planes() as u64).max(1);
+        let xfer = t.xfer_ns(g.data_bytes as u64);
+        ((t.t_prog_ns + xfer).div_ceil(planes), (t.t_r_ns + xfer).div_ceil(planes))
     }
 }
 
