@@ -19,7 +19,7 @@ cargo test --workspace --release
 # point of the exhaustive torture); full counts: the workspace run.
 export PROPTEST_CASES="${FTL_CONFIG_CASES:-128}"
 export FTL_TORTURE_CUTS="${FTL_CONFIG_CUTS:-300}"
-export FTL_TORTURE_STRIDE="${FTL_CONFIG_STRIDE:-3}"
+export FTL_TORTURE_STRIDE="${FTL_CONFIG_STRIDE:-8}"
 export FTL_BLIP_SEEDS="${FTL_CONFIG_BLIP_SEEDS:-40}"
 suites=(--lib --test power_cuts --test model --test torture --test bit_errors)
 cargo test --release -p ftl-core -p ftl-tests --no-default-features "${suites[@]}" --test geometries --test anchor

@@ -26,6 +26,7 @@
 use ftl_core::policy::DefaultPolicies;
 use ftl_core::reuse::{ReuseConfig, ReuseState, SecondWriteCodec, SecondWriteError};
 use ftl_core::{Config, Error};
+use ftl_testkit::reuse::{polar_wom_bch, WomBch};
 use ftl_tests::{
     fill_page, identify, open, random_workload, Env, Found, Op, RandomCuts, Rng, Start, Verify, WomParts,
 };
@@ -800,40 +801,6 @@ fn same_plane_pairs_with_cuts() {
 
 // ---------------------------------------------------------------------------------------------
 // Raw bit errors
-
-/// BCH (`BchCodec::for_geometry`: t = `bits` per 512 bytes + CRC-32C) on first writes and on
-/// the second write's message, the polar code fitted into what is left of the spare.
-type WomBch = ftl_policies::flex_ecc::BchCodec<8192, 2>;
-
-fn polar_wom_bch(geo: &Geometry) -> Result<Box<dyn SecondWriteCodec + Send>, String> {
-    use ftl_core::policy::PageCodec;
-    use ftl_policies::wom::{fitted_codec, ftl_layout, WomScratch, WomSecondWrite};
-    use sim_host::sim::wom::POLAR_W;
-    let first = WomBch::for_geometry(geo).map_err(|e| format!("{e:?}"))?;
-    let layout = ftl_layout(geo, ftl_core::meta::META_LEN + first.spare_len()).ok_or("no room")?;
-    let (m, t, cw) = (13, u32::from(geo.ecc.bits), geo.ecc.codeword_bytes as usize);
-    // The ECC's length depends on the bytes it protects, which depend on the fitted code.
-    let mut ecc_len = 0;
-    for _ in 0..4 {
-        let codec = fitted_codec::<POLAR_W>(layout, 16, 2, 1, ecc_len).map_err(|e| format!("{e:?}"))?;
-        let ecc = WomBch::new(m, t, cw, codec.plan().protected_len).map_err(|e| format!("{e:?}"))?;
-        if ecc.spare_len() != ecc_len {
-            ecc_len = ecc.spare_len();
-            continue;
-        }
-        let page = geo.raw_page_bytes() as usize;
-        let w = WomSecondWrite::<POLAR_W, 0, _, _, _>::new(
-            codec,
-            ecc,
-            Box::new(WomScratch::<POLAR_W, 0>::new()),
-            vec![0u8; page],
-            vec![0u8; page],
-        )
-        .map_err(|e| format!("{e:?}"))?;
-        return Ok(Box::new(w));
-    }
-    Err("the ECC length does not settle".into())
-}
 
 /// Raw bit errors on every read (RBER `FTL_WOM_RBER`, default 1e-6: about 7 % of second-write
 /// reads see at least one) with random cuts: BCH t = 4 on first writes and on second writes,
