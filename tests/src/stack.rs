@@ -273,8 +273,7 @@ impl WomParts {
         if !ATTACHED.wom || geo.total_planes() < 2 || geo.sequential_program {
             return None;
         }
-        let spare = ftl_core::policy::PageCodec::spare_len(&codec(geo));
-        let codec = Box::new(ftl_testkit::reuse::polar_wom(geo, spare, 16, 2).expect("polar"));
+        let codec = ftl_testkit::reuse::polar_wom_bch(geo).expect("polar WOM code with BCH");
         let mut config = ftl_core::reuse::ReuseConfig::paper(geo, cfg);
         // GC keeps two thirds of a plane's blocks clean or recycled (as wom.rs's small device),
         // so recycled blocks and second writes come within a few hundred ops on small devices.
