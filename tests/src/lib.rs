@@ -20,14 +20,15 @@ use ftl_core::blocks::BlockState;
 use ftl_core::policy::{DefaultPolicies, PolicySet};
 #[cfg(feature = "wom")]
 use ftl_core::reuse::{ReuseConfig, SecondWriteCodec};
-#[cfg(feature = "wom")]
-use ftl_core::Extensions;
-use ftl_core::{AnyMap, Config, Counters, Error, Ftl};
+use ftl_core::{AnyMap, Config, Counters, Error, Extensions, Ftl};
 #[cfg(feature = "wom")]
 use ftl_testkit::ReuseBuffers;
 use ftl_testkit::{FtlMemory, MapChoice};
 use nand_emu::{Emulator, EmulatorConfig};
 use nand_hal::{BlockId, EccRequirement, ErrorKind, Geometry, NandFlash};
+
+pub mod stack;
+pub use stack::ExtParts;
 
 /// The FTL type the tests use: the baseline policies unless given others (e.g. a BCH codec).
 pub type TestFtl<'a, N, P = DefaultPolicies> = Ftl<'a, N, P, AnyMap<'a>>;
@@ -133,45 +134,45 @@ pub struct WomParts {
 
 #[cfg(feature = "wom")]
 impl WomParts {
-    /// The extensions of an FTL with these second writes.
-    fn extensions(&mut self) -> Extensions<'_> {
-        Extensions::none().reuse(self.buffers.reuse(&mut *self.codec, self.config, self.slots))
+    /// `ext` with these second writes stacked.
+    pub fn attach<'a>(&'a mut self, ext: Extensions<'a>) -> Extensions<'a> {
+        ext.reuse(self.buffers.reuse(&mut *self.codec, self.config, self.slots))
+    }
+
+    /// The extensions of an FTL with these second writes alone.
+    pub fn extensions(&mut self) -> Extensions<'_> {
+        self.attach(Extensions::none())
     }
 }
 
 /// Without feature `wom` there are no second writes: no value of this type exists, so
-/// [`Env::wom`] is always `None`.
+/// [`ExtParts::wom`] is always `None`.
 #[cfg(not(feature = "wom"))]
 pub enum WomParts {}
 
 #[cfg(not(feature = "wom"))]
 impl WomParts {
-    fn extensions(&mut self) -> ftl_core::Extensions<'_> {
+    /// Never called (no value).
+    pub fn attach<'a>(&'a mut self, _ext: Extensions<'a>) -> Extensions<'a> {
         match *self {}
     }
 }
 
-/// Formats (`format`) or mounts `nand` with memory from `mem`, with second writes if `wom` is
-/// given.
+/// Formats (`format`) or mounts `nand` with memory from `mem` and the techniques of `ext`
+/// stacked (`Extensions::none()`: the baseline FTL).
 pub fn open<'a, N: NandFlash, P: PolicySet>(
     nand: N,
     mem: &'a mut FtlMemory,
-    wom: Option<&'a mut WomParts>,
+    ext: Extensions<'a>,
     cfg: Config,
     policies: P,
     format: bool,
 ) -> Result<TestFtl<'a, N, P>, Error> {
     let (map, m) = mem.parts();
-    match (wom, format) {
-        (None, true) => Ftl::format(nand, policies, map, m, cfg),
-        (None, false) => Ftl::mount(nand, policies, map, m, cfg),
-        (Some(w), format) => {
-            if format {
-                Ftl::format_with(nand, policies, map, m, cfg, w.extensions())
-            } else {
-                Ftl::mount_with(nand, policies, map, m, cfg, w.extensions())
-            }
-        }
+    if format {
+        Ftl::format_with(nand, policies, map, m, cfg, ext)
+    } else {
+        Ftl::mount_with(nand, policies, map, m, cfg, ext)
     }
 }
 
@@ -216,6 +217,9 @@ fn splitmix(x: &mut u64) -> u64 {
 /// Ids with this bit name content that does not depend on the logical page: the same id written
 /// to several pages gives equal pages (duplicates, for the deduplication tests).
 pub const SHARED_CONTENT: u64 = 1 << 63;
+
+/// How many distinct shared contents [`Op::Dup`] writes.
+pub const DUP_POOL: u32 = 6;
 
 /// The content of the write with id `id` (>= 1) to `lpn`: the id, the lpn, then pseudo-random
 /// bytes derived from both (from the id alone, and lpn 0 in place of the lpn, for ids with
@@ -312,6 +316,18 @@ impl Model {
             .collect()
     }
 
+    /// Records a write of `pages` pages at `lpn` with contents `content, content + 1, ...` of
+    /// the [`DUP_POOL`] shared contents ([`SHARED_CONTENT`] ids) and returns their ids.
+    pub fn write_shared(&mut self, lpn: u32, pages: u32, content: u32) -> Vec<u64> {
+        (0..pages)
+            .map(|i| {
+                let id = SHARED_CONTENT | (1 + ((content + i) % DUP_POOL) as u64);
+                self.set(lpn + i, Some(id));
+                id
+            })
+            .collect()
+    }
+
     /// Records a trim.
     pub fn trim(&mut self, lpn: u32, pages: u32) {
         for l in lpn..lpn + pages {
@@ -374,6 +390,9 @@ impl Model {
 pub enum Op {
     /// Writes `pages` pages (clamped to the capacity) from `lpn`.
     Write { lpn: u32, pages: u32 },
+    /// Writes `pages` pages (clamped) from `lpn` with shared contents `content, content + 1, ...`
+    /// (of [`DUP_POOL`], the same bytes whatever the logical page: duplicates).
+    Dup { lpn: u32, pages: u32, content: u32 },
     /// Reads `pages` pages (clamped) from `lpn` and compares them with the model.
     Read { lpn: u32, pages: u32 },
     /// Trims `pages` pages (clamped) from `lpn`.
@@ -395,7 +414,7 @@ pub enum Op {
 }
 
 /// Parses ops written compactly, separated by whitespace: `W<lpn>+<pages>` (write),
-/// `R<lpn>+<pages>` (read), `T<lpn>+<pages>` (trim), `F` (flush), `C<after>` or
+/// `D<lpn>+<pages>` (shared contents from 0), `R<lpn>+<pages>` (read), `T<lpn>+<pages>` (trim), `F` (flush), `C<after>` or
 /// `C<after>/<mount_after>` (cut), `M` (clean remount), `B<after>` (power blip), `X<after>` and
 /// `Y<after>` (timeout without and after doing the operation). For regression tests.
 pub fn parse_ops(s: &str) -> Vec<Op> {
@@ -410,6 +429,10 @@ pub fn parse_ops(s: &str) -> Vec<Op> {
                 "W" => {
                     let (lpn, pages) = range(rest);
                     Op::Write { lpn, pages }
+                }
+                "D" => {
+                    let (lpn, pages) = range(rest);
+                    Op::Dup { lpn, pages, content: 0 }
                 }
                 "R" => {
                     let (lpn, pages) = range(rest);
@@ -848,9 +871,12 @@ fn session_step<N: CutControl, P: PolicySet>(
     buf: &mut Vec<u8>,
 ) -> Result<Result<(), Outcome>, String> {
     let touched = match op {
-        Op::Write { lpn, pages } => {
+        Op::Write { lpn, pages } | Op::Dup { lpn, pages, .. } => {
             let (lpn, pages) = clamp(ctx.model, lpn, pages);
-            let ids = ctx.model.write(lpn, pages);
+            let ids = match op {
+                Op::Dup { content, .. } => ctx.model.write_shared(lpn, pages, content),
+                _ => ctx.model.write(lpn, pages),
+            };
             buf.resize(pages as usize * pb, 0);
             for (i, id) in ids.iter().enumerate() {
                 fill_page(lpn + i as u32, *id, &mut buf[i * pb..(i + 1) * pb]);
@@ -939,6 +965,16 @@ pub struct Totals {
     pub second_writes: u64,
     /// GC rewrites of second writes (feature `wom`).
     pub second_write_gc_rewrites: u64,
+    /// Pages deduplicated (feature `dedup`).
+    pub deduplicated: u64,
+    /// Pages the NV cache took on writes (feature `cdm`).
+    pub nv_write_inserts: u64,
+    /// Host reads the NV cache served (feature `cdm`).
+    pub nv_read_hits: u64,
+    /// Pages FlexECC wrote as dirty (correcting; feature `flex-ecc`).
+    pub flex_dirty_writes: u64,
+    /// Correcting pages GC moved as such (feature `flex-ecc`).
+    pub flex_correcting_moved: u64,
     /// Map pages read (cached map).
     pub map_page_reads: u64,
     /// Map pages written (cached map).
@@ -964,7 +1000,42 @@ impl Totals {
     pub fn add_ftl<N: NandFlash, P: PolicySet>(&mut self, ftl: &TestFtl<'_, N, P>) {
         self.add(ftl.counters());
         self.add_reuse(ftl);
+        self.add_dedup(ftl);
+        self.add_nv(ftl);
+        self.add_flex(ftl);
     }
+
+    #[cfg(feature = "dedup")]
+    fn add_dedup<N: NandFlash, P: PolicySet>(&mut self, ftl: &TestFtl<'_, N, P>) {
+        self.deduplicated += ftl.dedup_stats().deduplicated;
+    }
+
+    /// Without feature `dedup` nothing is deduplicated.
+    #[cfg(not(feature = "dedup"))]
+    fn add_dedup<N: NandFlash, P: PolicySet>(&mut self, _ftl: &TestFtl<'_, N, P>) {}
+
+    #[cfg(feature = "cdm")]
+    fn add_nv<N: NandFlash, P: PolicySet>(&mut self, ftl: &TestFtl<'_, N, P>) {
+        if let Some(c) = ftl.nv_counters() {
+            self.nv_write_inserts += c.write_inserts;
+            self.nv_read_hits += c.read_hits;
+        }
+    }
+
+    /// Without feature `cdm` there is no NV cache.
+    #[cfg(not(feature = "cdm"))]
+    fn add_nv<N: NandFlash, P: PolicySet>(&mut self, _ftl: &TestFtl<'_, N, P>) {}
+
+    #[cfg(feature = "flex-ecc")]
+    fn add_flex<N: NandFlash, P: PolicySet>(&mut self, ftl: &TestFtl<'_, N, P>) {
+        let c = ftl.flex_counters();
+        self.flex_dirty_writes += c.dirty_writes;
+        self.flex_correcting_moved += c.correcting_moved;
+    }
+
+    /// Without feature `flex-ecc` there is no FlexECC.
+    #[cfg(not(feature = "flex-ecc"))]
+    fn add_flex<N: NandFlash, P: PolicySet>(&mut self, _ftl: &TestFtl<'_, N, P>) {}
 
     #[cfg(feature = "wom")]
     fn add_reuse<N: NandFlash, P: PolicySet>(&mut self, ftl: &TestFtl<'_, N, P>) {
@@ -1031,8 +1102,8 @@ pub struct Env<P = DefaultPolicies> {
     pub random_cuts: Option<RandomCuts>,
     /// The policies every format and mount gets (a clone each).
     pub policies: P,
-    /// Second writes (feature `wom`) for every format and mount, when given.
-    pub wom: Option<WomParts>,
+    /// The techniques stacked on every format and mount ([`stack`]; none unless given).
+    pub ext: ExtParts,
     /// Blips and transient failures scheduled by [`Op::Blip`] and [`Op::Transient`].
     pub faults: FaultPlan,
     /// Paced GC on every instance (`Ftl::set_gc_pacing`; on by default, as in the FTL).
@@ -1065,9 +1136,25 @@ impl Env {
 }
 
 impl<P> Env<P> {
-    /// Runs the FTL with `map` (before the first op: memory is reused by every mount).
+    /// Runs the FTL with `map` (before the first op: memory is reused by every mount). No
+    /// technique runs on the cached map (`ftl_core::ext::Refusal::FlashResidentMap`): with it
+    /// the stacked techniques are dropped.
     pub fn use_map(&mut self, map: MapChoice) {
         self.mem = FtlMemory::with_map(&self.emu.geometry(), &self.cfg, sized_map(map, &self.cfg));
+        if map != MapChoice::Flat {
+            self.ext = ExtParts::none();
+        }
+    }
+}
+
+impl Env<stack::BuildPolicies> {
+    /// A new environment over `emu` whose FTLs run with what this build enables: its policies
+    /// and its techniques stacked ([`stack`]).
+    pub fn for_build(emu: Emulator, cfg: Config) -> Self {
+        let geo = emu.geometry();
+        let mut env = Env::with_policies(emu, cfg, stack::policies(&geo, &cfg));
+        env.ext = ExtParts::for_build(&geo, &env.cfg);
+        env
     }
 }
 
@@ -1108,7 +1195,7 @@ impl<P: PolicySet + Clone> Env<P> {
             mount_cut: None,
             random_cuts: None,
             policies,
-            wom: None,
+            ext: ExtParts::none(),
             faults: FaultPlan::default(),
             gc_pacing: true,
         }
@@ -1145,7 +1232,7 @@ impl<P: PolicySet + Clone> Env<P> {
                     match open(
                         Faulty { emu: &mut self.emu, plan: &mut self.faults },
                         &mut self.mem,
-                        self.wom.as_mut(),
+                        self.ext.extensions(),
                         self.cfg,
                         self.policies.clone(),
                         true,
@@ -1157,7 +1244,7 @@ impl<P: PolicySet + Clone> Env<P> {
                             after_format_cut(
                                 &mut self.emu,
                                 &mut self.mem,
-                                &mut self.wom,
+                                &mut self.ext,
                                 self.cfg,
                                 &self.model,
                                 &self.policies,
@@ -1171,7 +1258,7 @@ impl<P: PolicySet + Clone> Env<P> {
                     match open(
                         Faulty { emu: &mut self.emu, plan: &mut self.faults },
                         &mut self.mem,
-                        self.wom.as_mut(),
+                        self.ext.extensions(),
                         self.cfg,
                         self.policies.clone(),
                         false,
@@ -1209,7 +1296,7 @@ impl<P: PolicySet + Clone> Env<P> {
                         let r = open(
                             Faulty { emu: &mut self.emu, plan: &mut self.faults },
                             &mut self.mem,
-                            self.wom.as_mut(),
+                            self.ext.extensions(),
                             self.cfg,
                             self.policies.clone(),
                             false,
@@ -1228,7 +1315,7 @@ impl<P: PolicySet + Clone> Env<P> {
                         }
                     }
                     self.emu.restore_power();
-                    let truth = if std::env::var("FTL_TESTS_CHECK_POOL").is_ok() && self.wom.is_none() {
+                    let truth = if std::env::var("FTL_TESTS_CHECK_POOL").is_ok() && self.ext.is_empty() {
                         survey_table(&self.emu, &self.cfg, self.mem.map_choice(), self.policies.clone())
                     } else {
                         None
@@ -1236,7 +1323,7 @@ impl<P: PolicySet + Clone> Env<P> {
                     let mut f = open(
                         Faulty { emu: &mut self.emu, plan: &mut self.faults },
                         &mut self.mem,
-                        self.wom.as_mut(),
+                        self.ext.extensions(),
                         self.cfg,
                         self.policies.clone(),
                         false,
@@ -1323,7 +1410,7 @@ impl<P: PolicySet + Clone> Env<P> {
                     let mut f = open(
                         Faulty { emu: &mut self.emu, plan: &mut self.faults },
                         &mut self.mem,
-                        self.wom.as_mut(),
+                        self.ext.extensions(),
                         self.cfg,
                         self.policies.clone(),
                         false,
@@ -1369,13 +1456,13 @@ pub fn block_summary(mem: &mut FtlMemory, geo: &Geometry) -> String {
 fn after_format_cut<P: PolicySet + Clone>(
     emu: &mut Emulator,
     mem: &mut FtlMemory,
-    wom: &mut Option<WomParts>,
+    ext: &mut ExtParts,
     cfg: Config,
     model: &Model,
     policies: &P,
 ) -> Result<(), String> {
     emu.restore_power();
-    match open(&mut *emu, &mut *mem, wom.as_mut(), cfg, policies.clone(), false) {
+    match open(&mut *emu, &mut *mem, ext.extensions(), cfg, policies.clone(), false) {
         Ok(mut f) => {
             let empty = Model::new(model.len());
             verify_all(&mut f, &empty)
@@ -1385,7 +1472,7 @@ fn after_format_cut<P: PolicySet + Clone>(
         Err(Error::NotFormatted | Error::Corrupt) => {}
         Err(e) => return Err(format!("mount after a cut during format returned {e:?}")),
     }
-    let mut f = open(&mut *emu, &mut *mem, wom.as_mut(), cfg, policies.clone(), true)
+    let mut f = open(&mut *emu, &mut *mem, ext.extensions(), cfg, policies.clone(), true)
         .map_err(|e| format!("format after a cut during format: {e:?}"))?;
     f.write(0, &{
         let mut p = vec![0u8; f.page_bytes() as usize];
@@ -1394,7 +1481,7 @@ fn after_format_cut<P: PolicySet + Clone>(
     })
     .map_err(|e| format!("write after reformat: {e:?}"))?;
     f.unmount().map_err(|e| format!("unmount after reformat: {e:?}"))?;
-    let mut f = open(emu, mem, wom.as_mut(), cfg, policies.clone(), false)
+    let mut f = open(emu, mem, ext.extensions(), cfg, policies.clone(), false)
         .map_err(|e| format!("mount after reformat: {e:?}"))?;
     let mut p = vec![0u8; f.page_bytes() as usize];
     f.read(0, &mut p).map_err(|e| format!("read after reformat: {e:?}"))?;
@@ -1457,4 +1544,15 @@ pub fn random_workload(rng: &mut Rng, logical_pages: u32, len: usize) -> Vec<Op>
         });
     }
     ops
+}
+
+/// Turns every fourth write of `ops` into a write of shared contents ([`Op::Dup`]), so that
+/// deduplication, when attached, finds duplicates (the model expects the same data either way).
+pub fn with_duplicates(ops: &mut [Op]) {
+    let writes = ops.iter_mut().filter(|op| matches!(op, Op::Write { .. }));
+    for (i, op) in writes.enumerate() {
+        if let (0, Op::Write { lpn, pages }) = (i % 4, *op) {
+            *op = Op::Dup { lpn, pages, content: lpn % DUP_POOL };
+        }
+    }
 }

@@ -1,12 +1,17 @@
 //! The foundation's guarantees with raw bit errors on: the FTL runs with the BCH + CRC-32C codec
 //! (`ftl_policies::flex_ecc::BchCodec`) on an emulator with RBER > 0.
 //!
+//! - `model_with_bch_and_rber` and `random_cuts_with_bch_and_rber` stack what the build enables
+//!   ([`ftl_tests::stack`]: deduplication, the NV cache, FlexECC's codec over this BCH, ETI;
+//!   not second writes, which this chip cannot take) and write shared contents too.
 //! - `model_with_bch_and_rber`: the model property test of `model.rs` (random writes, reads,
 //!   trims, flushes, cuts, cut recovery mounts, clean remounts; reads equal the model, guarantees
 //!   1 and 2 after every cut).
 //! - `exhaustive_cut_points_with_bch_and_rber` / `random_cuts_with_bch_and_rber`: the torture of
 //!   `torture.rs` (every cut point of a fixed workload on the small device; long random workloads
 //!   with a cut always pending).
+//! - `random_cuts_with_second_writes_bch_and_rber` (builds that attach second writes): the
+//!   stack on its chip with raw bit errors and random cuts.
 //! - `random_cuts_on_mt29f4g08_pages_with_rber`: random cuts on the real part's page format
 //!   (2 KiB + 64, BCH t = 4 per 512 B: 60 of 64 spare bytes used; `FTL_MT29_SEEDS=n`, default 6).
 //! - `random_cuts_with_program_failures_and_rber`: the same with program and erase failures
@@ -122,10 +127,22 @@ fn op(logical: u32) -> impl Strategy<Value = Op> {
     ]
 }
 
+/// An environment with BCH t = 8 and what this build stacks ([`ftl_tests::stack`]; FlexECC's
+/// codec over BCH when it is attached; no second writes: this chip programs pages in order).
+fn stack_env(emu: Emulator, cfg: Config) -> Env<ftl_tests::stack::BchPolicies> {
+    let geo = emu.geometry();
+    let bch = Bch8::for_geometry(&geo).expect("BCH codec for the geometry");
+    let mut env = Env::with_policies(emu, cfg, ftl_tests::stack::bch_policies(bch, &cfg));
+    env.ext = ftl_tests::ExtParts::for_build(&geo, &cfg);
+    env
+}
+
 fn model_run(ops: &[Op], torn: f64, erase: f64, seed: u64) -> Result<(), String> {
     let geo = bch_geometry(PPB, BLOCKS_PER_PLANE, PLANES);
-    let mut env =
-        Env::with_policies(emulator(geo, RBER, torn, erase, seed), model_config(), bch_policies(&geo));
+    let mut env = stack_env(emulator(geo, RBER, torn, erase, seed), model_config());
+    let mut ops = ops.to_vec();
+    ftl_tests::with_duplicates(&mut ops);
+    let ops = &ops[..];
     // Odd seeds run the cached map (an eighth of the map cached): map pages under raw bit errors too.
     env.use_map(ftl_tests::map_choice(!seed.is_multiple_of(2)));
     env.verify = Verify::All;
@@ -230,7 +247,8 @@ fn random_cuts_with_bch_and_rber() {
                 ops.push(Op::Remount);
             }
         }
-        let mut env = Env::with_policies(emulator(geo, RBER, torn, erase, seed), cfg, bch_policies(&geo));
+        ftl_tests::with_duplicates(&mut ops);
+        let mut env = stack_env(emulator(geo, RBER, torn, erase, seed), cfg);
         // Even seeds run the cached map (an eighth of the map cached).
         env.use_map(ftl_tests::map_choice(seed.is_multiple_of(2)));
         env.verify = Verify::Touched;
@@ -247,6 +265,42 @@ fn random_cuts_with_bch_and_rber() {
     }
     eprintln!("{cuts} random cuts with BCH t=8 at RBER {RBER}: {reads} page reads, {flips} raw bit flips");
     assert!(cuts > 20 && flips > 1000);
+}
+
+/// The stack of a build that attaches second writes (`wom`, `wom,eti`: the first stack,
+/// wom + BCH + eti) on its chip ([`ftl_tests::stack`]: BCH t = 4 on first writes and on the
+/// second writes' message), with raw bit errors (RBER 1e-6, so that second writes still encode)
+/// and random cuts, some during the recovery mount: nothing acknowledged is lost, second writes
+/// happen and raw bits flip (`FTL_STACK_RBER_SEEDS` seeds, default 3).
+#[cfg(all(feature = "wom", not(any(feature = "dedup", feature = "cdm", feature = "flex-ecc"))))]
+#[test]
+fn random_cuts_with_second_writes_bch_and_rber() {
+    let seeds: u64 = std::env::var("FTL_STACK_RBER_SEEDS").map_or(3, |v| v.parse().expect("a number"));
+    let (mut cuts, mut flips, mut second) = (0u64, 0, 0);
+    for seed in 1..=seeds {
+        let geo = ftl_tests::stack::geometry(8, 12, 2);
+        let mut cfg = Config::with_logical_pages(&geo, 32);
+        cfg.checkpoint_interval_blocks = 4;
+        let torn = [0.5, 0.99, 0.01][seed as usize % 3];
+        let mut env = Env::for_build(emulator(geo, 1e-6, torn, 0.5, seed), cfg);
+        env.verify = Verify::Touched;
+        env.random_cuts = Some(RandomCuts {
+            rng: Rng::new(seed),
+            max_after: 600,
+            mount_cut_percent: 25,
+            max_mount_after: 300,
+        });
+        let ops = random_workload(&mut Rng::new(seed ^ 0xB17), cfg.logical_pages, 600);
+        let s = env.run(&ops, Start::Format).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        cuts += s.cuts as u64;
+        flips += env.emu.counters().bit_flips;
+        second += env.totals.second_writes;
+    }
+    eprintln!("{cuts} cuts, {flips} raw bit flips, {second} second writes");
+    assert!(
+        cuts > 3 * seeds && flips > 16 * seeds && second > 16 * seeds,
+        "{cuts} cuts, {flips} flips, {second} second writes"
+    );
 }
 
 /// The MT29F4G08's page format: 2 KiB pages, 64 spare bytes, 4 bits per 512 bytes, so the codec

@@ -18,9 +18,15 @@
 //! readable old pages occur too. Two geometries: 4-page blocks with a checkpoint every 4 blocks
 //! (GC and checkpoints in every sequence) and 16-page blocks (long runs of pages between
 //! checkpoints). `PROPTEST_CASES` sets the case count (default 2000 each).
+//!
+//! Every FTL runs with what the build enables, stacked ([`ftl_tests::stack`]: its policies,
+//! its techniques and the chip they need); writes of shared contents (`Op::Dup`) give
+//! deduplication duplicates to find. `config_reaches_gc_and_checkpoints` checks that each
+//! attached technique acts in this configuration (and that the others do not).
 
 use ftl_core::Config;
-use ftl_tests::{geometry, Env, Op, Start, Verify};
+use ftl_tests::stack::{geometry, ATTACHED};
+use ftl_tests::{Env, Op, Start, Verify};
 use nand_emu::{Emulator, EmulatorConfig, FaultConfig};
 use proptest::prelude::*;
 
@@ -37,7 +43,9 @@ fn config() -> Config {
 
 fn op(logical: u32) -> impl Strategy<Value = Op> {
     prop_oneof![
-        8 => (0..logical, 1..=4u32).prop_map(|(lpn, pages)| Op::Write { lpn, pages }),
+        7 => (0..logical, 1..=4u32).prop_map(|(lpn, pages)| Op::Write { lpn, pages }),
+        1 => (0..logical, 1..=4u32, 0..ftl_tests::DUP_POOL)
+            .prop_map(|(lpn, pages, content)| Op::Dup { lpn, pages, content }),
         2 => (0..logical, 1..=4u32).prop_map(|(lpn, pages)| Op::Read { lpn, pages }),
         2 => (0..logical, 1..=8u32).prop_map(|(lpn, pages)| Op::Trim { lpn, pages }),
         1 => Just(Op::Flush),
@@ -75,7 +83,10 @@ fn run_on(
 ) -> Result<(), String> {
     let faults = FaultConfig { torn_fraction: torn, partial_erase_fraction: erase, ..FaultConfig::default() };
     let emu = Emulator::new(EmulatorConfig { faults, ..EmulatorConfig::new(geo) }).unwrap();
-    let mut env = Env::new(emu, cfg);
+    let mut env = Env::for_build(emu, cfg);
+    let mut ops = ops.to_vec();
+    ftl_tests::stack::faults_for_build(&mut ops);
+    let ops = &ops[..];
     if cached {
         env.use_map(ftl_tests::map_choice(true));
     }
@@ -139,7 +150,7 @@ fn config_reaches(cached: bool) {
     // The configurations the properties run each map with.
     let (geo, cfg) =
         if cached { large_block_config() } else { (geometry(PPB, BLOCKS_PER_PLANE, PLANES), config()) };
-    let mut env = Env::with_geometry(geo, cfg);
+    let mut env = Env::for_build(Emulator::new(EmulatorConfig::new(geo)).unwrap(), cfg);
     env.use_map(ftl_tests::map_choice(cached));
     let mut ops = Vec::new();
     for i in 0..100u32 {
@@ -149,9 +160,20 @@ fn config_reaches(cached: bool) {
             ops.push(Op::Flush);
         }
     }
+    ftl_tests::with_duplicates(&mut ops);
     env.run(&ops, Start::Format).unwrap();
     let t = env.totals;
     assert!(t.gc_blocks > 0 && t.checkpoints > 2 && t.journal_pages > 0, "{t:?}");
+    // Each technique this build attaches acts, and only those (none on the cached map).
+    let on = |attached: bool| attached && !cached;
+    assert_eq!(on(ATTACHED.wom), t.second_writes > 0, "second writes: {t:?}");
+    assert_eq!(on(ATTACHED.dedup), t.deduplicated > 0, "deduplication: {t:?}");
+    assert_eq!(on(ATTACHED.nv_cache), t.nv_write_inserts > 0 && t.nv_read_hits > 0, "NV cache: {t:?}");
+    assert_eq!(
+        on(ATTACHED.flex_ecc),
+        t.flex_dirty_writes > 0 && t.flex_correcting_moved > 0,
+        "FlexECC: {t:?}"
+    );
     // A write-back per 10 host pages at least, and misses that read map pages back.
     let w = t.host_write_pages;
     assert_eq!(cached, t.map_page_writes * 10 > w && t.map_page_reads * 10 > w, "{t:?}");
@@ -162,8 +184,10 @@ fn config_reaches(cached: bool) {
 /// sequence number than the write, so mount replayed the trim after the write.
 #[test]
 fn write_after_pending_trim_survives_flush_and_cut() {
-    let geo = geometry(PPB, BLOCKS_PER_PLANE, PLANES);
+    let geo = ftl_tests::geometry(PPB, BLOCKS_PER_PLANE, PLANES);
     let cfg = config();
+    // The baseline FTL: the cut lands on a device operation the stacked techniques may not
+    // issue (the NV cache serves the reads from its copy).
     let mut env = Env::with_geometry(geo, cfg);
     let ops = [
         Op::Write { lpn: 5, pages: 1 },
@@ -200,7 +224,7 @@ fn torn_page_then_power_back_then_more_writes_and_flush() {
 }
 
 fn torn_page_case(ops: &[Op]) {
-    let geo = geometry(16, 12, 2);
+    let geo = ftl_tests::geometry(16, 12, 2);
     let cfg = Config::with_logical_pages(&geo, 64);
     for torn in [0.999, 1.0] {
         for seed in 0..25 {
@@ -238,11 +262,12 @@ fn random_runs_where_most_cuts_do_not_remount() {
                 });
             }
         }
+        ftl_tests::stack::faults_for_build(&mut ops);
         let torn = [0.5, 0.999, 1.0][seed as usize % 3];
         let faults =
             FaultConfig { torn_fraction: torn, partial_erase_fraction: 0.5, ..FaultConfig::default() };
         let emu = Emulator::new(EmulatorConfig { faults, seed, ..EmulatorConfig::new(geo) }).unwrap();
-        let mut env = Env::new(emu, cfg);
+        let mut env = Env::for_build(emu, cfg);
         // Odd seeds run the cached map (an eighth of the map cached).
         if !seed.is_multiple_of(2) {
             env.use_map(ftl_tests::map_choice(true));

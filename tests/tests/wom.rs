@@ -26,6 +26,7 @@
 use ftl_core::policy::DefaultPolicies;
 use ftl_core::reuse::{ReuseConfig, ReuseState, SecondWriteCodec, SecondWriteError};
 use ftl_core::{Config, Error};
+use ftl_testkit::reuse::{polar_wom_bch, WomBch};
 use ftl_tests::{
     fill_page, identify, open, random_workload, Env, Found, Op, RandomCuts, Rng, Start, Verify, WomParts,
 };
@@ -99,7 +100,7 @@ fn second_writes_read_back_and_survive_remount() {
     let mut rng = Rng::new(3);
     let mut id = 0;
     {
-        let mut f = open(&mut emu, &mut mem, Some(&mut w), cfg, DefaultPolicies::default(), true).unwrap();
+        let mut f = open(&mut emu, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), true).unwrap();
         for _ in 0..1500 {
             let l = if rng.chance(3, 4) { rng.below(24) } else { rng.below(96) } as u32;
             id += 1;
@@ -120,7 +121,7 @@ fn second_writes_read_back_and_survive_remount() {
         assert!(f.reuse_stats().unwrap().second_reads > 0);
         f.unmount().unwrap();
     }
-    let mut f = open(&mut emu, &mut mem, Some(&mut w), cfg, DefaultPolicies::default(), false).unwrap();
+    let mut f = open(&mut emu, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), false).unwrap();
     assert_eq!(f.counters().mount_replayed_pages, 0);
     let mut buf = vec![0u8; 4096];
     for l in 0..96u32 {
@@ -145,7 +146,7 @@ fn unsuitable_chips_are_refused() {
         let mut emu = emulator(geo, 0.5, 0.5, 1);
         let mut mem = FtlMemory::new(&geo, &cfg);
         let mut w = parts(&geo, &cfg);
-        let r = open(&mut emu, &mut mem, Some(&mut w), cfg, DefaultPolicies::default(), true);
+        let r = open(&mut emu, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), true);
         assert!(matches!(r, Err(Error::Config)), "{geo:?}");
     }
 }
@@ -206,7 +207,7 @@ fn hot_run(
     writes: u32,
 ) -> ftl_core::reuse::ReuseStats {
     let mut mem = FtlMemory::new(&geo, &cfg);
-    let mut f = open(&mut *emu, &mut mem, Some(w), cfg, DefaultPolicies::default(), true).unwrap();
+    let mut f = open(&mut *emu, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), true).unwrap();
     let mut want = vec![0u64; cfg.logical_pages as usize];
     for i in 0..writes {
         let l = (i * 7) % 24;
@@ -273,7 +274,7 @@ fn prefetch_slots_serve_every_plane_pair() {
     let mut want = vec![0u64; 192];
     let mut rng = Rng::new(9);
     {
-        let mut f = open(&mut emu, &mut mem, Some(&mut w), cfg, DefaultPolicies::default(), true).unwrap();
+        let mut f = open(&mut emu, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), true).unwrap();
         for id in 1..=2500u64 {
             let l = if rng.chance(3, 4) { rng.below(48) } else { rng.below(192) } as u32;
             f.write(l, &page(l, id)).unwrap();
@@ -294,7 +295,7 @@ fn prefetch_slots_serve_every_plane_pair() {
         read_all(&mut f, &want, "after the writes");
         f.unmount().unwrap();
     }
-    let mut f = open(&mut emu, &mut mem, Some(&mut w), cfg, DefaultPolicies::default(), false).unwrap();
+    let mut f = open(&mut emu, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), false).unwrap();
     read_all(&mut f, &want, "after remount");
     assert_eq!(f.nand().counters().rejected, 0);
 }
@@ -321,7 +322,7 @@ fn structured_data_second_writes() {
     let mut emu = emulator(geo, 0.5, 0.5, 4);
     let mut mem = FtlMemory::new(&geo, &cfg);
     let mut w = parts(&geo, &cfg);
-    let mut f = open(&mut emu, &mut mem, Some(&mut w), cfg, DefaultPolicies::default(), true).unwrap();
+    let mut f = open(&mut emu, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), true).unwrap();
     let text = b"Reusable SSD writes hot data a second time on invalid pages. ";
     let pattern = |i: u32| -> Vec<u8> {
         match i % 4 {
@@ -355,7 +356,7 @@ fn structured_data_second_writes() {
 
 fn env(geo: Geometry, cfg: Config, torn: f64, erase: f64, seed: u64) -> Env {
     let mut e = Env::new(emulator(geo, torn, erase, seed), cfg);
-    e.wom = Some(small_parts(&geo, &cfg));
+    e.ext.wom = Some(small_parts(&geo, &cfg));
     e
 }
 
@@ -564,7 +565,7 @@ fn torn_second_write_with_whole_metadata_is_rolled_back() {
     let mut want = vec![0u64; 64];
     let mut id = 0u64;
     {
-        let mut f = open(&mut emu, &mut mem, Some(&mut w), cfg, DefaultPolicies::default(), true).unwrap();
+        let mut f = open(&mut emu, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), true).unwrap();
         while f.reuse_stats().unwrap().second_writes < 40 {
             id += 1;
             let l = (id * 7 % 16) as u32;
@@ -577,7 +578,7 @@ fn torn_second_write_with_whole_metadata_is_rolled_back() {
     emu.power_cut_now();
     emu.restore_power();
     {
-        let mut f = open(&mut emu, &mut mem, Some(&mut w), cfg, DefaultPolicies::default(), false).unwrap();
+        let mut f = open(&mut emu, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), false).unwrap();
         assert!(f.counters().mount_replayed_pages > 0);
         read_all(&mut f, &want, "after the first cut");
     }
@@ -585,7 +586,7 @@ fn torn_second_write_with_whole_metadata_is_rolled_back() {
     let victim_lpn;
     {
         let dev = TearNextSecondWrite { emu: &mut emu, armed: true };
-        let mut f = open(dev, &mut mem, Some(&mut w), cfg, DefaultPolicies::default(), false).unwrap();
+        let mut f = open(dev, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), false).unwrap();
         loop {
             id += 1;
             let l = (id * 7 % 16) as u32;
@@ -601,7 +602,7 @@ fn torn_second_write_with_whole_metadata_is_rolled_back() {
     }
     emu.restore_power();
     {
-        let mut f = open(&mut emu, &mut mem, Some(&mut w), cfg, DefaultPolicies::default(), false).unwrap();
+        let mut f = open(&mut emu, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), false).unwrap();
         read_all(&mut f, &want, "after the torn second write");
         for _ in 0..30 {
             id += 1;
@@ -613,7 +614,7 @@ fn torn_second_write_with_whole_metadata_is_rolled_back() {
     }
     emu.power_cut_now();
     emu.restore_power();
-    let mut f = open(&mut emu, &mut mem, Some(&mut w), cfg, DefaultPolicies::default(), false).unwrap();
+    let mut f = open(&mut emu, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), false).unwrap();
     read_all(&mut f, &want, "after a later cut");
     assert!(want[victim_lpn as usize] != 0);
     assert_eq!(f.nand().counters().rejected, 0);
@@ -656,7 +657,7 @@ fn blocks_with_too_many_bit_errors_take_no_second_writes() {
             victim: Greedy,
             placement: SingleHostStream,
         };
-        let mut f = open(&mut emu, &mut mem, Some(&mut w), cfg, policies, true).unwrap();
+        let mut f = open(&mut emu, &mut mem, w.extensions(), cfg, policies, true).unwrap();
         let mut buf = vec![0u8; 4096];
         for i in 0..1500u64 {
             let l = (i * 7 % 24) as u32;
@@ -715,7 +716,7 @@ fn failures_and_cuts_with_second_writes() {
             Emulator::new(EmulatorConfig { faults, seed, reject_set_bits: true, ..EmulatorConfig::new(geo) })
                 .unwrap();
         let mut e = Env::new(emu, cfg);
-        e.wom = Some(small_parts(&geo, &cfg));
+        e.ext.wom = Some(small_parts(&geo, &cfg));
         e.verify = Verify::Touched;
         e.random_cuts = Some(RandomCuts {
             rng: Rng::new(seed),
@@ -751,7 +752,7 @@ fn several_plane_pairs_with_cuts() {
             let mut cfg = Config::with_logical_pages(&geo, 48);
             cfg.checkpoint_interval_blocks = 6;
             let mut e = Env::new(emulator(geo, 0.5, 0.5, seed), cfg);
-            e.wom = Some(small_parts(&geo, &cfg));
+            e.ext.wom = Some(small_parts(&geo, &cfg));
             e.verify = Verify::Touched;
             e.random_cuts = Some(RandomCuts {
                 rng: Rng::new(seed),
@@ -779,7 +780,7 @@ fn same_plane_pairs_with_cuts() {
     for seed in 1..=seeds {
         let (geo, cfg) = small();
         let mut e = env(geo, cfg, 0.5, 0.5, seed);
-        if let Some(w) = e.wom.as_mut() {
+        if let Some(w) = e.ext.wom.as_mut() {
             w.config.same_plane = true;
         }
         e.verify = Verify::Touched;
@@ -800,40 +801,6 @@ fn same_plane_pairs_with_cuts() {
 
 // ---------------------------------------------------------------------------------------------
 // Raw bit errors
-
-/// BCH (`BchCodec::for_geometry`: t = `bits` per 512 bytes + CRC-32C) on first writes and on
-/// the second write's message, the polar code fitted into what is left of the spare.
-type WomBch = ftl_policies::flex_ecc::BchCodec<8192, 2>;
-
-fn polar_wom_bch(geo: &Geometry) -> Result<Box<dyn SecondWriteCodec + Send>, String> {
-    use ftl_core::policy::PageCodec;
-    use ftl_policies::wom::{fitted_codec, ftl_layout, WomScratch, WomSecondWrite};
-    use sim_host::sim::wom::POLAR_W;
-    let first = WomBch::for_geometry(geo).map_err(|e| format!("{e:?}"))?;
-    let layout = ftl_layout(geo, ftl_core::meta::META_LEN + first.spare_len()).ok_or("no room")?;
-    let (m, t, cw) = (13, u32::from(geo.ecc.bits), geo.ecc.codeword_bytes as usize);
-    // The ECC's length depends on the bytes it protects, which depend on the fitted code.
-    let mut ecc_len = 0;
-    for _ in 0..4 {
-        let codec = fitted_codec::<POLAR_W>(layout, 16, 2, 1, ecc_len).map_err(|e| format!("{e:?}"))?;
-        let ecc = WomBch::new(m, t, cw, codec.plan().protected_len).map_err(|e| format!("{e:?}"))?;
-        if ecc.spare_len() != ecc_len {
-            ecc_len = ecc.spare_len();
-            continue;
-        }
-        let page = geo.raw_page_bytes() as usize;
-        let w = WomSecondWrite::<POLAR_W, 0, _, _, _>::new(
-            codec,
-            ecc,
-            Box::new(WomScratch::<POLAR_W, 0>::new()),
-            vec![0u8; page],
-            vec![0u8; page],
-        )
-        .map_err(|e| format!("{e:?}"))?;
-        return Ok(Box::new(w));
-    }
-    Err("the ECC length does not settle".into())
-}
 
 /// Raw bit errors on every read (RBER `FTL_WOM_RBER`, default 1e-6: about 7 % of second-write
 /// reads see at least one) with random cuts: BCH t = 4 on first writes and on second writes,
@@ -895,7 +862,7 @@ where
         let mut e = Env::with_policies(emu, cfg, policies);
         let mut w = parts_with(&geo, &cfg, polar_wom_bch(&geo).unwrap());
         w.config.gc_threshold = 8;
-        e.wom = Some(w);
+        e.ext.wom = Some(w);
         e.verify = Verify::Touched;
         e.random_cuts = Some(RandomCuts {
             rng: Rng::new(seed),
@@ -931,7 +898,7 @@ fn a_page_moved_without_its_metadata_never_reads_as_scrambled_data() {
     let mut emu = emulator(geo, 0.0, 0.0, 7);
     let mut mem = FtlMemory::new(&geo, &cfg);
     let mut w = parts(&geo, &cfg);
-    let mut f = open(&mut emu, &mut mem, Some(&mut w), cfg, DefaultPolicies::default(), true).unwrap();
+    let mut f = open(&mut emu, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), true).unwrap();
     for l in 0..96u32 {
         f.write(l, &page(l, 1 + l as u64)).unwrap();
     }
