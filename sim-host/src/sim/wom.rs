@@ -9,38 +9,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use ftl_core::meta::META_LEN;
-use ftl_core::policy::NullCodec;
 use ftl_core::reuse::{SecondWriteCodec, SecondWriteError};
-use ftl_policies::wom::{fitted_codec, ftl_layout, WomScratch, WomSecondWrite};
 use nand_hal::Geometry;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+pub use ftl_testkit::reuse::{polar_wom, PolarWom, POLAR_W};
 pub use ftl_testkit::ReuseBuffers;
-
-/// Block-length words of the polar codec (N up to 2^16).
-pub const POLAR_W: usize = 1024;
-
-/// The polar WOM codec with owned work space, no ECC of its own (the page's CRC-32C checks it).
-pub type PolarWom = WomSecondWrite<POLAR_W, 0, NullCodec, Box<WomScratch<POLAR_W, 0>>, Vec<u8>>;
-
-/// The polar WOM second-write codec for an FTL on `geometry` whose page codec stores
-/// `codec_spare` bytes: N = 2^`n_log2`, `attempts` attempts per codeword, plain SC, and the
-/// lowest rate that fits the spare left between the first write and the second write's metadata.
-pub fn polar_wom(
-    geometry: &Geometry,
-    codec_spare: usize,
-    n_log2: u32,
-    attempts: u8,
-) -> Result<PolarWom, String> {
-    let layout = ftl_layout(geometry, META_LEN + codec_spare)
-        .ok_or_else(|| format!("a {}-byte spare has no room for second writes", geometry.spare_bytes))?;
-    let codec = fitted_codec::<POLAR_W>(layout, n_log2, attempts, 1, 0)
-        .map_err(|e| format!("no polar WOM code of N = 2^{n_log2} fits this page layout: {e:?}"))?;
-    let page = geometry.raw_page_bytes() as usize;
-    WomSecondWrite::new(codec, NullCodec, Box::new(WomScratch::new()), vec![0; page], vec![0; page])
-        .map_err(|e| format!("WOM codec: {e:?}"))
-}
 
 /// The simulator's second-write codec: each encoding attempt succeeds with probability
 /// `success_permille / 1000` (independently, as the paper models its retries), data is not
