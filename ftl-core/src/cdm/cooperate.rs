@@ -407,7 +407,12 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             SpareState::Valid(m) if m.kind == PageKind::Data && (m.tag == lpn || shared) => m.seq,
             _ => return Ok(Verdict::OnlyCopy),
         };
-        if fseq > seq {
+        // A newer flash page makes the slot stale, but not through a shared mapping: the shared
+        // page's sequence number dates the page (a GC move renews it), not the mapping, which
+        // replay may have restored from an older share record after a CDM drop (drops are not
+        // journaled: the slot held the page's only copy) while the secondary-map entry now names
+        // another content's page. The data decides then (below).
+        if fseq > seq && !shared {
             return Ok(Verdict::Stale);
         }
         // The same write, or an older page with the same data (a deduplicated write's copy is
