@@ -1123,6 +1123,14 @@ pub struct RandomCuts {
     pub max_mount_after: u64,
 }
 
+impl RandomCuts {
+    /// The second-write and bit-error suites' cuts: within 600 operations, a quarter of the
+    /// recovery mounts cut too (within 300), offsets drawn from `seed`.
+    pub fn within_600(seed: u64) -> Self {
+        RandomCuts { rng: Rng::new(seed), max_after: 600, mount_cut_percent: 25, max_mount_after: 300 }
+    }
+}
+
 impl Env {
     /// A new environment over `emu` (nothing done to it yet), with the baseline policies.
     pub fn new(emu: Emulator, cfg: Config) -> Self {

@@ -284,12 +284,7 @@ fn random_cuts_with_second_writes_bch_and_rber() {
         let torn = [0.5, 0.99, 0.01][seed as usize % 3];
         let mut env = Env::for_build(emulator(geo, 1e-6, torn, 0.5, seed), cfg);
         env.verify = Verify::Touched;
-        env.random_cuts = Some(RandomCuts {
-            rng: Rng::new(seed),
-            max_after: 600,
-            mount_cut_percent: 25,
-            max_mount_after: 300,
-        });
+        env.random_cuts = Some(RandomCuts::within_600(seed));
         let ops = random_workload(&mut Rng::new(seed ^ 0xB17), cfg.logical_pages, 600);
         let s = env.run(&ops, Start::Format).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         cuts += s.cuts as u64;

@@ -461,12 +461,7 @@ fn random_cuts_with_second_writes() {
         let torn = [0.5, 0.99, 0.01][seed as usize % 3];
         let mut e = env(geo, cfg, torn, 0.5, seed);
         e.verify = Verify::Touched;
-        e.random_cuts = Some(RandomCuts {
-            rng: Rng::new(seed),
-            max_after: 600,
-            mount_cut_percent: 25,
-            max_mount_after: 300,
-        });
+        e.random_cuts = Some(RandomCuts::within_600(seed));
         let mut rng = Rng::new(seed ^ 0xABCD);
         let ops = random_workload(&mut rng, cfg.logical_pages, 400);
         let s = e.run(&ops, Start::Format).unwrap_or_else(|err| panic!("seed {seed}: {err}"));
@@ -864,12 +859,7 @@ where
         w.config.gc_threshold = 8;
         e.ext.wom = Some(w);
         e.verify = Verify::Touched;
-        e.random_cuts = Some(RandomCuts {
-            rng: Rng::new(seed),
-            max_after: 600,
-            mount_cut_percent: 25,
-            max_mount_after: 300,
-        });
+        e.random_cuts = Some(RandomCuts::within_600(seed));
         let mut rng = Rng::new(seed ^ 0xB17);
         let ops = random_workload(&mut rng, cfg.logical_pages, 600);
         let s = e.run(&ops, Start::Format).unwrap_or_else(|err| panic!("seed {seed}: {err}"));

@@ -620,21 +620,18 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let Some(r) = self.ext.reuse.as_mut() else { return Ok(None) };
         r.prefetched = None;
         let out = core::mem::take(&mut r.mem.page_a);
-        let seq = match self.reuse_read_page(lpn, page, &mut out[..d]) {
-            Ok(seq) => Some(seq),
-            Err(Error::Uncorrectable { .. }) => None,
-            Err(e) => {
-                if let Some(r) = self.ext.reuse.as_mut() {
-                    r.mem.page_a = out;
-                }
-                return Err(e);
-            }
-        };
-        self.buf[..d].copy_from_slice(&out[..d]);
+        let read = self.reuse_read_page(lpn, page, &mut out[..d]);
+        if read.is_ok() {
+            self.buf[..d].copy_from_slice(&out[..d]);
+        }
         if let Some(r) = self.ext.reuse.as_mut() {
             r.mem.page_a = out;
         }
-        Ok(Some(seq))
+        match read {
+            Ok(seq) => Ok(Some(Some(seq))),
+            Err(Error::Uncorrectable { .. }) => Ok(Some(None)),
+            Err(e) => Err(e),
+        }
     }
 
     /// Undoes the first-write scrambler on `data` in place (uses the page buffer's data area).
