@@ -344,8 +344,13 @@ fn journal_layout(d: &Doc, _: u64) -> Res {
 // ---- second writes (wom) ----------------------------------------------------------------------
 
 #[cfg(feature = "wom")]
-const SW_SAMPLE: crate::reuse::SwMeta =
-    crate::reuse::SwMeta { half: 1, lpn: 0x1122_3344, seq: 0xA1A2_A3A4_A5A6, partner: 0x5566_7788 };
+const SW_SAMPLE: crate::reuse::SwMeta = crate::reuse::SwMeta {
+    half: 1,
+    same_block: false,
+    lpn: 0x1122_3344,
+    seq: 0xA1A2_A3A4_A5A6,
+    partner: 0x5566_7788,
+};
 
 #[cfg(feature = "wom")]
 fn sw_bytes() -> [u8; crate::reuse::SW_META_LEN] {
@@ -532,6 +537,12 @@ fn checks() -> Vec<(&'static str, Option<Check>)> {
         gated!("wom", "reuse::AUX_FLAGS_LOST", |_, v| eq(v, crate::reuse::AUX_FLAGS_LOST as u64)),
         gated!("wom", "reuse::SW_META_LEN", |_, v| eq(v, crate::reuse::SW_META_LEN as u64)),
         gated!("wom", "reuse::HALF_MARKER", |_, v| eq(v, crate::reuse::HALF_MARKER as u64)),
+        gated!("wom", "reuse::SW_SAME_BLOCK", |_, v| {
+            let m = crate::reuse::SwMeta { same_block: true, ..SW_SAMPLE };
+            let mut s = [0xFFu8; crate::reuse::SW_META_LEN];
+            m.encode(&mut s);
+            le_is(&s, 2, 1, SW_SAMPLE.half as u64 + v)
+        }),
         gated!("wom", "reuse.sw.void_offset", sw_void),
         gated!("wom", "reuse.sw.magic", |_, v| le_is(&sw_bytes(), 1, 1, v)),
         gated!("wom", "reuse.sw.half_offset", |_, v| le_is(&sw_bytes(), v, 1, SW_SAMPLE.half as u64)),

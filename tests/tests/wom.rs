@@ -24,7 +24,7 @@
 #![cfg(all(feature = "wom", feature = "sim"))]
 
 use ftl_core::policy::DefaultPolicies;
-use ftl_core::reuse::{ReuseConfig, ReuseState, SecondWriteCodec, SecondWriteError};
+use ftl_core::reuse::{PairLayout, ReuseConfig, ReuseState, SecondWriteCodec, SecondWriteError};
 use ftl_core::{Config, Error};
 use ftl_testkit::reuse::{polar_wom_bch, WomBch};
 use ftl_tests::{
@@ -313,6 +313,117 @@ fn a_program_needing_set_bits_is_refused_and_survived() {
     assert!(emu.counters().rejected > 0, "the emulator must have refused the 0 -> 1 programs");
 }
 
+/// What the flash says a page holds: `Some((lpn, seq))` for a first write (its metadata) or the
+/// mapped half of a second write (its second-write metadata); `None` otherwise.
+fn flash_identity(emu: &Emulator, p: nand_hal::PageId) -> Option<(u32, u64)> {
+    use ftl_core::meta::{PageKind, PageMeta, SpareState, META_LEN};
+    use ftl_core::reuse::{SwMeta, SwState, SW_META_LEN};
+    let (_, spare) = emu.peek_page(p)?;
+    match SwMeta::decode(&spare[spare.len() - SW_META_LEN..]) {
+        SwState::Valid(m) if m.half == 0 => return Some((m.lpn, m.seq)),
+        SwState::Valid(_) => return None,
+        _ => {}
+    }
+    match PageMeta::decode(&spare[..META_LEN]) {
+        SpareState::Valid(m) if m.kind == PageKind::Data => Some((m.tag, m.seq)),
+        _ => None,
+    }
+}
+
+/// Same-block pairs (the paper's sequential variant): each second write's two pages are in one
+/// block, the mapped half at the lower offset and the other at the next offset above it that
+/// was free when it was written (every page between holds live data or a second write), each
+/// half naming the other's offset; two-plane runs write no same-block pair. Liveness comes from
+/// the flash (the newest copy of each logical page by sequence number; writes only, no cut).
+#[test]
+fn same_block_pairs_take_the_next_usable_offsets() {
+    use ftl_core::reuse::{SwMeta, SwState, SW_META_LEN};
+    let geo = wom_geometry(8, 16, 2);
+    let cfg = Config::with_logical_pages(&geo, 64);
+    let sw = |emu: &Emulator, p: nand_hal::PageId| {
+        let (_, spare) = emu.peek_page(p).unwrap();
+        match SwMeta::decode(&spare[spare.len() - SW_META_LEN..]) {
+            SwState::Valid(m) if m.half < 2 => Some(m),
+            _ => None,
+        }
+    };
+    for layout in [PairLayout::SameBlock, PairLayout::TwoPlanes] {
+        let mut emu = emulator(geo, 0.5, 0.5, 8);
+        let mut mem = FtlMemory::new(&geo, &cfg);
+        let mut w = parts(&geo, &cfg);
+        w.config.layout = layout;
+        let mut want = vec![0u64; 64];
+        let mut rng = Rng::new(21);
+        let (mut pairs, mut gaps) = (0, 0);
+        let seen;
+        {
+            let mut f =
+                open(&mut emu, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), true).unwrap();
+            for id in 1..=1500u64 {
+                let l = if rng.chance(3, 4) { rng.below(16) } else { rng.below(64) } as u32;
+                let before = f.reuse_stats().unwrap().second_writes;
+                f.write(l, &page(l, id)).unwrap();
+                want[l as usize] = id;
+                if f.reuse_stats().unwrap().second_writes == before {
+                    continue;
+                }
+                let emu: &Emulator = f.nand();
+                // The newest copy of every logical page, and of `l` before this write.
+                let mut newest = vec![0u64; 64];
+                let mut idents = Vec::new();
+                for p in (0..geo.total_pages()).map(nand_hal::PageId) {
+                    if let Some((lpn, seq)) = flash_identity(emu, p) {
+                        newest[lpn as usize] = newest[lpn as usize].max(seq);
+                        idents.push((p, lpn, seq));
+                    }
+                }
+                let seq_l = newest[l as usize];
+                let (a, _, _) = *idents.iter().find(|&&(_, lpn, seq)| lpn == l && seq == seq_l).unwrap();
+                let ma = sw(emu, a).expect("the newest copy is a second write");
+                let prev_l = idents.iter().filter(|&&(p, lpn, _)| lpn == l && p != a).map(|x| x.2).max();
+                let live = |p: nand_hal::PageId| {
+                    flash_identity(emu, p).is_some_and(|(lpn, seq)| {
+                        seq == newest[lpn as usize] || (lpn == l && Some(seq) == prev_l)
+                    })
+                };
+                if layout == PairLayout::TwoPlanes {
+                    assert!(!ma.same_block, "{ma:?}");
+                    continue;
+                }
+                assert!(ma.same_block && ma.half == 0, "{ma:?}");
+                let block = geo.block_of(a);
+                let (i, j) = (geo.page_in_block(a), ma.partner);
+                assert!(i < j && j < geo.pages_per_block, "offsets {i} and {j}");
+                let b = geo.page(block, j);
+                let mb = sw(emu, b).expect("the other half");
+                assert!(
+                    mb.same_block && mb.half == 1 && mb.partner == i && mb.seq == ma.seq && mb.lpn == l,
+                    "{mb:?}"
+                );
+                for k in i + 1..j {
+                    let p = geo.page(block, k);
+                    assert!(live(p) || sw(emu, p).is_some(), "offset {k} between {i} and {j} was free");
+                    gaps += 1;
+                }
+                pairs += 1;
+            }
+            seen = f.reuse_stats().unwrap().second_writes;
+            read_all(&mut f, &want, "after the writes");
+            f.unmount().unwrap();
+        }
+        let mut f = open(&mut emu, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), false).unwrap();
+        read_all(&mut f, &want, "after remount");
+        assert_eq!(f.nand().counters().rejected, 0);
+        if layout == PairLayout::SameBlock {
+            // Every second write was checked; some pairs stepped over live pages.
+            assert!(
+                pairs == seen && pairs > 200 && gaps > 20,
+                "{pairs} pairs of {seen}, {gaps} pages stepped over"
+            );
+        }
+    }
+}
+
 /// Structured first writes (constant bytes, ASCII text) and structured second writes: the
 /// scrambler keeps the second write's success rate.
 #[test]
@@ -360,6 +471,14 @@ fn env(geo: Geometry, cfg: Config, torn: f64, erase: f64, seed: u64) -> Env {
     e
 }
 
+fn env_with(layout: PairLayout, geo: Geometry, cfg: Config, torn: f64, erase: f64, seed: u64) -> Env {
+    let mut e = env(geo, cfg, torn, erase, seed);
+    if let Some(w) = e.ext.wom.as_mut() {
+        w.config.layout = layout;
+    }
+    e
+}
+
 fn op(logical: u32) -> impl Strategy<Value = Op> {
     prop_oneof![
         8 => (0..logical, 1..=4u32).prop_map(|(lpn, pages)| Op::Write { lpn, pages }),
@@ -374,21 +493,23 @@ fn op(logical: u32) -> impl Strategy<Value = Op> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: ftl_tests::proptest_cases(48),
+        cases: ftl_tests::proptest_cases(64),
         max_shrink_iters: 1024,
         failure_persistence: None,
         ..ProptestConfig::default()
     })]
 
-    /// `model.rs`'s property with second writes on.
+    /// `model.rs`'s property with second writes on, in the default two-plane layout and (one
+    /// case in three) the same-block layout.
     #[test]
     fn ftl_with_second_writes_matches_model(
         ops in proptest::collection::vec(op(32), 1..300),
         torn in prop_oneof![Just(0.5), Just(0.99), Just(1.0), Just(0.01)],
         erase in prop_oneof![Just(0.5), Just(0.01), Just(0.999)],
+        layout in prop_oneof![2 => Just(PairLayout::TwoPlanes), 1 => Just(PairLayout::SameBlock)],
     ) {
         let (geo, cfg) = small();
-        let mut e = env(geo, cfg, torn, erase, 1);
+        let mut e = env_with(layout, geo, cfg, torn, erase, 1);
         e.verify = Verify::Touched;
         e.run(&ops, Start::Format).map(drop).map_err(TestCaseError::fail)?;
         prop_assert_eq!(e.emu.counters().rejected, 0);
@@ -454,21 +575,34 @@ fn exhaustive_cut_points_with_second_writes_nearly_complete_programs() {
 #[test]
 fn random_cuts_with_second_writes() {
     let total: u64 = std::env::var("FTL_WOM_CUTS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
-    let mut cuts = 0u64;
+    random_cuts(PairLayout::TwoPlanes, total);
+}
+
+/// The same with same-block pairs (half as many cuts: `FTL_WOM_CUTS` / 2).
+#[test]
+fn random_cuts_with_same_block_second_writes() {
+    let total: u64 = std::env::var("FTL_WOM_CUTS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+    random_cuts(PairLayout::SameBlock, total / 2);
+}
+
+fn random_cuts(layout: PairLayout, total: u64) {
+    let (mut cuts, mut second) = (0u64, 0u64);
     let mut seed = 1u64;
     while cuts < total {
         let (geo, cfg) = small();
         let torn = [0.5, 0.99, 0.01][seed as usize % 3];
-        let mut e = env(geo, cfg, torn, 0.5, seed);
+        let mut e = env_with(layout, geo, cfg, torn, 0.5, seed);
         e.verify = Verify::Touched;
         e.random_cuts = Some(RandomCuts::within_600(seed));
         let mut rng = Rng::new(seed ^ 0xABCD);
         let ops = random_workload(&mut rng, cfg.logical_pages, 400);
-        let s = e.run(&ops, Start::Format).unwrap_or_else(|err| panic!("seed {seed}: {err}"));
+        let s = e.run(&ops, Start::Format).unwrap_or_else(|err| panic!("{layout:?}, seed {seed}: {err}"));
         assert_eq!(e.emu.counters().rejected, 0, "seed {seed}");
         cuts += s.cuts as u64 + 1;
+        second += e.totals.second_writes;
         seed += 1;
     }
+    assert!(second > 10 * seed, "{layout:?}: {second} second writes in {seed} runs");
 }
 
 /// The model test's device and op mix reach second writes and their GC within one sequence.
@@ -498,6 +632,14 @@ impl nand_hal::ErrorType for TearNextSecondWrite<'_> {
     type Error = sim_host::emulator::EmuError;
 }
 
+fn sw_half(spare: &[u8]) -> Option<u8> {
+    match ftl_core::reuse::SwMeta::decode(&spare[spare.len().saturating_sub(ftl_core::reuse::SW_META_LEN)..])
+    {
+        ftl_core::reuse::SwState::Valid(m) => Some(m.half),
+        _ => None,
+    }
+}
+
 fn is_second_write(spare: &[u8]) -> bool {
     matches!(
         ftl_core::reuse::SwMeta::decode(&spare[spare.len().saturating_sub(ftl_core::reuse::SW_META_LEN)..]),
@@ -513,6 +655,13 @@ impl nand_hal::NandFlash for TearNextSecondWrite<'_> {
         self.emu.read_page(p, d, s)
     }
     fn program_page(&mut self, p: nand_hal::PageId, d: &[u8], s: &[u8]) -> Result<(), Self::Error> {
+        // A same-block pair is programmed one page after the other: tear its second half.
+        if self.armed && is_second_write(s) && sw_half(s) == Some(1) && !d.is_empty() {
+            self.armed = false;
+            self.emu.program_page(p, &d[..d.len() / 2], s)?;
+            self.emu.power_cut_now();
+            return Err(sim_host::emulator::EmuError::PowerLoss);
+        }
         self.emu.program_page(p, d, s)
     }
     fn program_multi(&mut self, ops: &[nand_hal::ProgramOp<'_>]) -> Result<(), (usize, Self::Error)> {
@@ -551,12 +700,23 @@ fn read_all<N: nand_hal::NandFlash>(f: &mut ftl_tests::TestFtl<'_, N>, want: &[u
 /// through later writes, cuts and mounts.
 #[test]
 fn torn_second_write_with_whole_metadata_is_rolled_back() {
+    torn_second_write(PairLayout::TwoPlanes);
+}
+
+/// The same with same-block pairs: the first page whole, the second torn with whole metadata.
+#[test]
+fn torn_same_block_second_write_is_rolled_back() {
+    torn_second_write(PairLayout::SameBlock);
+}
+
+fn torn_second_write(layout: PairLayout) {
     let geo = wom_geometry(8, 16, 2);
     let mut cfg = Config::with_logical_pages(&geo, 64);
     cfg.checkpoint_interval_blocks = 60;
     let mut emu = emulator(geo, 0.5, 0.5, 7);
     let mut mem = FtlMemory::new(&geo, &cfg);
     let mut w = parts(&geo, &cfg);
+    w.config.layout = layout;
     let mut want = vec![0u64; 64];
     let mut id = 0u64;
     {
@@ -766,17 +926,27 @@ fn several_plane_pairs_with_cuts() {
     }
 }
 
-/// Same-plane pairs (the cost model of the paper's sequential variant): both halves in two
-/// blocks of one plane, programmed and read one after the other, with cuts.
+/// Same-plane pairs (both halves in two blocks of one plane) and same-block pairs (the paper's
+/// sequential variant: both halves in one block), programmed and read one after the other,
+/// with cuts.
 #[test]
 fn same_plane_pairs_with_cuts() {
+    sequential_pairs_with_cuts(PairLayout::SamePlane);
+}
+
+#[test]
+fn same_block_pairs_with_cuts() {
+    sequential_pairs_with_cuts(PairLayout::SameBlock);
+}
+
+fn sequential_pairs_with_cuts(layout: PairLayout) {
     let mut second = 0;
     let seeds: u64 = std::env::var("FTL_WOM_FAULT_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
     for seed in 1..=seeds {
         let (geo, cfg) = small();
         let mut e = env(geo, cfg, 0.5, 0.5, seed);
         if let Some(w) = e.ext.wom.as_mut() {
-            w.config.same_plane = true;
+            w.config.layout = layout;
         }
         e.verify = Verify::Touched;
         e.random_cuts = Some(RandomCuts {
@@ -787,11 +957,11 @@ fn same_plane_pairs_with_cuts() {
         });
         let mut rng = Rng::new(seed ^ 0x33);
         let ops = random_workload(&mut rng, cfg.logical_pages, 300);
-        e.run(&ops, Start::Format).unwrap_or_else(|err| panic!("seed {seed}: {err}"));
+        e.run(&ops, Start::Format).unwrap_or_else(|err| panic!("{layout:?}, seed {seed}: {err}"));
         assert_eq!(e.emu.counters().rejected, 0);
         second += e.totals.second_writes;
     }
-    assert!(second > 100, "{second} second writes");
+    assert!(second > 100, "{layout:?}: {second} second writes");
 }
 
 // ---------------------------------------------------------------------------------------------

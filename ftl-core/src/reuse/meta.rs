@@ -5,10 +5,10 @@
 //! |---|---|
 //! | 0 | void flag: 0xFF normally, 0x00 once the second write was rolled back or failed (outside the code) |
 //! | 1 | magic `0x57` |
-//! | 2 | half: 0 = plane-0 page (the one the map points at), 1 = plane-1 page, 2 = activation marker (page 0 of a pair's plane-0 block) |
+//! | 2 | half (bits 0..7): 0 = plane-0 page (the one the map points at), 1 = plane-1 page, 2 = activation marker (page 0 of a pair's plane-0 block); bit 7 ([`SW_SAME_BLOCK`]): both halves in this block (half 0 the lower offset) |
 //! | 3..7 | logical page |
 //! | 7..13 | global sequence number (48 bits, the same in both halves) |
-//! | 13..17 | the other half's block |
+//! | 13..17 | the other half's block, or with [`SW_SAME_BLOCK`] its page offset in this block |
 //! | 17..21 | CRC-32C over bytes 1..17 |
 //! | 21..24 | parity of the first write's metadata code (`meta/ecc.rs`: BCH over GF(2^8), t = 3) over two implicit 0xFF bytes and bytes 1..21 |
 //!
@@ -25,6 +25,10 @@ pub const SW_META_LEN: usize = 24;
 const MAGIC: u8 = 0x57;
 /// `half` of a pair's activation marker.
 pub const HALF_MARKER: u8 = 2;
+/// Flag in the half byte: both halves in one block (`partner` is then the other half's page
+/// offset). Images written before it had the bit clear, so they read as before; an FTL without
+/// it takes a same-block half for garbage (a torn write).
+pub const SW_SAME_BLOCK: u8 = 0x80;
 /// Offset of the void flag within the metadata.
 pub const SW_VOID_OFFSET: usize = 0;
 /// Zero bits from which the void flag reads as voided.
@@ -38,13 +42,15 @@ const SEQ_MASK: u64 = (1 << 48) - 1;
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct SwMeta {
-    /// 0: plane-0 half; 1: plane-1 half; [`HALF_MARKER`]: activation marker.
+    /// 0: plane-0 (or lower-offset) half; 1: the other half; [`HALF_MARKER`]: activation marker.
     pub half: u8,
+    /// Both halves are in one block ([`SW_SAME_BLOCK`]; never on a marker).
+    pub same_block: bool,
     /// Logical page.
     pub lpn: u32,
     /// Sequence number (48 bits are stored).
     pub seq: u64,
-    /// The other half's block.
+    /// The other half's block, or in a same-block pair its page offset.
     pub partner: u32,
 }
 
@@ -75,7 +81,7 @@ impl SwMeta {
         let s = &mut s[..SW_META_LEN];
         s[SW_VOID_OFFSET] = 0xFF;
         s[1] = MAGIC;
-        s[2] = self.half;
+        s[2] = self.half | if self.same_block { SW_SAME_BLOCK } else { 0 };
         s[3..7].copy_from_slice(&self.lpn.to_le_bytes());
         s[7..13].copy_from_slice(&(self.seq & SEQ_MASK).to_le_bytes()[..6]);
         s[13..17].copy_from_slice(&self.partner.to_le_bytes());
@@ -103,12 +109,13 @@ impl SwMeta {
         let mut c = [0xFFu8; SW_META_LEN];
         c[1..1 + STORED].copy_from_slice(&m[IMPLICIT..]);
         let w = |i: usize| u32::from_le_bytes([c[i], c[i + 1], c[i + 2], c[i + 3]]);
-        if c[1] != MAGIC || c[2] > HALF_MARKER || w(17) != crc(&c) {
+        let (half, same_block) = (c[2] & !SW_SAME_BLOCK, c[2] & SW_SAME_BLOCK != 0);
+        if c[1] != MAGIC || half > HALF_MARKER || (same_block && half == HALF_MARKER) || w(17) != crc(&c) {
             return SwState::Invalid;
         }
         let mut seq = [0u8; 8];
         seq[..6].copy_from_slice(&c[7..13]);
-        SwState::Valid(SwMeta { half: c[2], lpn: w(3), seq: u64::from_le_bytes(seq), partner: w(13) })
+        SwState::Valid(SwMeta { half, same_block, lpn: w(3), seq: u64::from_le_bytes(seq), partner: w(13) })
     }
 }
 
@@ -117,7 +124,7 @@ mod tests {
     use super::*;
 
     fn sample() -> ([u8; SW_META_LEN], SwMeta) {
-        let m = SwMeta { half: HALF_MARKER, lpn: 7, seq: 0x1234_0000_0003, partner: 42 };
+        let m = SwMeta { half: HALF_MARKER, same_block: false, lpn: 7, seq: 0x1234_0000_0003, partner: 42 };
         let mut s = [0xFFu8; SW_META_LEN];
         m.encode(&mut s);
         (s, m)
@@ -156,6 +163,26 @@ mod tests {
         let mut t = s;
         t[SW_VOID_OFFSET] ^= 0x10;
         assert_eq!(SwMeta::decode(&t), SwState::Valid(m));
+    }
+
+    /// Same-block halves round-trip with their flag; a same-block marker is refused; images
+    /// without the flag (all before it) decode as before.
+    #[test]
+    fn same_block_flag() {
+        for half in [0, 1] {
+            let m = SwMeta { half, same_block: true, lpn: 9, seq: 5, partner: 17 };
+            let mut s = [0xFFu8; SW_META_LEN];
+            m.encode(&mut s);
+            assert_eq!(s[2], half | SW_SAME_BLOCK);
+            assert_eq!(SwMeta::decode(&s), SwState::Valid(m));
+            let two = SwMeta { same_block: false, ..m };
+            two.encode(&mut s);
+            assert_eq!(s[2], half);
+            assert_eq!(SwMeta::decode(&s), SwState::Valid(two));
+        }
+        let mut s = [0xFFu8; SW_META_LEN];
+        SwMeta { half: HALF_MARKER, same_block: true, lpn: 0, seq: 1, partner: 3 }.encode(&mut s);
+        assert_eq!(SwMeta::decode(&s), SwState::Invalid);
     }
 
     /// A voided flag reads as voided (also with raw bit errors), whatever the rest says.

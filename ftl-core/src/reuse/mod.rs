@@ -44,9 +44,17 @@
 //! plane pair has its own slot of two raw pages and the prefetch fills all of them (the paper's
 //! one page per plane); a slot is dropped when its pair ends or a block of it is erased.
 //!
-//! **Same-plane pairs** ([`ReuseConfig::same_plane`], off by default): both halves in two
-//! blocks of one plane, programmed and read one after the other (the cost model of the paper's
-//! sequential variant); a flag per block says which block is the mapped (first) half.
+//! **Layouts** ([`ReuseConfig::layout`], [`PairLayout`]; default two planes as above).
+//! `SamePlane`: both halves in two blocks of one plane at the same offset, programmed and read
+//! one after the other; a flag per block says which block is the mapped (first) half.
+//! `SameBlock` (the paper's sequential variant): both halves in *one* recycled block, the first
+//! usable offset from its counter and the next usable offset after it, programmed and read one
+//! after the other; the block is its own partner in the block map, the pair's first page (lower
+//! offset) is the mapped one, and [`SwMeta`] flags the halves ([`SW_SAME_BLOCK`]) and names the
+//! other half's offset. A plane pair has one active block at a time, its planes alternating
+//! per activation (the paper keeps one per plane; one per pair keeps the pair's prefetch slot).
+//! Both halves carry valid bits and count in the block; GC moves the pair when it meets its
+//! first page; mount finds the pair by the flag.
 //!
 //! **Disabling**: a block takes no more second writes (GC erases it rather than recycling it)
 //! past [`ReuseConfig::life_permille`] of its rated endurance, or once a host read of one of
@@ -76,7 +84,7 @@ mod meta;
 mod mount;
 
 pub use codec::{SecondWriteCodec, SecondWriteError};
-pub use meta::{SwMeta, SwState, HALF_MARKER, SW_META_LEN};
+pub use meta::{SwMeta, SwState, HALF_MARKER, SW_META_LEN, SW_SAME_BLOCK};
 
 use nand_hal::{BlockId, ErrorKind, Geometry, NandFlash, PageId, ProgramOp, ReadOp};
 
@@ -122,6 +130,25 @@ pub(crate) const M_REPLAY: u8 = 0x20;
 /// Mount only: some page's second-write metadata cells are not erased.
 pub(crate) const M_TOUCHED: u8 = 0x10;
 
+/// Where the two halves of a second write go.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum PairLayout {
+    /// One page in each plane of a plane pair, at the same offset of two blocks: one
+    /// multi-plane program and one multi-plane read (the paper's parallel design).
+    #[default]
+    TwoPlanes,
+    /// Two blocks of one plane, same offset: programmed and read one after the other (the cost
+    /// model of the paper's sequential variant, in two blocks).
+    SamePlane,
+    /// Two invalid pages of *one* recycled block, programmed and read one after the other (the
+    /// paper's sequential variant, "a pair of contiguous invalid pages on the same block"):
+    /// the first usable offset from the block's counter and the next usable offset after it,
+    /// contiguous among the block's usable pages (a live or second-written page between them is
+    /// stepped over rather than ending the pair, so no isolated invalid page is left unused).
+    SameBlock,
+}
+
 /// Runtime settings of second writes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -142,9 +169,9 @@ pub struct ReuseConfig {
     /// GC recycles a victim only if at most this share (per mille) of its pages is valid, else
     /// erases it (not in the paper, whose victims held few valid pages; 1000: no limit).
     pub recycle_max_valid_permille: u32,
-    /// Put both halves of a second write in two blocks of the *same* plane (programmed and read
-    /// one after the other): the cost model of the paper's sequential variant, for comparison.
-    pub same_plane: bool,
+    /// Where the two halves of a second write go ([`PairLayout`]; default: one in each plane
+    /// of a plane pair).
+    pub layout: PairLayout,
     /// Read the next pair of invalid pages ahead ([`Ftl::prefetch_second_write`]).
     pub prefetch: bool,
     /// After an encoding failure (every attempt of the codec on the pair failed), read the
@@ -169,7 +196,7 @@ impl ReuseConfig {
             life_permille: 300,
             max_corrected_bits: u32::MAX,
             recycle_max_valid_permille: 1000,
-            same_plane: false,
+            layout: PairLayout::TwoPlanes,
             prefetch: true,
             retry_new_pair: false,
         }
@@ -646,12 +673,31 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         }
     }
 
-    /// The (plane-0, plane-1) pages of the second write one of whose halves is `page`.
+    /// The (plane-0, plane-1) pages of the second write one of whose halves is `page` (in a
+    /// same-block pair: the lower and the higher offset).
+    ///
+    /// A same-block pair's block is its own partner in the block map. Its second-write pages
+    /// pair up in offset order (first with second, third with fourth...): pairs take
+    /// increasing offsets and never interleave, and their bits are set and cleared two by two
+    /// (`try_second_write`, `void_second`, mount's scan), so no per-page partner is kept in
+    /// RAM; this walks the block's bits (`pages_per_block` bit tests).
     fn halves(&self, page: PageId) -> Option<(PageId, PageId)> {
         let r = self.ext.reuse.as_ref()?;
         let b = self.geo.block_of(page);
         let o = self.geo.page_in_block(page);
-        let other = self.geo.page(r.partner(b)?, o);
+        let partner = r.partner(b)?;
+        if partner == b {
+            let mut first = None;
+            for p in (0..self.geo.pages_per_block).map(|i| self.geo.page(b, i)).filter(|&p| r.is_second(p)) {
+                match first.take() {
+                    None => first = Some(p),
+                    Some(a) if a == page || p == page => return Some((a, p)),
+                    Some(_) => {}
+                }
+            }
+            return None;
+        }
+        let other = self.geo.page(partner, o);
         let a_side = r.mem.state.get(b.0 as usize).is_some_and(|s| s & A_SIDE != 0);
         Some(if a_side { (page, other) } else { (other, page) })
     }
@@ -773,15 +819,21 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let seq = self.seq;
         self.seq += 1;
         let (ba, bb) = (self.geo.block_of(a), self.geo.block_of(b));
-        SwMeta { half: 0, lpn, seq, partner: bb.0 }.encode(&mut r.mem.page_a[so..]);
-        SwMeta { half: 1, lpn, seq, partner: ba.0 }.encode(&mut r.mem.page_b[so..]);
+        // Each half names the other: its block, or in a same-block pair its offset.
+        let same_block = ba == bb;
+        let (oa, ob) = (self.geo.page_in_block(a), self.geo.page_in_block(b));
+        let (to_b, to_a) = if same_block { (ob, oa) } else { (bb.0, ba.0) };
+        SwMeta { half: 0, same_block, lpn, seq, partner: to_b }.encode(&mut r.mem.page_a[so..]);
+        SwMeta { half: 1, same_block, lpn, seq, partner: to_a }.encode(&mut r.mem.page_b[so..]);
         self.counters.nand_programs += 2;
         self.dirty = true;
         let ops = [
             ProgramOp { page: a, data: &r.mem.page_a[..d], spare: &r.mem.page_a[d..] },
             ProgramOp { page: b, data: &r.mem.page_b[..d], spare: &r.mem.page_b[d..] },
         ];
-        r.active[q].offset = self.geo.page_in_block(a) + 1;
+        // Past both pages, whatever the program does (a same-block pair's pages never
+        // interleave with another's, which is how `halves` pairs them up).
+        r.active[q].offset = ob + 1;
         let programmed = if self.geo.plane_index(ba) == self.geo.plane_index(bb) {
             // Same plane: one program after the other.
             ops.iter()
@@ -910,9 +962,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         if pair.a == NIL {
             return Ok(false);
         }
-        let Some(o) = self.next_offset(pair) else { return Ok(false) };
-        let a = self.geo.page(BlockId(pair.a), o);
-        let b = self.geo.page(BlockId(pair.b), o);
+        let Some((a, b)) = self.next_pages(pair) else { return Ok(false) };
         self.load_pair(a, b, false)?;
         Ok(true)
     }
@@ -932,9 +982,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             if pair.a == NIL || r.slotted[q].is_some() {
                 continue;
             }
-            let Some(o) = self.next_offset(pair) else { continue };
-            let a = self.geo.page(BlockId(pair.a), o);
-            let b = self.geo.page(BlockId(pair.b), o);
+            let Some((a, b)) = self.next_pages(pair) else { continue };
             if r.prefetched == Some((a, b)) {
                 continue;
             }
@@ -949,14 +997,19 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         Ok(any)
     }
 
-    /// The lowest offset from the pair's counter that is free in both blocks.
-    fn next_offset(&self, pair: ActivePair) -> Option<u32> {
+    /// The next two pages of the pair from its counter that are free (invalid, no second write):
+    /// the lowest offset free in both blocks, or in a same-block pair (`a == b`) the lowest free
+    /// offset and the next free offset after it.
+    fn next_pages(&self, pair: ActivePair) -> Option<(PageId, PageId)> {
         let r = self.ext.reuse.as_ref()?;
-        (pair.offset..self.geo.pages_per_block).find(|&o| {
-            let pa = self.geo.page(BlockId(pair.a), o);
-            let pb = self.geo.page(BlockId(pair.b), o);
-            !self.is_valid_page(pa) && !self.is_valid_page(pb) && !r.is_second(pa) && !r.is_second(pb)
-        })
+        let free = |p: PageId| !self.is_valid_page(p) && !r.is_second(p);
+        let (ba, bb) = (BlockId(pair.a), BlockId(pair.b));
+        let offsets = pair.offset..self.geo.pages_per_block;
+        if ba == bb {
+            let mut pages = offsets.map(|o| self.geo.page(ba, o)).filter(|&p| free(p));
+            return Some((pages.next()?, pages.next()?));
+        }
+        offsets.map(|o| (self.geo.page(ba, o), self.geo.page(bb, o))).find(|&(a, b)| free(a) && free(b))
     }
 
     /// The next pair of pages of plane pair `q`, activating recycled blocks as needed.
@@ -965,8 +1018,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             let Some(r) = self.ext.reuse.as_ref() else { return Ok(None) };
             let pair = r.active[q];
             if pair.a != NIL {
-                if let Some(o) = self.next_offset(pair) {
-                    return Ok(Some((self.geo.page(BlockId(pair.a), o), self.geo.page(BlockId(pair.b), o))));
+                if let Some(pages) = self.next_pages(pair) {
+                    return Ok(Some(pages));
                 }
                 self.end_pair(q);
                 continue;
@@ -1000,19 +1053,22 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         }
     }
 
-    /// Activates a recycled block in each plane of pair `q`; false if a plane has none.
+    /// Activates a recycled block in each plane of pair `q` (with [`PairLayout::SamePlane`] two
+    /// in one plane, with [`PairLayout::SameBlock`] one block, `a == b`, the planes alternating
+    /// per activation); false if there are not enough.
     fn activate_pair(&mut self, q: usize) -> Result<bool, Error> {
         let p0 = 2 * q as u32;
-        let Some((same_plane, pairs)) = self.ext.reuse.as_ref().map(|r| (r.cfg.same_plane, r.stats.pairs))
-        else {
+        let Some((layout, pairs)) = self.ext.reuse.as_ref().map(|r| (r.cfg.layout, r.stats.pairs)) else {
             return Ok(false);
         };
-        let picked = if same_plane {
-            // Alternate the pair's planes; both halves in one.
-            let p = p0 + (pairs % 2) as u32;
-            self.pick_recycled(p, None).and_then(|a| Some((a, self.pick_recycled(p, Some(a))?)))
-        } else {
-            self.pick_recycled(p0, None).zip(self.pick_recycled(p0 + 1, None))
+        // Alternate the pair's planes when the halves share one.
+        let p = p0 + (pairs % 2) as u32;
+        let picked = match layout {
+            PairLayout::TwoPlanes => self.pick_recycled(p0, None).zip(self.pick_recycled(p0 + 1, None)),
+            PairLayout::SamePlane => {
+                self.pick_recycled(p, None).and_then(|a| Some((a, self.pick_recycled(p, Some(a))?)))
+            }
+            PairLayout::SameBlock => self.pick_recycled(p, None).map(|a| (a, a)),
         };
         let Some((a, b)) = picked else {
             return Ok(false);
@@ -1029,7 +1085,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                 let seq = self.seq;
                 self.seq += 1;
                 let (d, sp) = (geo.data_bytes as usize, geo.spare_bytes as usize);
-                SwMeta { half: meta::HALF_MARKER, lpn: NIL, seq, partner: b.0 }
+                SwMeta { half: meta::HALF_MARKER, same_block: false, lpn: NIL, seq, partner: b.0 }
                     .encode(&mut self.buf[d + sp - SW_META_LEN..d + sp]);
                 self.counters.nand_programs += 1;
                 self.dirty = true;
@@ -1051,7 +1107,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         }
         r.set_state(&geo, a, ReuseState::Active);
         r.set_state(&geo, b, ReuseState::Active);
-        r.mem.state[a.0 as usize] |= A_SIDE;
+        if a != b {
+            r.mem.state[a.0 as usize] |= A_SIDE;
+        }
         r.mem.pair[a.0 as usize] = b.0;
         r.mem.pair[b.0 as usize] = a.0;
         r.active[q] = ActivePair { a: a.0, b: b.0, offset: 1 };

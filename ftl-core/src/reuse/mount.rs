@@ -5,7 +5,10 @@
 //! 2. [`Ftl::reuse_scan`]: for each marked block still holding data, the spare of every other
 //!    page is read; a plane-0 half whose metadata checks out and whose partner
 //!    half (read too) names it back with the same sequence number and logical page is a second
-//!    write: both halves get their bit and the block map its pair. Plane-0 blocks with second
+//!    write: both halves get their bit and the block map its pair. A same-block half
+//!    (`SW_SAME_BLOCK`) names its partner's offset in the block, above its own; the block is its
+//!    own partner, and a pair that would interleave with one taken before is not taken (the FTL
+//!    never writes one; `halves` pairs a block's second-write pages up in offset order). Plane-0 blocks with second
 //!    writes newer than the checkpoint are replayed ([`Ftl::reuse_load_head`] walks them in
 //!    offset order, which is their sequence order) in the k-way merge with the other pages.
 //! 3. The newest replayed item, if a second write, is verified by decoding it; a torn one is
@@ -107,6 +110,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 continue;
             }
             let plane = self.geo.plane_index(b);
+            // Same-block pairs never interleave: the higher offset of the last one taken.
+            let mut last_b = 0;
             for i in 1..ppb {
                 let m = match self.read_sw_meta(self.geo.page(b, i))? {
                     SwState::Erased => continue,
@@ -117,6 +122,32 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     SwState::Valid(m) => m,
                 };
                 self.mount_bits(b, M_TOUCHED, true);
+                if m.same_block {
+                    // Both halves here: the other at offset `partner`, above this one.
+                    let j = m.partner;
+                    if m.half != 0 || i <= last_b || j <= i || j >= ppb {
+                        continue;
+                    }
+                    let whole = match self.read_sw_meta(self.geo.page(b, j))? {
+                        SwState::Valid(x) => {
+                            x.half == 1 && x.same_block && x.seq == m.seq && x.lpn == m.lpn && x.partner == i
+                        }
+                        _ => false,
+                    };
+                    if !whole {
+                        continue;
+                    }
+                    last_b = j;
+                    if m.seq > ckpt_seq {
+                        self.mount_bits(b, M_REPLAY, true);
+                    }
+                    if let Some(r) = self.ext.reuse.as_mut() {
+                        r.set_second(self.geo.page(b, i), true);
+                        r.set_second(self.geo.page(b, j), true);
+                        r.mem.pair[b.0 as usize] = b.0;
+                    }
+                    continue;
+                }
                 let pb = BlockId(m.partner);
                 // The partner: the next plane of the pair, or (same-plane pairs) this plane.
                 if m.half != 0
@@ -128,7 +159,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     continue;
                 }
                 let whole = match self.read_sw_meta(self.geo.page(pb, i))? {
-                    SwState::Valid(x) => x.half == 1 && x.seq == m.seq && x.lpn == m.lpn && x.partner == b.0,
+                    SwState::Valid(x) => {
+                        x.half == 1 && !x.same_block && x.seq == m.seq && x.lpn == m.lpn && x.partner == b.0
+                    }
                     _ => false,
                 };
                 if !whole {

@@ -51,8 +51,8 @@ enum Command {
         opts: RunOpts,
         #[command(flatten)]
         flex: FlexArgs,
-        /// Techniques to enable, comma separated: wom (wom-noprefetch, wom-sameplane), dedup,
-        /// flex-ecc, eti, cdm. Dedup takes options after colons (dedup:nosample:switch:buffer=64:ool,
+        /// Techniques to enable, comma separated: wom (wom-noprefetch, wom-sameplane,
+        /// wom-sameblock: both halves in one block), dedup, flex-ecc, eti, cdm. Dedup takes options after colons (dedup:nosample:switch:buffer=64:ool,
         /// ...; see docs/eval/dedup).
         #[arg(long, default_value = "")]
         features: String,

@@ -185,7 +185,10 @@ pub fn serve_command(args: &ServeArgs, spec: &DeviceSpec) -> Result<(), String> 
     if let Some(f) = features.iter().find(|f| {
         matches!(
             f,
-            crate::sim::Feature::Wom | crate::sim::Feature::WomNoPrefetch | crate::sim::Feature::WomSamePlane
+            crate::sim::Feature::Wom
+                | crate::sim::Feature::WomNoPrefetch
+                | crate::sim::Feature::WomSamePlane
+                | crate::sim::Feature::WomSameBlock
         )
     }) {
         return Err(format!("feature {f:?} is not implemented in the NBD server (the simulator runs it)"));

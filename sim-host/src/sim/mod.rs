@@ -278,6 +278,9 @@ pub enum Feature {
     /// Second writes with both halves in one plane (`wom-sameplane`, prefetching on): the cost
     /// model of the paper's sequential variant.
     WomSamePlane,
+    /// Second writes with both halves in one block (`wom-sameblock`, prefetching on): the
+    /// paper's sequential variant (`PairLayout::SameBlock`).
+    WomSameBlock,
     /// Inline deduplication.
     Dedup,
     /// Flexible ECC.
@@ -297,21 +300,24 @@ pub fn parse_features(s: &str) -> Result<Vec<Feature>, String> {
             "wom" => Feature::Wom,
             "wom-noprefetch" => Feature::WomNoPrefetch,
             "wom-sameplane" => Feature::WomSamePlane,
+            "wom-sameblock" => Feature::WomSameBlock,
             n if n == "dedup" || n.starts_with("dedup:") => Feature::Dedup,
             "flex-ecc" => Feature::FlexEcc,
             "eti" => Feature::Eti,
             "cdm" => Feature::Cdm,
             _ => {
                 return Err(format!(
-                    "unknown feature '{name}' (expected wom, wom-noprefetch, wom-sameplane, dedup, flex-ecc, eti or cdm)"
+                    "unknown feature '{name}' (expected wom, wom-noprefetch, wom-sameplane, wom-sameblock, dedup, flex-ecc, eti or cdm)"
                 ))
             }
         };
         out.push(f);
     }
-    let wom = |f: &&Feature| matches!(f, Feature::Wom | Feature::WomNoPrefetch | Feature::WomSamePlane);
+    let wom = |f: &&Feature| {
+        matches!(f, Feature::Wom | Feature::WomNoPrefetch | Feature::WomSamePlane | Feature::WomSameBlock)
+    };
     if out.iter().filter(wom).count() > 1 {
-        return Err("give one of wom, wom-noprefetch and wom-sameplane".into());
+        return Err("give one of wom, wom-noprefetch, wom-sameplane and wom-sameblock".into());
     }
     Ok(out)
 }
@@ -703,6 +709,8 @@ mod tests {
         assert_eq!(parse_features("wom-noprefetch"), Ok(vec![Feature::WomNoPrefetch]));
         assert!(parse_features("wom,wom-noprefetch").is_err());
         assert_eq!(parse_features("wom-sameplane"), Ok(vec![Feature::WomSamePlane]));
+        assert_eq!(parse_features("wom-sameblock"), Ok(vec![Feature::WomSameBlock]));
+        assert!(parse_features("wom-sameplane,wom-sameblock").is_err());
         assert_eq!(parse_features("wom,dedup"), Ok(vec![Feature::Wom, Feature::Dedup]));
         assert_eq!(parse_features("dedup:nosample+eti"), Ok(vec![Feature::Dedup, Feature::Eti]));
         assert_eq!(parse_features("flex-ecc"), Ok(vec![Feature::FlexEcc]));

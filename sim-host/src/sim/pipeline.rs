@@ -96,9 +96,9 @@ where
     let mut reuse_buffers = wom::ReuseBuffers::new(&geo);
     let mut wom_codec = wom::SimulatedWom::new(&geo, 0, cfg.wom.success_permille, cfg.wom.attempts, cfg.seed)
         .with_compute_ns(cfg.wom.encode_ns, cfg.wom.decode_ns);
-    let wom_cfg = wom::enabled(cfg).map(|(prefetch, same_plane)| ftl_core::reuse::ReuseConfig {
+    let wom_cfg = wom::enabled(cfg).map(|(prefetch, layout)| ftl_core::reuse::ReuseConfig {
         prefetch,
-        same_plane,
+        layout,
         recycle_max_valid_permille: cfg.wom.recycle_max_valid_permille,
         retry_new_pair: cfg.wom.retry_new_pair,
         ..ftl_core::reuse::ReuseConfig::paper(&geo, &fcfg)

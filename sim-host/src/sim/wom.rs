@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use ftl_core::meta::META_LEN;
-use ftl_core::reuse::{SecondWriteCodec, SecondWriteError};
+use ftl_core::reuse::{PairLayout, SecondWriteCodec, SecondWriteError};
 use nand_hal::Geometry;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -175,12 +175,13 @@ impl Default for WomOptions {
     }
 }
 
-/// Whether `cfg` runs second writes: (prefetching, same-plane pairs).
-pub fn enabled(cfg: &super::SimConfig) -> Option<(bool, bool)> {
+/// Whether `cfg` runs second writes: (prefetching, where the halves go).
+pub fn enabled(cfg: &super::SimConfig) -> Option<(bool, PairLayout)> {
     cfg.features.iter().find_map(|f| match f {
-        super::Feature::Wom => Some((true, false)),
-        super::Feature::WomNoPrefetch => Some((false, false)),
-        super::Feature::WomSamePlane => Some((true, true)),
+        super::Feature::Wom => Some((true, PairLayout::TwoPlanes)),
+        super::Feature::WomNoPrefetch => Some((false, PairLayout::TwoPlanes)),
+        super::Feature::WomSamePlane => Some((true, PairLayout::SamePlane)),
+        super::Feature::WomSameBlock => Some((true, PairLayout::SameBlock)),
         _ => None,
     })
 }
@@ -216,7 +217,8 @@ pub fn report(
         "cap_blocks": cfg.map(|c| c.cap_blocks),
         "gc_threshold": cfg.map(|c| c.gc_threshold),
         "prefetch": cfg.map(|c| c.prefetch),
-        "same_plane": cfg.map(|c| c.same_plane),
+        "same_plane": cfg.map(|c| c.layout == PairLayout::SamePlane),
+        "layout": cfg.map(|c| format!("{:?}", c.layout)),
         "recycle_max_valid_permille": cfg.map(|c| c.recycle_max_valid_permille),
         "success_per_attempt": opts.success_permille as f64 / 1000.0,
         "attempts": opts.attempts,
