@@ -26,5 +26,9 @@ suites=(--lib --test power_cuts --test model --test torture --test bit_errors)
 cargo test --release -p ftl-core -p ftl-tests --no-default-features "${suites[@]}" --test geometries --test anchor
 for f in wom dedup flex-ecc eti cdm wom,eti dedup,flex-ecc,cdm,eti; do
   echo "== configuration: features ${f}"
-  cargo test --release -p ftl-core -p ftl-tests --no-default-features --features "$f" "${suites[@]}"
+  # `wom` alone attaches same-block second writes (tests/src/stack.rs `wom_layout`), `wom,eti`
+  # the default two-plane pairs.
+  layout=two-planes
+  [ "$f" = wom ] && layout=same-block
+  FTL_WOM_LAYOUT=$layout cargo test --release -p ftl-core -p ftl-tests --no-default-features --features "$f" "${suites[@]}"
 done

@@ -45,10 +45,11 @@ run() {
     --json "$out/$dir/$name-op$op${tag:+-$tag}.json"
 }
 
-# 1. The main table: erasures and response, prefetch on / off, the same-plane (sequential) cost.
+# 1. The main table: erasures and response, prefetch on / off, both halves in one plane
+# (two blocks) and in one block (the paper's sequential variant).
 for op in 7 28; do
   for name in zipf1 zipf2 fiu-mail msr-hm0 heimdall-1006 heimdall-1370 tpcc; do
-    tag='' run main "$name" "$op" baseline,wom,wom-noprefetch,wom-sameplane
+    tag='' run main "$name" "$op" baseline,wom,wom-noprefetch,wom-sameplane,wom-sameblock
   done
 done
 

@@ -5,7 +5,8 @@
 //! - `wom`: second writes with the polar WOM code (N = 2^16, 2 attempts) on a chip that takes
 //!   them ([`geometry`]: 4 KiB + 368-byte spare, pages programmed in any order), BCH t = 4 per
 //!   512 bytes on first writes and on the second writes' message (the first stack,
-//!   wom + BCH + eti, in the `wom,eti` build; bit_errors.rs runs it with raw bit errors);
+//!   wom + BCH + eti, in the `wom,eti` build; bit_errors.rs runs it with raw bit errors), in
+//!   the layout `FTL_WOM_LAYOUT` names ([`wom_layout`]; default two planes);
 //! - `dedup`: inline deduplication (CAFTL index that pre-hashes, no sampling); the workloads then
 //!   write contents shared by several logical pages too (`Op::Dup`), and the model expects
 //!   exactly the same data as without it;
@@ -285,7 +286,22 @@ impl WomParts {
         // paper's 2R is 0 on the model's device): half the paper's R may be recycled at once.
         let half_r = ftl_core::reuse::ReuseConfig::paper_r_blocks(geo, cfg) / 2;
         config.cap_blocks = config.cap_blocks.max(half_r);
+        config.layout = wom_layout();
         Some(WomParts { codec, buffers: ftl_testkit::ReuseBuffers::new(geo), config, slots: false })
+    }
+}
+
+/// The layout of the second writes the stack attaches: `FTL_WOM_LAYOUT` = `two-planes` (the
+/// default), `same-plane` or `same-block` (scripts/test.sh runs the `wom` configuration with
+/// `same-block`, `wom,eti` with the default).
+#[cfg(feature = "wom")]
+pub fn wom_layout() -> ftl_core::reuse::PairLayout {
+    use ftl_core::reuse::PairLayout;
+    match std::env::var("FTL_WOM_LAYOUT").as_deref() {
+        Err(_) | Ok("two-planes") => PairLayout::TwoPlanes,
+        Ok("same-plane") => PairLayout::SamePlane,
+        Ok("same-block") => PairLayout::SameBlock,
+        Ok(v) => panic!("FTL_WOM_LAYOUT={v}: expected two-planes, same-plane or same-block"),
     }
 }
 
