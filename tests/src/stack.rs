@@ -45,8 +45,6 @@ use ftl_core::policy::{Greedy, Policies};
 use ftl_core::{Config, Extensions};
 use nand_hal::{EccRequirement, Geometry};
 
-use crate::Op;
-
 pub use crate::WomParts;
 
 /// The techniques this build attaches (see the module docs); the core accepts them.
@@ -62,27 +60,6 @@ const _: () = assert!(ftl_core::ext::refusal(ATTACHED, false).is_none());
 
 /// Whether this build runs the ETI classifier with two host streams.
 pub const ETI: bool = cfg!(feature = "eti");
-
-/// Whether the workloads may include faults the host survives without a remount
-/// ([`Op::Blip`], [`Op::Transient`]). Not with second writes attached: with BCH on first writes
-/// (with or without BCH in the second writes) a blip, more writes and a clean unmount can leave
-/// an image whose next mount fails with `Error::Corrupt` (an ftl-core bug found by model.rs
-/// when this stack was attached, not fixed yet; the smallest case is in the report of issue
-/// #17). [`faults_for_build`] turns them into power cuts meanwhile.
-pub const SURVIVABLE_FAULTS: bool = !ATTACHED.wom;
-
-/// Without [`SURVIVABLE_FAULTS`], turns every blip and transient failure of `ops` into a power
-/// cut at the same offset.
-pub fn faults_for_build(ops: &mut [Op]) {
-    if SURVIVABLE_FAULTS {
-        return;
-    }
-    for op in ops {
-        if let Op::Blip { after } | Op::Transient { after, .. } = *op {
-            *op = Op::Cut { after, mount_after: None };
-        }
-    }
-}
 
 /// [`crate::geometry`] on a chip the attached techniques run on: with second writes 4 KiB pages
 /// with a 368-byte spare (9 %, the paper's), ECC t = 4 per 512 bytes, programmed in any order;

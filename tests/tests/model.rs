@@ -84,9 +84,6 @@ fn run_on(
     let faults = FaultConfig { torn_fraction: torn, partial_erase_fraction: erase, ..FaultConfig::default() };
     let emu = Emulator::new(EmulatorConfig { faults, ..EmulatorConfig::new(geo) }).unwrap();
     let mut env = Env::for_build(emu, cfg);
-    let mut ops = ops.to_vec();
-    ftl_tests::stack::faults_for_build(&mut ops);
-    let ops = &ops[..];
     if cached {
         env.use_map(ftl_tests::map_choice(true));
     }
@@ -262,7 +259,6 @@ fn random_runs_where_most_cuts_do_not_remount() {
                 });
             }
         }
-        ftl_tests::stack::faults_for_build(&mut ops);
         let torn = [0.5, 0.999, 1.0][seed as usize % 3];
         let faults =
             FaultConfig { torn_fraction: torn, partial_erase_fraction: 0.5, ..FaultConfig::default() };

@@ -14,7 +14,8 @@
 //! **Second write**: the logical page goes to the two pages at the offset counter of the
 //! active pair of a plane pair (that of the plane the next first write would take, so first and
 //! second writes share one rotation over planes and LUNs; a second write moves it past its pair;
-//! both invalid, not voided, never second-written), encoded over
+//! both invalid first writes, not voided, never second-written; a page that was never programmed,
+//! in a block closed early after a failed program, ends the pair), encoded over
 //! their current contents, with [`SwMeta`] at the end of both spares; the map points at
 //! the plane-0 half; a bitmap marks second-write pages and the block map
 //! ([`ReuseMemory::pair`]) names each half's partner; both halves carry a valid bit, so both
@@ -773,6 +774,17 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             self.load_pair(a, b, true)?;
             let Some(r) = self.ext.reuse.as_mut() else { return Ok(None) };
             r.prefetched = None;
+            // Only pages a first write completed: a page whose first-write metadata reads
+            // erased was never programmed (a block closed early after a failed program), and
+            // neither was anything after it in its block. Mount takes such a page for the end
+            // of what its block holds (a program torn before its metadata is voided there and
+            // the frontier resumes on it), so a second write must not go there: the pair ends.
+            let unwritten = |p: &[u8]| matches!(PageMeta::decode(&p[d..d + META_LEN]), SpareState::Erased);
+            if unwritten(r.mem.page_a) || unwritten(r.mem.page_b) {
+                r.stats.skipped_pages += 1;
+                self.end_pair(q);
+                return Ok(None);
+            }
             // The pages must not have been voided by the first write nor carry second-write cells.
             // Nor hold more programmed cells than a second write can live with (pages written
             // unscrambled, e.g. journal pages): more than 5/8 of the data cells programmed.
