@@ -12,8 +12,10 @@
 //!   more second writes;
 //! - the model test and the power-cut torture of `model.rs` / `torture.rs` with second writes
 //!   on, a deterministic torn second write with whole metadata, program/erase failures and bad
-//!   blocks under cuts, several plane pairs (4 planes, 2 LUNs) and same-plane pairs
-//!   (`PROPTEST_CASES`, `FTL_WOM_CUTS`, `FTL_WOM_FAULT_SEEDS`, `FTL_WOM_CUT_STEP` size them);
+//!   blocks under cuts, several plane pairs (4 planes, 2 LUNs), same-plane pairs, and the
+//!   same-block layout (the paper's sequential variant: in the model test, random cuts, failures,
+//!   a torn second half, and where each pair's pages lie) (`PROPTEST_CASES`, `FTL_WOM_CUTS`,
+//!   `FTL_WOM_FAULT_SEEDS`, `FTL_WOM_CUT_STEP` size them);
 //! - raw bit errors with random cuts, BCH on first and second writes, on a chip without the
 //!   strict rule (`FTL_WOM_RBER`, `FTL_WOM_RBER_SEEDS`).
 //!
@@ -529,10 +531,10 @@ fn fixed_workload(logical: u32) -> Vec<Op> {
 
 /// `torture.rs`'s exhaustive cut points with second writes on: a cut at every device operation
 /// of the workload (every second write's program included), the recovery mount cut too.
-fn exhaustive(torn: f64) {
+fn exhaustive(layout: PairLayout, torn: f64, stride: u64) {
     let (geo, cfg) = small();
     let ops = fixed_workload(cfg.logical_pages);
-    let mut dry = env(geo, cfg, torn, 0.5, 1);
+    let mut dry = env_with(layout, geo, cfg, torn, 0.5, 1);
     dry.verify = Verify::Touched;
     let n = dry.run(&ops, Start::Format).unwrap().ops_at_end;
     let t = dry.totals;
@@ -540,11 +542,11 @@ fn exhaustive(torn: f64) {
         t.second_writes > 50 && t.second_write_gc_rewrites > 0 && t.gc_blocks > 0 && t.checkpoints > 3,
         "the workload must reach second writes, GC of reused blocks and checkpoints: {t:?}"
     );
-    let step = std::env::var("FTL_WOM_CUT_STEP").ok().and_then(|v| v.parse().ok()).unwrap_or(1u64);
+    let step = stride * std::env::var("FTL_WOM_CUT_STEP").ok().and_then(|v| v.parse().ok()).unwrap_or(1u64);
     let (mut cuts, mut mount_cuts) = (0, 0);
     let mut k = 0;
     while k < n {
-        let mut e = env(geo, cfg, torn, 0.5, k);
+        let mut e = env_with(layout, geo, cfg, torn, 0.5, k);
         e.verify = Verify::Touched;
         e.ops_after_cut = Some(10);
         e.mount_cut = Some(((k * 0x9E37_79B9) % 400) as u32);
@@ -562,13 +564,19 @@ fn exhaustive(torn: f64) {
 /// Cuts tear half the bits a program was changing.
 #[test]
 fn exhaustive_cut_points_with_second_writes() {
-    exhaustive(0.5);
+    exhaustive(PairLayout::TwoPlanes, 0.5, 1);
+}
+
+/// The same with same-block pairs (every second cut point): cuts between a pair's two programs.
+#[test]
+fn exhaustive_cut_points_with_same_block_second_writes() {
+    exhaustive(PairLayout::SameBlock, 0.5, 2);
 }
 
 /// Cuts leave programs nearly complete: torn pages whose metadata often checks out.
 #[test]
 fn exhaustive_cut_points_with_second_writes_nearly_complete_programs() {
-    exhaustive(0.999);
+    exhaustive(PairLayout::TwoPlanes, 0.999, 1);
 }
 
 /// Random cuts over long runs (`FTL_WOM_CUTS`, default 300).
@@ -855,8 +863,20 @@ fn second_writes_fit_nop_three() {
 /// second writes, which then read as corrupt first writes.
 #[test]
 fn failures_and_cuts_with_second_writes() {
-    let (mut completed, mut failures, mut second) = (0, 0, 0);
     let seeds: u64 = std::env::var("FTL_WOM_FAULT_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
+    failures_and_cuts(PairLayout::TwoPlanes, seeds);
+}
+
+/// The same with same-block pairs (`FTL_WOM_FAULT_SEEDS` / 2 runs): a failed program of a
+/// pair's second page after its first is voided in both.
+#[test]
+fn failures_and_cuts_with_same_block_second_writes() {
+    let seeds: u64 = std::env::var("FTL_WOM_FAULT_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
+    failures_and_cuts(PairLayout::SameBlock, seeds / 2);
+}
+
+fn failures_and_cuts(layout: PairLayout, seeds: u64) {
+    let (mut completed, mut failures, mut second) = (0, 0, 0);
     for seed in 1..=seeds {
         let (geo, cfg) = small();
         let faults = FaultConfig {
@@ -871,7 +891,9 @@ fn failures_and_cuts_with_second_writes() {
             Emulator::new(EmulatorConfig { faults, seed, reject_set_bits: true, ..EmulatorConfig::new(geo) })
                 .unwrap();
         let mut e = Env::new(emu, cfg);
-        e.ext.wom = Some(small_parts(&geo, &cfg));
+        let mut w = small_parts(&geo, &cfg);
+        w.config.layout = layout;
+        e.ext.wom = Some(w);
         e.verify = Verify::Touched;
         e.random_cuts = Some(RandomCuts {
             rng: Rng::new(seed),
@@ -885,15 +907,15 @@ fn failures_and_cuts_with_second_writes() {
             Ok(_) => completed += 1,
             // Enough grown bad blocks can leave too little room for the capacity: a clean error.
             Err(err) if err.contains("NoSpace") => {}
-            Err(err) => panic!("seed {seed}: {err}"),
+            Err(err) => panic!("{layout:?}, seed {seed}: {err}"),
         }
         assert_eq!(e.emu.counters().rejected, 0, "seed {seed}");
         failures += e.totals.program_failures;
         second += e.totals.second_writes;
     }
     assert!(
-        completed * 3 >= seeds * 2 && failures > 5 && second > 100,
-        "{completed} runs, {failures} program failures, {second} second writes"
+        completed * 3 >= seeds * 2 && failures > seeds / 8 && second > 5 * seeds / 2,
+        "{layout:?}: {completed} runs, {failures} program failures, {second} second writes"
     );
 }
 
