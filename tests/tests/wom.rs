@@ -1003,7 +1003,15 @@ fn sequential_pairs_with_cuts(layout: PairLayout) {
 fn random_cuts_with_second_writes_and_rber() {
     use ftl_core::policy::{RequestSizeClassifier, SingleHostStream};
     let seeds: u64 = std::env::var("FTL_WOM_RBER_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(6);
-    rber_cut_runs(seeds, &|| RequestSizeClassifier::default(), SingleHostStream);
+    rber_cut_runs(PairLayout::TwoPlanes, seeds, &|| RequestSizeClassifier::default(), SingleHostStream);
+}
+
+/// The same with same-block pairs (`FTL_WOM_RBER_SEEDS` / 2 seeds).
+#[test]
+fn random_cuts_with_same_block_second_writes_and_rber() {
+    use ftl_core::policy::{RequestSizeClassifier, SingleHostStream};
+    let seeds: u64 = std::env::var("FTL_WOM_RBER_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(6);
+    rber_cut_runs(PairLayout::SameBlock, seeds / 2, &|| RequestSizeClassifier::default(), SingleHostStream);
 }
 
 /// Stacked (issue #17): second writes with the BCH codec under ETI's classifier and two host
@@ -1016,13 +1024,13 @@ fn random_cuts_with_second_writes_bch_and_eti() {
     let seeds: u64 = std::env::var("FTL_WOM_ETI_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(4);
     let (_, cfg) = small();
     let eti = move || Eti::<64>::new(EtiConfig::with_address_pages(cfg.logical_pages as u64)).expect("ETI");
-    rber_cut_runs(seeds, &eti, SeparateByTemperature);
+    rber_cut_runs(PairLayout::TwoPlanes, seeds, &eti, SeparateByTemperature);
 }
 
 /// Random workloads with random cuts (some during the recovery mount) and raw bit errors
 /// (`FTL_WOM_RBER`, default 1e-6) on the BCH codec with second writes, the classifier from
-/// `classifier` and `placement`; `seeds` seeds.
-fn rber_cut_runs<K, L>(seeds: u64, classifier: &dyn Fn() -> K, placement: L)
+/// `classifier` and `placement`, pairs in `layout`; `seeds` seeds.
+fn rber_cut_runs<K, L>(layout: PairLayout, seeds: u64, classifier: &dyn Fn() -> K, placement: L)
 where
     K: ftl_core::policy::Classifier + Clone,
     L: ftl_core::policy::Placement + Clone,
@@ -1049,12 +1057,13 @@ where
         let mut e = Env::with_policies(emu, cfg, policies);
         let mut w = parts_with(&geo, &cfg, polar_wom_bch(&geo).unwrap());
         w.config.gc_threshold = 8;
+        w.config.layout = layout;
         e.ext.wom = Some(w);
         e.verify = Verify::Touched;
         e.random_cuts = Some(RandomCuts::within_600(seed));
         let mut rng = Rng::new(seed ^ 0xB17);
         let ops = random_workload(&mut rng, cfg.logical_pages, 600);
-        let s = e.run(&ops, Start::Format).unwrap_or_else(|err| panic!("seed {seed}: {err}"));
+        let s = e.run(&ops, Start::Format).unwrap_or_else(|err| panic!("{layout:?}, seed {seed}: {err}"));
         cuts += s.cuts;
         flips += e.emu.counters().bit_flips;
         second += e.totals.second_writes;
