@@ -267,12 +267,23 @@ fn a_failed_encoding_is_retried_on_a_new_pair() {
 /// back, also after a remount.
 #[test]
 fn prefetch_slots_serve_every_plane_pair() {
+    prefetch_slots(PairLayout::TwoPlanes);
+}
+
+/// The same with same-block pairs: a slot holds a block's next two free pages.
+#[test]
+fn prefetch_slots_serve_same_block_pairs() {
+    prefetch_slots(PairLayout::SameBlock);
+}
+
+fn prefetch_slots(layout: PairLayout) {
     let geo = wom_geometry(8, 16, 4);
     let cfg = Config::with_logical_pages(&geo, 192);
     let mut emu = emulator(geo, 0.5, 0.5, 5);
     let mut mem = FtlMemory::new(&geo, &cfg);
     let mut w = parts(&geo, &cfg);
     w.slots = true;
+    w.config.layout = layout;
     let mut want = vec![0u64; 192];
     let mut rng = Rng::new(9);
     {
