@@ -127,12 +127,29 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         if f.block == Frontier::NONE.block || self.resumed & (1 << i) != 0 {
             return None;
         }
-        let dst = self.geo.page(BlockId(f.block), f.next_page);
-        let (d, s) = (self.geo.data_bytes as usize, self.geo.spare_bytes as usize);
-        if self.buf.len() != d + s {
+        // The rules of `check_copy_back` from what is known here: `src` is a page of this device
+        // (GC found it valid), the frontier's block is in `plane` and the page buffer is exactly
+        // one page (checked at open), so the plane and the parity remain. (The device checks
+        // the whole rule again; a refusal would send the page the plain way.)
+        let g = &self.geo;
+        if g.plane_index(g.block_of(src)) != plane
+            || (!caps.odd_to_even && (g.page_in_block(src) ^ f.next_page) & 1 != 0)
+        {
             return None;
         }
-        check_copy_back(&self.geo, caps, src, dst, d, s).ok().map(|()| dst)
+        let dst = g.page(BlockId(f.block), f.next_page);
+        debug_assert_eq!(
+            check_copy_back(
+                g,
+                caps,
+                src,
+                dst,
+                self.buf.len() - g.spare_bytes as usize,
+                g.spare_bytes as usize
+            ),
+            Ok(())
+        );
+        Some(dst)
     }
 
     /// Moves `page` (valid, in a block GC collects) to the GC frontier of `plane` by copy-back if
