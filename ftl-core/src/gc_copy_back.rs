@@ -5,10 +5,10 @@
 //! When ([`Ftl::copy_back_destination`]): [`crate::Config::gc_copy_back`] is on, the device
 //! does copy-back natively ([`nand_hal::CopyBackCaps::native`]; a device that would only run
 //! the read + program fallback gains nothing), FlexECC is off (it picks the copy's format in
-//! its own move hook), and the next page of the GC frontier the page goes to passes
+//! its own move hook), and the next page of the GC frontier the page goes to meets the rule of
 //! [`nand_hal::copy_back::check_copy_back`] with the source (same plane of one LUN; same page
-//! parity unless the part allows odd-to-even; a frontier a mount resumed is excluded, its next
-//! page is checked erased first). Anything else moves the plain way. Pages a technique moves
+//! parity unless the part allows odd-to-even; computed from what GC knows, the device checks it
+//! again; a frontier a mount resumed is excluded, its next page is checked erased first). Anything else moves the plain way. Pages a technique moves
 //! its own way (second writes, shared pages) never come here: their hooks run first (`gc.rs`).
 //!
 //! How the data is checked (the rule of [`nand_hal::copy_back`]): every copy is read out
