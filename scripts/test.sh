@@ -9,7 +9,7 @@ cargo test --workspace --release
 # them all). Each configuration below builds ftl-core with exactly its features and runs ftl-core's
 # own tests (unit tests, tests/power_cuts.rs) and the harness's suites that need no simulator: the
 # model proptest, the power-cut torture and bit_errors (model and torture with BCH and raw bit
-# errors); with no feature (the firmware's configuration) geometries and anchor too. Then each
+# errors); with no feature (the firmware's configuration) geometries, anchor and copy_back too. Then each
 # feature alone and the two stacks of issue #17. Each configuration attaches what it enables
 # (tests/src/stack.rs): `wom` second writes, `dedup` deduplication, `cdm` the NV cache,
 # `flex-ecc` FlexECC, `eti` the ETI classifier with two host streams; second writes are not
@@ -23,7 +23,8 @@ export FTL_TORTURE_CUTS="${FTL_CONFIG_CUTS:-300}"
 export FTL_TORTURE_STRIDE="${FTL_CONFIG_STRIDE:-8}"
 export FTL_BLIP_SEEDS="${FTL_CONFIG_BLIP_SEEDS:-40}"
 suites=(--lib --test power_cuts --test model --test torture --test bit_errors)
-cargo test --release -p ftl-core -p ftl-tests --no-default-features "${suites[@]}" --test geometries --test anchor
+cargo test --release -p ftl-core -p ftl-tests --no-default-features "${suites[@]}" --test geometries --test anchor \
+  --test copy_back
 for f in wom dedup flex-ecc eti cdm wom,eti dedup,flex-ecc,cdm,eti; do
   echo "== configuration: features ${f}"
   # `wom` alone attaches same-block second writes (tests/src/stack.rs `wom_layout`), `wom,eti`

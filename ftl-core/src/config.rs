@@ -33,6 +33,14 @@ pub struct Config {
     /// blocks). Default [`RECOMMENDED_MOUNT_POOL_BLOCKS`]; 0 turns the pool off: every mount
     /// after a cut surveys every block (and no pool records are written).
     pub mount_pool_blocks: u32,
+    /// GC moves a valid page with the chip's copy-back (read for internal data move + program)
+    /// where the device has it natively ([`nand_hal::CopyBackCaps::native`]) and the page
+    /// qualifies (same plane as its destination, page parity; see `gc_copy_back.rs`); the page
+    /// is still read out and checked by the codec, so the result on flash is the plain read +
+    /// program's, minus the page's transfer in. Default `true`: the move is as safe as a read +
+    /// program and cheaper (-13% per move on the MT29F4G08's timings); `false` for a part whose
+    /// copy-back one distrusts, or to compare against the plain path (the simulator's default).
+    pub gc_copy_back: bool,
 }
 
 impl Config {
@@ -66,6 +74,7 @@ impl Config {
             wear_check_interval: 64,
             checkpoint_interval_blocks: if max_interval < 64 { max_interval } else { 64 },
             mount_pool_blocks: RECOMMENDED_MOUNT_POOL_BLOCKS,
+            gc_copy_back: true,
         }
     }
 

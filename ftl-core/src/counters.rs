@@ -22,6 +22,16 @@ pub struct Counters {
     pub nand_erases: u64,
     /// Valid pages copied by garbage collection (wear-leveling moves and retirement included).
     pub gc_page_copies: u64,
+    /// Of `gc_page_copies`, those the chip moved by copy-back (`Config::gc_copy_back`): read
+    /// out, checked and programmed from its page register.
+    pub gc_copy_backs: u64,
+    /// Of `gc_copy_backs`, those whose data the codec corrected (written back into the register
+    /// before the program).
+    pub gc_copy_back_corrected: u64,
+    /// Copy-backs whose check answered `Abort` (metadata or data that did not check out, a map
+    /// entry not in RAM, a two-format codec): the page was read, nothing programmed, and it
+    /// moved the plain way from what was read (counted in `nand_reads` once).
+    pub gc_copy_back_aborts: u64,
     /// Blocks collected by garbage collection.
     pub gc_blocks: u64,
     /// Of `gc_blocks`, those collected (or finished) on demand, when a host block was to open in

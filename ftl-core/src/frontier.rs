@@ -96,7 +96,7 @@ impl TornPages {
         self.len = kept;
     }
 
-    fn append(&mut self, other: &TornPages) {
+    pub(crate) fn append(&mut self, other: &TornPages) {
         for &p in &other.pages[..other.len] {
             self.push(PageId(p));
         }
@@ -189,39 +189,56 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             };
             self.counters.nand_programs += 1;
             self.dirty = true;
-            let programmed = self.nand.program_page(page, data, &buf[d..d + spare_len]);
-            match programmed {
+            match self.nand.program_page(page, data, &buf[d..d + spare_len]) {
                 Ok(()) => return Ok(page),
-                Err(e) if nand_hal::Error::kind(&e) == ErrorKind::ProgramFailed => {
-                    self.counters.program_failures += 1;
-                    // A failed page that stays unvoided is superseded by the retry (a larger
-                    // sequence number for the same tag, in a block opened later).
-                    if !self.void_page(page) {
-                        unvoided.push(page);
-                    }
-                    self.start_retiring(block);
-                }
-                Err(e) if nand_hal::Error::kind(&e) == ErrorKind::NopExceeded => {
-                    // The page reads erased but was programmed before (a torn program whose voids
-                    // cuts interrupted until its NOP ran out); the chip changed nothing. Replay
-                    // stops at a page that reads erased, so nothing more goes into this block.
-                    self.close_block(block);
-                }
-                Err(e) => {
-                    // Power loss, a timeout, ...: the page may hold anything, valid metadata of
-                    // this write included. If it cannot be voided now, the next program voids it
-                    // first or writes a checkpoint (`settle_torn`).
-                    if !self.void_page(page) {
-                        unvoided.push(page);
-                    }
-                    self.torn.append(&unvoided);
-                    self.close_block(block);
-                    return Err(e.into());
-                }
+                Err(e) => self.program_failed(page, e, &mut unvoided)?,
             }
         }
         self.torn.append(&unvoided);
         Err(Error::Device(ErrorKind::ProgramFailed))
+    }
+
+    /// After the program of `page` failed with `e` (in [`Self::append`], or GC's copy-back):
+    /// Ok if the page may be retried elsewhere (status FAIL: the block goes to retirement; NOP
+    /// exceeded: the block is closed), else the error, with `unvoided` and the page (if it
+    /// could not be voided) left for [`Self::settle_torn`].
+    pub(crate) fn program_failed(
+        &mut self,
+        page: PageId,
+        e: N::Error,
+        unvoided: &mut TornPages,
+    ) -> Result<(), Error> {
+        let block = self.geo.block_of(page);
+        match nand_hal::Error::kind(&e) {
+            ErrorKind::ProgramFailed => {
+                self.counters.program_failures += 1;
+                // A failed page that stays unvoided is superseded by the retry (a larger
+                // sequence number for the same tag, in a block opened later).
+                if !self.void_page(page) {
+                    unvoided.push(page);
+                }
+                self.start_retiring(block);
+                Ok(())
+            }
+            ErrorKind::NopExceeded => {
+                // The page reads erased but was programmed before (a torn program whose voids
+                // cuts interrupted until its NOP ran out); the chip changed nothing. Replay
+                // stops at a page that reads erased, so nothing more goes into this block.
+                self.close_block(block);
+                Ok(())
+            }
+            _ => {
+                // Power loss, a timeout, ...: the page may hold anything, valid metadata of
+                // this write included. If it cannot be voided now, the next program voids it
+                // first or writes a checkpoint (`settle_torn`).
+                if !self.void_page(page) {
+                    unvoided.push(page);
+                }
+                self.torn.append(unvoided);
+                self.close_block(block);
+                Err(e.into())
+            }
+        }
     }
 
     /// Makes the pages a failed program left unvoided harmless before anything else is programmed:
@@ -332,7 +349,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// erased (a damaged or foreign image; cuts cannot leave one after an erased page) closes the
     /// block instead of being programmed over, which would garble what is written (the chip ANDs
     /// the new bits into the old) and lose a write acknowledged as flushed.
-    fn take_page(&mut self, plane: u32, stream: Stream) -> Result<PageId, Error> {
+    pub(crate) fn take_page(&mut self, plane: u32, stream: Stream) -> Result<PageId, Error> {
         let (plane, i) = loop {
             let plane = self.open_somewhere(plane, stream)?;
             let i = Self::frontier_index(plane, stream);

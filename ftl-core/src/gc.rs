@@ -14,9 +14,10 @@ use nand_hal::{BlockId, NandFlash, PageId};
 
 use crate::blocks::{BlockState, FLAG_LIVE_JOURNAL};
 use crate::frontier::Source;
+use crate::gc_copy_back::CopyBack;
 use crate::map::MappingTable;
 use crate::meta::{PageKind, PageMeta, SpareState, META_LEN};
-use crate::policy::{PageCodec, PolicySet, Stream, VictimAction, VictimPolicy};
+use crate::policy::{CodecError, PageCodec, PolicySet, Stream, VictimAction, VictimPolicy};
 use crate::{Error, Ftl};
 
 /// What happens to a collected block.
@@ -133,25 +134,57 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(())
     }
 
-    /// Copies one valid page to the GC stream of `plane` and remaps it.
+    /// Copies one valid page to the GC stream of `plane` and remaps it: by copy-back where it
+    /// qualifies (`gc_copy_back.rs`), else (or when its check aborts) by a read and a program.
     pub(crate) fn relocate(&mut self, page: PageId, plane: u32) -> Result<(), Error> {
         // A second write or a shared page moves its own way (see `ext`).
         if self.reuse_relocate_hook(page, plane)? || self.dedup_relocate_hook(page, plane)? {
             return Ok(());
         }
-        let d = self.geo.data_bytes as usize;
-        let spare_len = META_LEN + self.codec_len;
         let plane = self.ensure_gc_frontier(plane)?;
         self.counters.nand_reads += 1;
-        {
-            let (data, spare) = self.buf.split_at_mut(d);
-            self.nand.read_page(page, data, &mut spare[..spare_len])?;
-        }
+        let (lpn, new) = match self.try_copy_back(page, plane)? {
+            CopyBack::Moved { lpn, new } => (lpn, new),
+            CopyBack::Aborted { decoded } => match self.relocate_read(page, plane, decoded)? {
+                Some(moved) => moved,
+                None => return Ok(()),
+            },
+            CopyBack::NotTried => {
+                let d = self.geo.data_bytes as usize;
+                let (data, spare) = self.buf.split_at_mut(d);
+                self.nand.read_page(page, data, &mut spare[..META_LEN + self.codec_len])?;
+                match self.relocate_read(page, plane, None)? {
+                    Some(moved) => moved,
+                    None => return Ok(()),
+                }
+            }
+        };
+        self.dedup_moved(page, new);
+        self.remap(lpn, Some(new))?;
+        self.counters.gc_page_copies += 1;
+        Ok(())
+    }
+
+    /// The plain move of `page`, read into the page buffer (`decoded`: the codec's answer if a
+    /// copy-back's check already decoded it): programs its copy on the GC stream of `plane` and
+    /// returns (logical page, new page); `None` if nothing was to move (a map page is written
+    /// again by the map, a page mapped nowhere is dropped).
+    fn relocate_read(
+        &mut self,
+        page: PageId,
+        plane: u32,
+        decoded: Option<Result<u32, CodecError>>,
+    ) -> Result<Option<(u32, PageId)>, Error> {
+        let d = self.geo.data_bytes as usize;
+        let spare_len = META_LEN + self.codec_len;
         // The auxiliary word (e.g. the first-write scrambler's flags) travels with the data.
         // The entry is faulted in before the copy is programmed (see `map_io.rs`); the map's
         // I/O leaves the page buffer alone.
         let (lpn, aux) = match PageMeta::decode(&self.buf[d..d + spare_len]) {
-            SpareState::Valid(m) if m.kind == PageKind::Map => return self.relocate_map_page(page, m.tag),
+            SpareState::Valid(m) if m.kind == PageKind::Map => {
+                self.relocate_map_page(page, m.tag)?;
+                return Ok(None);
+            }
             SpareState::Valid(m)
                 if m.kind == PageKind::Data
                     && m.tag < self.cfg.logical_pages
@@ -166,24 +199,20 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             if !self.valid.is_empty() {
                 self.set_valid_bit(page, false);
             }
-            return Ok(());
+            return Ok(None);
         };
         // Correct what the codec can before copying; data it cannot correct is copied raw, so
         // reads keep reporting it as uncorrectable instead of returning wrong data.
-        let decoded = {
+        let decoded = decoded.unwrap_or_else(|| {
             let (data, spare) = self.buf.split_at_mut(d);
             self.policies.codec().decode(data, &spare[META_LEN..spare_len])
-        };
+        });
         let encode = matches!(decoded, Ok(n) if n > 0);
         // FlexECC: keep the page's format, or drop a flush-read page to the detecting format.
         let (encode, saved) = self.flex_before_move(lpn, decoded.is_ok(), encode);
         let new = self.append(plane, Stream::Gc, PageKind::Data, lpn, aux, Source::Buffer { encode });
         self.flex_after_move(saved);
-        let new = new?;
-        self.dedup_moved(page, new);
-        self.remap(lpn, Some(new))?;
-        self.counters.gc_page_copies += 1;
-        Ok(())
+        Ok(Some((lpn, new?)))
     }
 
     /// The logical page mapped to `page`, by searching the map (used only when the spare cannot be

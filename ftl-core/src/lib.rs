@@ -39,6 +39,7 @@ mod format_doc;
 pub mod frontier;
 mod ftl;
 pub mod gc;
+mod gc_copy_back;
 #[cfg(feature = "flex-ecc")]
 pub mod intent;
 pub mod journal;

@@ -154,6 +154,24 @@ fn zipf_workloads() {
     assert!(a2["waf"].as_f64().unwrap() < a1["waf"].as_f64().unwrap());
 }
 
+/// `--copy-back checked` without FlexECC turns the FTL's copy-back GC on (every copy read out and
+/// checked) and the emulator charges each one: the same operations as without it (GC's decisions
+/// do not depend on time), the moves counted, and the device busy for less time.
+#[test]
+fn copy_back_without_flex_ecc_runs_the_ftls_copy_backs() {
+    let args = ["--workload", "zipf:1", "--writes", "60000", "--device", "small"];
+    let off = run_and_check("cb-off", &args);
+    let on = run_and_check("cb-on", &[&args[..], &["--copy-back", "checked"]].concat());
+    assert_eq!(off["gc_copy_backs"].as_u64(), Some(0));
+    for k in ["nand_reads", "nand_programs", "nand_erases", "gc_page_copies"] {
+        assert_eq!(on[k], off[k], "{k}");
+    }
+    let (cb, copies) = (on["gc_copy_backs"].as_u64().unwrap(), on["gc_page_copies"].as_u64().unwrap());
+    assert!(cb > 0 && cb <= copies, "{cb} copy-backs of {copies} GC copies");
+    let mean = |r: &Value| r["write_latency_us"]["mean"].as_f64().unwrap();
+    assert!(mean(&on) < mean(&off), "write response {} vs {} us", mean(&on), mean(&off));
+}
+
 #[test]
 fn compare_prints_relative_metrics_and_plots() {
     let dir = out_dir("compare");

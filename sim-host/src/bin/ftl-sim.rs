@@ -506,9 +506,11 @@ struct FlexArgs {
     /// paper's ioscale (100), slowing a trace recorded on a fast SSD down; --ioscale is the same.
     #[arg(long, alias = "ioscale", default_value_t = 1.0)]
     time_scale: f64,
-    /// flex-ecc: how GC moves pages: off (read out, program in), checked (copy-back: the page is
-    /// read out and decoded, only the new parity written back in) or crc-direct (checked for BCH
-    /// pages, CRC pages copied back unread). See sim-host/src/sim/ecc_model.rs.
+    /// How GC moves pages: off (read out, program in), checked (copy-back: the page is read out
+    /// and decoded, only the new parity written back in) or crc-direct (flex-ecc: checked for
+    /// BCH pages, CRC pages copied back unread). With flex-ecc the bit-error model charges it
+    /// (sim-host/src/sim/ecc_model.rs); without, checked or crc-direct turns the FTL's copy-back
+    /// GC on (every copy read out and checked) and the emulator charges each real copy-back.
     #[arg(long, default_value = "off")]
     copy_back: String,
     /// flex-ecc: on (the disk serves one access at a time) or off (every access takes --disk-ms

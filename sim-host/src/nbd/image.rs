@@ -189,6 +189,8 @@ fn decode_log_header(h: &[u8]) -> Option<(u64, u64, Config)> {
         checkpoint_interval_blocks: u32_at(40),
         // Not stored: a mount-time choice, not a property of the image (the library's default).
         mount_pool_blocks: ftl_core::RECOMMENDED_MOUNT_POOL_BLOCKS,
+        // Not stored either: the library's default.
+        gc_copy_back: true,
     };
     Some((u64_at(8), u64_at(16), config))
 }

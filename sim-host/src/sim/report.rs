@@ -71,6 +71,9 @@ pub struct Report {
     pub nand_erases: u64,
     /// Pages copied by GC.
     pub gc_page_copies: u64,
+    /// Of `gc_page_copies`, those the FTL moved by copy-back (`--copy-back checked` without
+    /// FlexECC turns the FTL's `Config::gc_copy_back` on; the emulator charges each one).
+    pub gc_copy_backs: u64,
     /// Pages programmed for checkpoints.
     pub checkpoint_pages: u64,
     /// Anchor records programmed (a record per checkpoint and per mount-pool extension, each
@@ -196,6 +199,7 @@ impl Report {
             nand_programs: c.nand_programs,
             nand_erases: c.nand_erases,
             gc_page_copies: c.gc_page_copies,
+            gc_copy_backs: c.gc_copy_backs,
             checkpoint_pages: c.checkpoint_pages,
             anchor_pages: c.anchor_pages,
             anchor_erases: c.anchor_erases,
