@@ -480,6 +480,24 @@ impl<'m> BlockTable<'m> {
         best.map(|(b, _)| BlockId(b))
     }
 
+    /// The least worn *erased* free block of `plane` (state `Free`, not `Dirty`) among those
+    /// whose flags masked by `mask` equal `want` and whose erase count is in `lo..=hi`: a block a
+    /// multi-plane erase prepared ahead of its turn (see `multiplane.rs`). O(free blocks).
+    pub fn erased_free_between(&self, plane: u32, mask: u8, want: u8, lo: u32, hi: u32) -> Option<BlockId> {
+        let mut best: Option<(u32, u32)> = None;
+        self.each_free(plane, |b, i| {
+            let ec = i.erase_count();
+            if i.state() == BlockState::Free
+                && i.flags() & mask == want
+                && (lo..=hi).contains(&ec)
+                && best.is_none_or(|(_, e)| ec < e)
+            {
+                best = Some((b, ec));
+            }
+        });
+        best.map(|(b, _)| BlockId(b))
+    }
+
     fn each_free(&self, plane: u32, mut f: impl FnMut(u32, &BlockInfo)) {
         let mut cur = self.heads[self.free_head(plane)];
         while cur != NIL {

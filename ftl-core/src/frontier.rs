@@ -72,7 +72,7 @@ impl TornPages {
         self.len == 0 && !self.must_checkpoint
     }
 
-    fn push(&mut self, page: PageId) {
+    pub(crate) fn push(&mut self, page: PageId) {
         match self.pages.get_mut(self.len) {
             Some(slot) => {
                 *slot = page.0;
@@ -243,6 +243,17 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.settle_torn_now()
     }
 
+    /// Whether no failed program left a page to settle.
+    #[inline]
+    pub(crate) fn torn_is_clear(&self) -> bool {
+        self.torn.is_clear()
+    }
+
+    /// Records pages a failed program left unvoided (settled before the next program).
+    pub(crate) fn torn_append(&mut self, pages: &TornPages) {
+        self.torn.append(pages);
+    }
+
     /// The rare path of [`Self::settle_torn`]: only after a failed program.
     #[cold]
     #[inline(never)]
@@ -265,7 +276,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(())
     }
 
-    fn close_block(&mut self, block: BlockId) {
+    pub(crate) fn close_block(&mut self, block: BlockId) {
         for f in self.frontiers.iter_mut() {
             if f.block == block.0 {
                 *f = Frontier::NONE;
@@ -332,7 +343,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// erased (a damaged or foreign image; cuts cannot leave one after an erased page) closes the
     /// block instead of being programmed over, which would garble what is written (the chip ANDs
     /// the new bits into the old) and lose a write acknowledged as flushed.
-    fn take_page(&mut self, plane: u32, stream: Stream) -> Result<PageId, Error> {
+    pub(crate) fn take_page(&mut self, plane: u32, stream: Stream) -> Result<PageId, Error> {
         let (plane, i) = loop {
             let plane = self.open_somewhere(plane, stream)?;
             let i = Self::frontier_index(plane, stream);
@@ -487,7 +498,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             }
             .ok_or(Error::NoSpace)?;
             if self.blocks.state(b) == BlockState::Dirty {
-                self.erase_free_block(b)?;
+                // A block a sibling's multi-plane erase prepared, if as worn (see `multiplane.rs`).
+                if let Some(e) = self.prepared_instead(plane, b, mask) {
+                    return Ok(e);
+                }
+                self.erase_picked(b, pick, mask)?;
                 if self.blocks.state(b) == BlockState::Bad {
                     continue;
                 }

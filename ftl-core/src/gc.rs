@@ -103,6 +103,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         match finish {
             Finish::Erase => {
                 self.blocks.set_state(b, BlockState::Dirty);
+                // With multi-plane erases the allocator erases it, with its siblings' next
+                // blocks (see `multiplane.rs`).
+                if self.multi_erase_on() {
+                    return Ok(());
+                }
                 self.erase_free_block(b)
             }
             Finish::Retire => {
