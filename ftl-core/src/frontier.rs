@@ -490,6 +490,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// As [`Self::alloc_block`], taking the free block `pick` says.
     pub(crate) fn alloc_block_for(&mut self, plane: u32, pick: Pick) -> Result<BlockId, Error> {
+        self.blocks.dirty_wear = self.multi_io_on();
         loop {
             let mask = self.pool_mask();
             let b = match pick {
@@ -498,10 +499,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             }
             .ok_or(Error::NoSpace)?;
             if self.blocks.state(b) == BlockState::Dirty {
-                // A block a sibling's multi-plane erase prepared, if as worn (see `multiplane.rs`).
-                if let Some(e) = self.prepared_instead(plane, b, mask) {
-                    return Ok(e);
-                }
                 self.erase_picked(b, pick, mask)?;
                 if self.blocks.state(b) == BlockState::Bad {
                     continue;

@@ -13,12 +13,15 @@
 //! operations). Multi-plane programs and reads also need the flat map (a flash-resident map's
 //! fault-ins for several pages could evict one another's room).
 //!
-//! **Erase.** GC no longer erases its victim as it finishes it: the victim becomes `Dirty` (free,
+//! **Erase.** With the flat map, GC no longer erases its victim as it finishes it (with a
+//! flash-resident map it still does: a mount from the pool keeps that map's valid counts as upper
+//! bounds and would take an unerased victim for a used block): the victim becomes `Dirty` (free,
 //! to be erased before use, as checkpoint blocks and blocks a mount found stale already were).
 //! The allocator erases a `Dirty` block it picks together with the block each sibling plane of
 //! the same LUN would pick next, if that one is `Dirty` too (the same pick rule and pool mask, so
-//! a bounded mount pool still covers every erased block); the sibling's allocator then prefers
-//! that erased block over a `Dirty` one of the same or one lower erase count. Format erases the
+//! a bounded mount pool still covers every erased block); the allocator ranks a `Dirty` block by
+//! its erase count after its erase and takes an erased block first on equal wear
+//! (`blocks::wear_key`), so the sibling's next allocation takes the block prepared for it. Format erases the
 //! sibling blocks of each stripe together. A block whose erase fails (index returned) is retired
 //! exactly as after a single erase; the blocks after it in the call are in an unknown state and
 //! are erased again (the HAL contract). Power loss: the blocks before the cut one are erased,
@@ -173,17 +176,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             }
         }
         self.erase_blocks(&group[..n])
-    }
-
-    /// An erased free block to take instead of the `Dirty` block `b` the allocator picked: one a
-    /// sibling's multi-plane erase prepared, as worn as `b` or one erase more (what `b` would be
-    /// once erased).
-    pub(crate) fn prepared_instead(&self, plane: u32, b: BlockId, mask: u8) -> Option<BlockId> {
-        if !self.multi_erase_on() {
-            return None;
-        }
-        let ec = self.blocks.get(b).erase_count();
-        self.blocks.erased_free_between(plane, mask, mask, ec, ec.saturating_add(1))
     }
 
     /// Format's erase of every good block of the stripe `blocks` (sibling blocks of one LUN,
