@@ -30,7 +30,7 @@ EOF
 {
   echo "| workload | LUNs / channels | QD | IOPS off | IOPS on | x | write resp. off / on (us) | read resp. off / on (us) | multi-plane programs / reads / erases (on) | WAF off / on |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
-  for w in "32 KiB random writes|8|0|20000" "4 KiB random writes|1|0|100000" "32 KiB random reads|8|0.998|40"; do
+  for w in "32 KiB random writes|8|0|5000" "4 KiB random writes|1|0|40000" "32 KiB random reads|8|0.998|20"; do
     IFS='|' read -r name pages rr writes <<< "$w"
     for lc in "1 1" "4 2"; do
       set -- $lc
