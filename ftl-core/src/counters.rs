@@ -81,4 +81,10 @@ pub struct Counters {
     pub worst_host_write_programs: u64,
     /// NAND programs the last host page write caused (as above).
     pub last_write_programs: u64,
+    /// Multi-plane programs issued (their pages are in `nand_programs`; see `multiplane.rs`).
+    pub multi_plane_programs: u64,
+    /// Multi-plane reads issued (their pages are in `nand_reads`).
+    pub multi_plane_reads: u64,
+    /// Multi-plane erases issued (their blocks are in `nand_erases`).
+    pub multi_plane_erases: u64,
 }

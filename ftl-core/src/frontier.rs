@@ -72,7 +72,7 @@ impl TornPages {
         self.len == 0 && !self.must_checkpoint
     }
 
-    fn push(&mut self, page: PageId) {
+    pub(crate) fn push(&mut self, page: PageId) {
         match self.pages.get_mut(self.len) {
             Some(slot) => {
                 *slot = page.0;
@@ -260,6 +260,17 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.settle_torn_now()
     }
 
+    /// Whether no failed program left a page to settle.
+    #[inline]
+    pub(crate) fn torn_is_clear(&self) -> bool {
+        self.torn.is_clear()
+    }
+
+    /// Records pages a failed program left unvoided (settled before the next program).
+    pub(crate) fn torn_append(&mut self, pages: &TornPages) {
+        self.torn.append(pages);
+    }
+
     /// The rare path of [`Self::settle_torn`]: only after a failed program.
     #[cold]
     #[inline(never)]
@@ -282,7 +293,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(())
     }
 
-    fn close_block(&mut self, block: BlockId) {
+    pub(crate) fn close_block(&mut self, block: BlockId) {
         for f in self.frontiers.iter_mut() {
             if f.block == block.0 {
                 *f = Frontier::NONE;
@@ -496,6 +507,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// As [`Self::alloc_block`], taking the free block `pick` says.
     pub(crate) fn alloc_block_for(&mut self, plane: u32, pick: Pick) -> Result<BlockId, Error> {
+        self.blocks.dirty_wear = self.multi_io_on();
         loop {
             let mask = self.pool_mask();
             let b = match pick {
@@ -504,7 +516,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             }
             .ok_or(Error::NoSpace)?;
             if self.blocks.state(b) == BlockState::Dirty {
-                self.erase_free_block(b)?;
+                self.erase_picked(b, pick, mask)?;
                 if self.blocks.state(b) == BlockState::Bad {
                     continue;
                 }

@@ -72,6 +72,8 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     pub(crate) reserve_spent: bool,
     /// Paced GC on (see [`crate::pacing`]).
     pub(crate) gc_pacing: bool,
+    /// Multi-plane operations on (see [`crate::multiplane`]).
+    pub(crate) multi_plane: bool,
     /// Where the anchor's copies are and what its newest record says.
     pub(crate) anchor: crate::anchor::AnchorState,
     /// The mount pool (see `pool.rs`).
@@ -128,6 +130,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             dirty: false,
             reserve_spent: false,
             gc_pacing: true,
+            multi_plane: true,
             anchor: crate::anchor::AnchorState::NONE,
             pool: crate::pool::PoolState { bounded: false, listed: 0, renew_due: false, uncertain: false },
             paced: [PacedVictim::NONE; MAX_TOTAL_PLANES],
@@ -249,7 +252,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             + core::mem::size_of::<Self>()
     }
 
-    fn check_range(&self, lpn: u32, bytes: usize) -> Result<u32, Error> {
+    pub(crate) fn check_range(&self, lpn: u32, bytes: usize) -> Result<u32, Error> {
         let pb = self.geo.data_bytes as usize;
         if bytes == 0 || !bytes.is_multiple_of(pb) {
             return Err(Error::BufferSize);
@@ -268,10 +271,32 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let pb = self.geo.data_bytes as usize;
         let reads_before = self.counters.nand_reads;
         let mut r = Ok(());
-        for (i, chunk) in buf.chunks_exact_mut(pb).enumerate().take(n as usize) {
-            r = self.read_one(lpn + i as u32, chunk);
-            if r.is_err() {
-                break;
+        if n > 1 && self.multi_io_on() {
+            // Multi-plane reads where the pages allow (see `multiplane.rs`), a stripe at a time.
+            let ppl = nand_hal::MAX_PLANES;
+            let mut chunks = buf.chunks_exact_mut(pb).enumerate();
+            loop {
+                let mut items: [(u32, &mut [u8]); nand_hal::MAX_PLANES] =
+                    core::array::from_fn(|_| (0, &mut [][..]));
+                let mut k = 0;
+                for (i, chunk) in chunks.by_ref().take(ppl) {
+                    items[k] = (lpn + i as u32, chunk);
+                    k += 1;
+                }
+                if k == 0 {
+                    break;
+                }
+                r = self.read_grouped(&mut items[..k]);
+                if r.is_err() {
+                    break;
+                }
+            }
+        } else {
+            for (i, chunk) in buf.chunks_exact_mut(pb).enumerate().take(n as usize) {
+                r = self.read_one(lpn + i as u32, chunk);
+                if r.is_err() {
+                    break;
+                }
             }
         }
         self.counters.host_read_nand_reads += self.counters.nand_reads - reads_before;
@@ -325,6 +350,12 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let pb = self.geo.data_bytes as usize;
         let req = WriteRequest { lpn, pages: n, page_bytes: self.geo.data_bytes };
         let temp = self.policies.classifier().classify_request(&req);
+        if n > 1 && self.multi_io_on() {
+            // Striped over the planes with multi-plane programs (see `multiplane.rs`).
+            let page = |i: usize| (lpn + i as u32, &data[i * pb..(i + 1) * pb]);
+            self.write_striped(n as usize, page, crate::multiplane::RequestTemp::Whole(temp))?;
+            return self.finish_write();
+        }
         for (i, chunk) in data.chunks_exact(pb).enumerate() {
             let l = lpn + i as u32;
             let programs_before = self.counters.nand_programs;
@@ -341,7 +372,11 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             self.first_write(l, t, chunk)?;
             self.note_write_programs(programs_before);
         }
-        // End-of-operation work counts against the request's last page.
+        self.finish_write()
+    }
+
+    /// End-of-operation work of a write, counted against the request's last page.
+    pub(crate) fn finish_write(&mut self) -> Result<(), Error> {
         let programs_before = self.counters.nand_programs;
         let r = self.maintenance();
         if self.counters.nand_programs > programs_before {
@@ -526,22 +561,31 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         self.map.clear();
         self.valid.fill(0);
         let d = self.geo.data_bytes as usize;
-        for b in 0..self.geo.total_blocks() {
-            let b = BlockId(b);
-            self.counters.nand_reads += 2;
-            if self.nand.is_bad(b)? {
-                continue;
+        // Sibling blocks (one per plane of a LUN) are consecutive: a stripe at a time, erased
+        // with one multi-plane erase when that is on (see `multiplane.rs`).
+        let ppl = self.geo.planes_per_lun.min(nand_hal::MAX_PLANES as u32);
+        for first in (0..self.geo.total_blocks()).step_by(ppl as usize) {
+            let mut stripe = [BlockId(0); nand_hal::MAX_PLANES];
+            let mut n = 0;
+            for b in first..first + ppl {
+                let b = BlockId(b);
+                self.counters.nand_reads += 2;
+                if self.nand.is_bad(b)? {
+                    continue;
+                }
+                // Keep the wear an earlier format recorded.
+                self.counters.nand_reads += 1;
+                self.nand.read_spare(self.geo.page(b, 0), &mut self.buf[d..d + META_LEN])?;
+                let ec = match PageMeta::decode(&self.buf[d..d + META_LEN]) {
+                    SpareState::Valid(m) => m.erase_count,
+                    _ => 0,
+                };
+                self.blocks.set_erase_count(b, ec);
+                self.blocks.set_state(b, BlockState::Dirty);
+                stripe[n] = b;
+                n += 1;
             }
-            // Keep the wear an earlier format recorded.
-            self.counters.nand_reads += 1;
-            self.nand.read_spare(self.geo.page(b, 0), &mut self.buf[d..d + META_LEN])?;
-            let ec = match PageMeta::decode(&self.buf[d..d + META_LEN]) {
-                SpareState::Valid(m) => m.erase_count,
-                _ => 0,
-            };
-            self.blocks.set_erase_count(b, ec);
-            self.blocks.set_state(b, BlockState::Dirty);
-            self.erase_free_block(b)?;
+            self.erase_stripe(&stripe[..n])?;
         }
         self.seq = 1;
         self.anchor_format();
@@ -555,13 +599,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         self.counters.nand_erases += 1;
         match self.nand.erase_block(b) {
             Ok(()) => {
-                // A torn page this block held is gone: its entry must not void the next page
-                // programmed at that address (found by the blip runs: a paced victim with
-                // nothing valid but an unsettled torn page was erased and reused first).
-                self.torn.forget_block(&self.geo, b);
-                self.blocks.count_erase(b);
-                self.blocks.set_state(b, BlockState::Free);
-                self.note_erase(b);
+                // (`erased` forgets a torn page this block held, found by the blip runs: a paced
+                // victim with nothing valid but an unsettled torn page was erased and reused.)
+                self.erased(b);
                 Ok(())
             }
             Err(e) if nand_hal::Error::kind(&e) == nand_hal::ErrorKind::EraseFailed => {

@@ -104,6 +104,13 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         match finish {
             Finish::Erase => {
                 self.blocks.set_state(b, BlockState::Dirty);
+                // With multi-plane erases the allocator erases it, with its siblings' next
+                // blocks (see `multiplane.rs`; flat map only: a mount from the pool keeps a
+                // flash-resident map's valid counts as upper bounds, and would take an unerased
+                // victim for a used block).
+                if self.multi_io_on() {
+                    return Ok(());
+                }
                 self.erase_free_block(b)
             }
             Finish::Retire => {

@@ -47,6 +47,7 @@ pub mod map;
 pub mod map_cache;
 mod map_io;
 pub mod meta;
+pub mod multiplane;
 pub mod pacing;
 pub mod policy;
 pub mod pool;

@@ -25,6 +25,7 @@ fn config(dedup: &str) -> SimConfig {
         wom: sim_host::sim::wom::WomOptions::default(),
         until_worn_permille: None,
         gc_pacing: true,
+        multi_plane: false,
         map: sim_host::memory::MapChoice::Flat,
         classifier_opts: Default::default(),
         write_buffer_bytes: None,

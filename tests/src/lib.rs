@@ -1018,6 +1018,10 @@ pub struct Totals {
     pub gc_copy_backs: u64,
     /// Copy-backs whose check aborted (the page moved the plain way).
     pub gc_copy_back_aborts: u64,
+    /// Multi-plane programs (`ftl_core::multiplane`).
+    pub multi_plane_programs: u64,
+    /// Multi-plane erases.
+    pub multi_plane_erases: u64,
 }
 
 impl Totals {
@@ -1035,6 +1039,8 @@ impl Totals {
         self.wear_level_moves += c.wear_level_moves;
         self.gc_copy_backs += c.gc_copy_backs;
         self.gc_copy_back_aborts += c.gc_copy_back_aborts;
+        self.multi_plane_programs += c.multi_plane_programs;
+        self.multi_plane_erases += c.multi_plane_erases;
     }
 
     /// Adds one instance's counters and, if it had second writes on, their counts.
@@ -1149,6 +1155,9 @@ pub struct Env<P = DefaultPolicies> {
     pub faults: FaultPlan,
     /// Paced GC on every instance (`Ftl::set_gc_pacing`; on by default, as in the FTL).
     pub gc_pacing: bool,
+    /// Multi-plane operations on every instance (`Ftl::set_multi_plane`; on by default, as in
+    /// the FTL; `FTL_MULTI_PLANE=0` turns them off in every harness run).
+    pub multi_plane: bool,
 }
 
 /// Power cuts at random offsets, rescheduled whenever none is pending.
@@ -1254,6 +1263,7 @@ impl<P: PolicySet + Clone> Env<P> {
             ext: ExtParts::none(),
             faults: FaultPlan::default(),
             gc_pacing: true,
+            multi_plane: !std::env::var("FTL_MULTI_PLANE").is_ok_and(|v| v == "0"),
         }
     }
 
@@ -1417,6 +1427,7 @@ impl<P: PolicySet + Clone> Env<P> {
                 }
             };
             ftl.set_gc_pacing(self.gc_pacing).map_err(|e| format!("set_gc_pacing: {e:?}"))?;
+            ftl.set_multi_plane(self.multi_plane);
             if let Some(rc) = &mut self.random_cuts {
                 if ftl.nand().emu.pending_power_cut().is_none() {
                     let after = rc.rng.below(rc.max_after);

@@ -58,6 +58,10 @@ fn populated_with(seed: u64, map: MapChoice) -> (Emulator, Model) {
     let (geo, cfg) = small();
     let mut env = ftl_tests::Env::with_geometry(geo, cfg);
     env.use_map(map);
+    // Single-plane operations: GC then erases each victim at once, so the image keeps erased
+    // blocks, which the forged-page tests write into (with multi-plane operations GC leaves its
+    // victims to be erased at allocation: `ftl_core::multiplane`).
+    env.multi_plane = false;
     let mut rng = Rng::new(seed);
     let mut ops = random_workload(&mut rng, cfg.logical_pages, 300);
     ops.push(Op::Trim { lpn: 10, pages: 3 });

@@ -401,6 +401,11 @@ struct RunOpts {
     /// host block opens in a plane below its free reserve).
     #[arg(long, default_value = "on")]
     gc_pacing: String,
+    /// The FTL's multi-plane operations (ftl_core::multiplane): off (one plane at a time, the
+    /// default here, so that the figures of the studies before issue #20 stay reproducible) or on
+    /// (erases, programs and reads of sibling planes together, the library's default).
+    #[arg(long, default_value = "off")]
+    multi_plane: String,
     /// Mapping table: flat (one word per logical page in RAM) or cached (map pages on flash
     /// behind a RAM cache of --map-cache-kib; no technique runs with it yet).
     #[arg(long, default_value = "flat")]
@@ -884,6 +889,11 @@ fn base_config(
             "off" => false,
             other => return Err(format!("--gc-pacing {other}: expected on or off")),
         },
+        multi_plane: match opts.multi_plane.as_str() {
+            "on" => true,
+            "off" => false,
+            other => return Err(format!("--multi-plane {other}: expected on or off")),
+        },
         map: MapChoice::Flat,
         classifier_opts: ClassifierOpts {
             eti_alpha: opts.classifier.eti_alpha,
@@ -1311,6 +1321,7 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         queue_depth: 8,
         closed_loop: true,
         gc_pacing: "on".into(),
+        multi_plane: "off".into(),
         map: "flat".into(),
         map_cache_kib: None,
         write_buffer_mib: None,
@@ -1372,6 +1383,7 @@ fn map_table(quick: bool) -> Result<(), String> {
             queue_depth: 1,
             closed_loop: true,
             gc_pacing: "on".into(),
+            multi_plane: "off".into(),
             map: map.into(),
             map_cache_kib: None,
             write_buffer_mib: None,

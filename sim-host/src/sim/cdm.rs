@@ -295,6 +295,7 @@ mod tests {
             until_worn_permille: None,
             classifier_opts: Default::default(),
             gc_pacing: true,
+            multi_plane: false,
             map: crate::memory::MapChoice::Flat,
             write_buffer_bytes: None,
             // Like for like: with a cache attached every mount surveys and no pool records are

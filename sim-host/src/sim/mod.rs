@@ -427,6 +427,8 @@ pub struct SimConfig {
     pub until_worn_permille: Option<u32>,
     /// Paced GC (a copy budget per host write, `ftl_core::pacing`) or whole victims on demand.
     pub gc_pacing: bool,
+    /// Multi-plane erases, programs and reads (`ftl_core::multiplane`; on by default).
+    pub multi_plane: bool,
     /// The map: flat, or on flash behind a cache of a given size.
     pub map: MapChoice,
     /// The classifiers' parameters.
@@ -655,6 +657,7 @@ fn open_ftl<'m, N: NandFlash, P: PolicySet, M: MappingTable>(
     let mut ftl = Ftl::format_with(nand, policies, map, mem, fcfg, ext)
         .map_err(|e| format!("cannot format the device at {}% over-provisioning: {e}", cfg.op_percent))?;
     ftl.set_gc_pacing(cfg.gc_pacing).map_err(|e| format!("gc pacing: {e}"))?;
+    ftl.set_multi_plane(cfg.multi_plane);
     Ok(ftl)
 }
 

@@ -99,6 +99,14 @@ pub struct Report {
     pub ftl_ram_bytes: u64,
     /// Whether GC was paced (a copy budget per host write) or ran whole victims on demand.
     pub gc_pacing: bool,
+    /// Whether multi-plane operations were on.
+    pub multi_plane: bool,
+    /// Multi-plane programs, reads and erases the FTL issued (`ftl_core::multiplane`).
+    pub multi_plane_programs: u64,
+    /// (See `multi_plane_programs`.)
+    pub multi_plane_reads: u64,
+    /// (See `multi_plane_programs`.)
+    pub multi_plane_erases: u64,
     /// Mapping table: `flat` (the only one built so far).
     pub map: String,
     /// NAND reads of map pages (0 with the flat map, which lives in RAM).
@@ -218,6 +226,10 @@ impl Report {
             gc_blocks_on_demand: c.gc_blocks_on_demand,
             ftl_ram_bytes: s.ftl_ram_bytes as u64,
             gc_pacing: s.cfg.gc_pacing,
+            multi_plane: s.cfg.multi_plane,
+            multi_plane_programs: c.multi_plane_programs,
+            multi_plane_reads: c.multi_plane_reads,
+            multi_plane_erases: c.multi_plane_erases,
             map: match s.cfg.map {
                 crate::memory::MapChoice::Flat => "flat".into(),
                 crate::memory::MapChoice::Cached { .. } => "cached".into(),

@@ -1,0 +1,543 @@
+//! Multi-plane operations: erases, programs and reads of sibling planes issued as one
+//! [`NandFlash::erase_multi`] / [`NandFlash::program_multi`] / [`NandFlash::read_multi`].
+//!
+//! What it owns: the grouping of operations into multi-plane calls, the striping of host writes
+//! over the planes of a LUN, and the handling of a multi-plane call that fails part way. It adds
+//! no RAM but one `bool` in [`Ftl`] (`multi_plane`): the spare areas of a group's pages are
+//! assembled in the data area of the FTL's page buffer (host data comes from the caller), so a
+//! group needs `planes x (META_LEN + codec bytes) <= data_bytes + spare_bytes` (always true on
+//! real geometries; a group that does not fit is written page by page).
+//!
+//! When: on by default ([`Ftl::set_multi_plane`]) with more than one plane per LUN and no
+//! technique attached (each technique has its own write and GC paths; they keep the single-plane
+//! operations). Multi-plane programs and reads also need the flat map (a flash-resident map's
+//! fault-ins for several pages could evict one another's room).
+//!
+//! **Erase.** With the flat map, GC no longer erases its victim as it finishes it (with a
+//! flash-resident map it still does: a mount from the pool keeps that map's valid counts as upper
+//! bounds and would take an unerased victim for a used block): the victim becomes `Dirty` (free,
+//! to be erased before use, as checkpoint blocks and blocks a mount found stale already were).
+//! The allocator erases a `Dirty` block it picks together with the block each sibling plane of
+//! the same LUN would pick next, if that one is `Dirty` too (the same pick rule and pool mask, so
+//! a bounded mount pool still covers every erased block); the allocator ranks a `Dirty` block by
+//! its erase count after its erase and takes an erased block first on equal wear
+//! (`blocks::wear_key`), so the sibling's next allocation takes the block prepared for it. Format erases the
+//! sibling blocks of each stripe together. A block whose erase fails (index returned) is retired
+//! exactly as after a single erase; the blocks after it in the call are in an unknown state and
+//! are erased again (the HAL contract). Power loss: the blocks before the cut one are erased,
+//! the cut one partly erased, the rest untouched (the emulator's semantics, `nand-emu/power.rs`);
+//! all were `Dirty` (nothing live), so a mount finds each erased, garbage or stale, which it
+//! already handles for a cut single erase. Leaving a victim `Dirty` until its erase is the state
+//! a cut just before today's erase leaves, only kept longer: every page in it is superseded by a
+//! newer page, a journaled trim (journaled before the victim is released) or a checkpoint.
+//!
+//! **Program (striping).** Host pages go round robin over the planes as before; the pages of one
+//! request ([`Ftl::write`] of several pages, or [`Ftl::write_many`]) that land on the planes of
+//! one LUN on the same stream are a *stripe*. When the host frontiers of a stripe's planes are at
+//! the same page offset, the stripe is programmed by one `program_multi` (each page with its own
+//! sequence number, in plane order); otherwise its pages are programmed one by one, the first
+//! ones to the plane(s) lagging behind, so that the frontiers line up again (drift comes from a
+//! program failure's retry, a spill to another plane, or a classifier sending pages of one stripe
+//! to different streams; GC has its own stream and does not move host frontiers).
+//!
+//! **Power-loss contract of a batch.** A write or `write_many` call is acknowledged when it
+//! returns; until then none of its pages is. A cut during a multi-plane program leaves the pages
+//! before the cut one programmed, the cut one torn and the rest erased (the emulator; the HAL
+//! allows the rest in any state: they are voided or recorded torn, as one failed program's page
+//! is). Each page of an unacknowledged batch then reads, after the mount, as its old or its new
+//! content, never anything else (tested by the torture and model tests). On a failure other than
+//! power loss the pages before the failing one are mapped, the failing one is retired as after a
+//! single program failure, and it and the pages after it are written again one by one.
+//! Recovery checks the newest replayed data page for a torn program (`recovery.rs` step 4): with
+//! the emulator's semantics the cut page is the newest (it has the largest sequence number of
+//! the pages issued), so no change there. A chip whose cut can tear *every* page of a
+//! multi-plane program would need step 4 to check the newest `planes_per_lun` pages (not done).
+//!
+//! **Read.** [`Ftl::read`] of several pages and [`Ftl::read_many`] read the pages mapped to
+//! sibling planes of one LUN at one page offset with one `read_multi` (a stripe written by one
+//! multi-plane program reads back that way), every page checked as a single read checks it.
+
+use nand_hal::{BlockId, ErrorKind, NandFlash, PageId, ProgramOp, ReadOp, MAX_PLANES};
+
+use crate::blocks::{BlockState, Pick};
+use crate::frontier::TornPages;
+use crate::map::MappingTable;
+use crate::meta::{PageKind, PageMeta, SpareState, META_LEN};
+use crate::policy::{
+    Classifier, Destination, PageCodec, Placement, PolicySet, Stream, Temperature, WriteRequest,
+};
+use crate::{Error, Ftl};
+
+/// How the pages of a write are classified: as one request, or each as a request of its own.
+#[derive(Copy, Clone)]
+pub(crate) enum RequestTemp {
+    /// One request (`Ftl::write`): its temperature.
+    Whole(Temperature),
+    /// Independent pages (`Ftl::write_many`).
+    PerPage,
+}
+
+impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
+    /// Turns multi-plane operations on (the default) or off (every operation single-plane, GC
+    /// erasing each victim as it finishes it: the FTL before multi-plane support).
+    pub fn set_multi_plane(&mut self, on: bool) {
+        self.multi_plane = on;
+    }
+
+    /// Whether multi-plane erases (and GC's deferred erase) are on: see the module doc.
+    #[inline]
+    pub(crate) fn multi_erase_on(&self) -> bool {
+        self.multi_plane && self.geo.planes_per_lun > 1 && self.stack() == crate::Stack::default()
+    }
+
+    /// Whether multi-plane programs and reads are on (also needs the flat map).
+    #[inline]
+    pub(crate) fn multi_io_on(&self) -> bool {
+        self.multi_erase_on() && !self.map.on_flash()
+    }
+
+    // ---- erase ----
+
+    /// Erases `blocks` (each holding nothing live, in distinct planes of one LUN) with one
+    /// multi-plane erase; each ends `Free`, or `Bad` if its erase failed. Power loss and other
+    /// errors leave the blocks not known erased `Dirty`.
+    pub(crate) fn erase_blocks(&mut self, blocks: &[BlockId]) -> Result<(), Error> {
+        let mut rest = blocks;
+        while !rest.is_empty() {
+            if rest.len() == 1 {
+                return self.erase_free_block(rest[0]);
+            }
+            for &b in rest {
+                self.reuse_erased(b);
+            }
+            self.counters.multi_plane_erases += 1;
+            match self.nand.erase_multi(rest) {
+                Ok(()) => {
+                    self.counters.nand_erases += rest.len() as u64;
+                    for &b in rest {
+                        self.erased(b);
+                    }
+                    return Ok(());
+                }
+                Err((i, e)) => {
+                    let i = i.min(rest.len() - 1);
+                    self.counters.nand_erases += i as u64 + 1;
+                    for &b in &rest[..i] {
+                        self.erased(b);
+                    }
+                    if nand_hal::Error::kind(&e) != ErrorKind::EraseFailed {
+                        for &b in &rest[i..] {
+                            self.blocks.set_state(b, BlockState::Dirty);
+                        }
+                        return Err(e.into());
+                    }
+                    self.counters.erase_failures += 1;
+                    self.retire_now(rest[i]);
+                    // The blocks after the failing one: state unknown, erased again.
+                    rest = &rest[i + 1..];
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The block table's side of a completed erase of `b`.
+    pub(crate) fn erased(&mut self, b: BlockId) {
+        // A torn page this block held is gone: its entry must not void the next page programmed
+        // at that address.
+        self.torn.forget_block(&self.geo, b);
+        self.blocks.count_erase(b);
+        self.blocks.set_state(b, BlockState::Free);
+        self.note_erase(b);
+    }
+
+    /// Erases the `Dirty` block `b` the allocator picked in its plane, with the `Dirty` block each
+    /// sibling plane of its LUN would pick next (`pick`, pool mask `mask`).
+    pub(crate) fn erase_picked(&mut self, b: BlockId, pick: Pick, mask: u8) -> Result<(), Error> {
+        if !self.multi_erase_on() {
+            return self.erase_free_block(b);
+        }
+        let mut group = [b; MAX_PLANES];
+        let mut n = 1;
+        let plane = self.geo.plane_index(b);
+        let ppl = self.geo.planes_per_lun;
+        let first = plane - plane % ppl;
+        for q in first..first + ppl.min(MAX_PLANES as u32) {
+            if q == plane {
+                continue;
+            }
+            let sib = match pick {
+                Pick::Coolest => self.blocks.coolest_free_with(q, mask, mask),
+                Pick::Worn => self.blocks.worn_free_with(q, mask, mask),
+            };
+            if let Some(s) = sib.filter(|&s| self.blocks.state(s) == BlockState::Dirty) {
+                group[n] = s;
+                n += 1;
+            }
+        }
+        self.erase_blocks(&group[..n])
+    }
+
+    /// Format's erase of every good block of the stripe `blocks` (sibling blocks of one LUN,
+    /// already `Dirty`): one multi-plane erase, or one erase each.
+    pub(crate) fn erase_stripe(&mut self, blocks: &[BlockId]) -> Result<(), Error> {
+        if self.multi_erase_on() {
+            return self.erase_blocks(blocks);
+        }
+        for &b in blocks {
+            self.erase_free_block(b)?;
+        }
+        Ok(())
+    }
+
+    // ---- program ----
+
+    /// Writes independent whole pages `(lpn, data)` as one batch: checks them all first
+    /// (`BufferSize`, `OutOfRange`), then writes them in order, striping them over the planes with
+    /// multi-plane programs where the frontiers allow (see the module doc for the power-loss
+    /// contract). Each page is classified as a one-page request. Without multi-plane operations
+    /// this is [`Ftl::write`] of each page in turn.
+    pub fn write_many(&mut self, pages: &[(u32, &[u8])]) -> Result<(), Error> {
+        for &(lpn, data) in pages {
+            if self.check_range(lpn, data.len())? != 1 {
+                return Err(Error::BufferSize);
+            }
+        }
+        if !self.multi_io_on() {
+            for &(lpn, data) in pages {
+                self.write(lpn, data)?;
+            }
+            return Ok(());
+        }
+        if pages.iter().any(|&(lpn, _)| self.trims.overlaps(lpn, 1)) {
+            self.write_journal()?;
+        }
+        self.write_striped(pages.len(), |i| pages[i], RequestTemp::PerPage)?;
+        self.finish_write()
+    }
+
+    /// The core's first write of `n` pages (`page(i)` gives the i-th), striped: see the module
+    /// doc. Only with [`Self::multi_io_on`] (no technique's hook to call). Each page is
+    /// classified once, in order (a stripe that realigns the frontiers takes only some of the
+    /// pages it classified; the rest start the next stripe).
+    pub(crate) fn write_striped<'d>(
+        &mut self,
+        n: usize,
+        page: impl Fn(usize) -> (u32, &'d [u8]),
+        temp: RequestTemp,
+    ) -> Result<(), Error> {
+        let ppl = (self.geo.planes_per_lun as usize).min(MAX_PLANES);
+        // Streams of pages classified, by index mod MAX_PLANES (a window never spans more).
+        let mut classified = [Stream::Host; MAX_PLANES];
+        let mut upto = 0;
+        let mut i = 0;
+        while i < n {
+            let k = (ppl - self.next_plane as usize % ppl).min(n - i);
+            let mut lpns = [0u32; MAX_PLANES];
+            let mut streams = [Stream::Host; MAX_PLANES];
+            for j in 0..k {
+                let lpn = page(i + j).0;
+                if i + j >= upto {
+                    let t = match temp {
+                        RequestTemp::Whole(t) => t,
+                        RequestTemp::PerPage => {
+                            let req = WriteRequest { lpn, pages: 1, page_bytes: self.geo.data_bytes };
+                            self.policies.classifier().classify_request(&req)
+                        }
+                    };
+                    let t = self.policies.classifier().classify_page(lpn, t);
+                    let Destination::FirstWrite(s) = self.policies.placement().place(lpn, t);
+                    classified[(i + j) % MAX_PLANES] = s;
+                    upto = i + j + 1;
+                }
+                lpns[j] = lpn;
+                streams[j] = classified[(i + j) % MAX_PLANES];
+            }
+            let programs_before = self.counters.nand_programs;
+            let datas = |j: usize| page(i + j).1;
+            let done = self.write_stripe(&lpns[..k], &streams[..k], datas)?;
+            self.note_write_programs(programs_before);
+            i += done.max(1);
+        }
+        Ok(())
+    }
+
+    /// Writes one stripe: `lpns[j]` (stream `streams[j]`, data `data(j)`) for the plane
+    /// `next_plane + j`, all in one LUN. Returns how many of the pages it wrote (from the
+    /// first): all, unless the frontiers had drifted and it wrote only the pages that line them
+    /// up again (then `next_plane` stays, so that the next stripe covers the same planes).
+    fn write_stripe<'d>(
+        &mut self,
+        lpns: &[u32],
+        streams: &[Stream],
+        data: impl Fn(usize) -> &'d [u8],
+    ) -> Result<usize, Error> {
+        let k = lpns.len();
+        let p0 = self.next_plane;
+        let stream = streams[0];
+        let groupable = k >= 2
+            && streams.iter().all(|&s| s == stream)
+            && (1..k).all(|j| !lpns[..j].contains(&lpns[j]))
+            && k * (META_LEN + self.codec_len) <= self.buf.len();
+        if !groupable {
+            for (j, (&lpn, &s)) in lpns.iter().zip(streams).enumerate() {
+                self.first_write_to(lpn, s, self.next_plane, data(j))?;
+            }
+            return Ok(k);
+        }
+        let ppb = self.geo.pages_per_block;
+        // Where each plane's frontier of `stream` will program next (a closed one opens at 0).
+        let mut offset = [0u32; MAX_PLANES];
+        for (j, o) in offset.iter_mut().enumerate().take(k) {
+            let f = self.frontiers[Self::frontier_index(p0 + j as u32, stream)];
+            *o = if f.block == u32::MAX { 0 } else { f.next_page };
+        }
+        if offset[..k].iter().any(|&o| o != offset[0]) {
+            // Drifted: the offset the planes reach with the fewest pages; this stripe's first
+            // pages go to the planes short of it, one by one.
+            let lag = |t: u32, o: u32| (t + ppb - o) % ppb;
+            let target = offset[..k]
+                .iter()
+                .copied()
+                .min_by_key(|&t| offset[..k].iter().map(|&o| lag(t, o)).sum::<u32>())
+                .unwrap_or(0);
+            let mut done = 0;
+            for (q, &o) in offset.iter().enumerate().take(k) {
+                for _ in 0..lag(target, o) {
+                    if done == k {
+                        return Ok(done);
+                    }
+                    self.first_write_to(lpns[done], stream, p0 + q as u32, data(done))?;
+                    done += 1;
+                }
+            }
+            self.next_plane = p0;
+            return Ok(done);
+        }
+        self.next_plane = (p0 + k as u32) % self.geo.total_planes();
+        // Paced GC and an open frontier for every plane first (both may use the page buffer).
+        let mut planes = [0u32; MAX_PLANES];
+        for (j, plane) in planes.iter_mut().enumerate().take(k) {
+            self.gc_pace(p0 + j as u32)?;
+            *plane = self.ensure_frontier(p0 + j as u32, stream)?;
+        }
+        for &lpn in lpns {
+            self.map_fault_in_for_write(lpn)?;
+        }
+        // Still lined up (GC or a checkpoint in between may have moved a frontier, a plane
+        // without a free block spilled to another)?
+        let first = self.frontiers[Self::frontier_index(planes[0], stream)];
+        let aligned = (0..k).all(|j| {
+            let i = Self::frontier_index(planes[j], stream);
+            let f = self.frontiers[i];
+            planes[j] == p0 + j as u32
+                && f.block != u32::MAX
+                && f.next_page == first.next_page
+                && self.resumed & (1 << i) == 0
+        }) && self.torn_is_clear();
+        if !aligned {
+            for (j, (&lpn, &plane)) in lpns.iter().zip(&planes).enumerate() {
+                let page = self.append_host(plane, stream, lpn, data(j))?;
+                self.after_first_write(lpn, page, data(j))?;
+            }
+            return Ok(k);
+        }
+        self.program_stripe(&planes[..k], stream, lpns, data)?;
+        Ok(k)
+    }
+
+    /// One host page to (`plane`, `stream`): [`Ftl::first_write`] without the plane rotation.
+    fn first_write_to(&mut self, lpn: u32, stream: Stream, plane: u32, data: &[u8]) -> Result<(), Error> {
+        self.next_plane = (plane + 1) % self.geo.total_planes();
+        self.gc_pace(plane)?;
+        let plane = self.ensure_frontier(plane, stream)?;
+        self.map_fault_in_for_write(lpn)?;
+        let page = self.append_host(plane, stream, lpn, data)?;
+        self.after_first_write(lpn, page, data)
+    }
+
+    /// What follows the program of a host page: the remap and the counters.
+    fn after_first_write(&mut self, lpn: u32, page: PageId, data: &[u8]) -> Result<(), Error> {
+        self.remap(lpn, Some(page))?;
+        self.counters.host_write_pages += 1;
+        self.nv_after_write(lpn, data, self.seq - 1)
+    }
+
+    /// Programs one page on each of `planes` (aligned frontiers of `stream`) with one multi-plane
+    /// program; see the module doc for failures.
+    fn program_stripe<'d>(
+        &mut self,
+        planes: &[u32],
+        stream: Stream,
+        lpns: &[u32],
+        data: impl Fn(usize) -> &'d [u8],
+    ) -> Result<(), Error> {
+        let k = planes.len();
+        let sl = META_LEN + self.codec_len;
+        let format = self.flex_page_format(PageKind::Data, true);
+        let mut pages = [PageId(0); MAX_PLANES];
+        for j in 0..k {
+            pages[j] = self.take_page(planes[j], stream)?;
+            let block = self.geo.block_of(pages[j]);
+            let meta = PageMeta {
+                kind: PageKind::Data,
+                tag: lpns[j],
+                seq: self.seq,
+                erase_count: self.blocks.get(block).erase_count(),
+                aux: 0,
+            };
+            self.seq += 1;
+            let spare = &mut self.buf[j * sl..(j + 1) * sl];
+            meta.encode(&mut spare[..META_LEN]);
+            self.policies.codec().encode_as(data(j), &mut spare[META_LEN..], format);
+            self.note_host_stream(stream);
+        }
+        let mut ops = [ProgramOp { page: PageId(0), data: &[], spare: &[] }; MAX_PLANES];
+        for j in 0..k {
+            ops[j] = ProgramOp { page: pages[j], data: data(j), spare: &self.buf[j * sl..(j + 1) * sl] };
+        }
+        self.counters.multi_plane_programs += 1;
+        self.dirty = true;
+        let (done, err) = match self.nand.program_multi(&ops[..k]) {
+            Ok(()) => (k, None),
+            Err((i, e)) => (i.min(k - 1), Some(e)),
+        };
+        self.counters.nand_programs += (done + usize::from(err.is_some())) as u64;
+        for j in 0..done {
+            self.after_first_write(lpns[j], pages[j], data(j))?;
+        }
+        let Some(e) = err else {
+            return Ok(());
+        };
+        // The failing page, and those after it (state unknown): voided where possible,
+        // recorded torn where not (settled before the next program), and their blocks closed
+        // (a block whose first page is void would read as garbage to a mount, so nothing more
+        // may go after such a page; a failed program's block is retired as after a single one).
+        let mut unvoided = TornPages::NONE;
+        for &page in &pages[done..k] {
+            if !self.void_page(page) {
+                unvoided.push(page);
+            }
+            self.close_block(self.geo.block_of(page));
+        }
+        self.torn_append(&unvoided);
+        match nand_hal::Error::kind(&e) {
+            ErrorKind::ProgramFailed => {
+                self.counters.program_failures += 1;
+                self.start_retiring(self.geo.block_of(pages[done]));
+            }
+            ErrorKind::NopExceeded => {}
+            _ => return Err(e.into()),
+        }
+        // Written again one by one (each `append` retries on its own).
+        for j in done..k {
+            let page = self.append_host(planes[j], stream, lpns[j], data(j))?;
+            self.after_first_write(lpns[j], page, data(j))?;
+        }
+        Ok(())
+    }
+
+    // ---- read ----
+
+    /// Reads independent whole pages `(lpn, buffer)`, with multi-plane reads where pages that
+    /// follow each other in `pages` are on sibling planes of one LUN at one page offset.
+    pub fn read_many(&mut self, pages: &mut [(u32, &mut [u8])]) -> Result<(), Error> {
+        for (lpn, out) in pages.iter() {
+            if self.check_range(*lpn, out.len())? != 1 {
+                return Err(Error::BufferSize);
+            }
+        }
+        let reads_before = self.counters.nand_reads;
+        let r = self.read_grouped(pages);
+        self.counters.host_read_nand_reads += self.counters.nand_reads - reads_before;
+        r?;
+        self.counters.host_read_pages += pages.len() as u64;
+        Ok(())
+    }
+
+    /// Reads `items` (one page each), grouping neighbours into multi-plane reads.
+    pub(crate) fn read_grouped(&mut self, items: &mut [(u32, &mut [u8])]) -> Result<(), Error> {
+        if !self.multi_io_on() {
+            for (lpn, out) in items.iter_mut() {
+                self.read_one(*lpn, out)?;
+            }
+            return Ok(());
+        }
+        let mut i = 0;
+        while i < items.len() {
+            let n = self.read_group_len(items, i)?;
+            if n < 2 {
+                let (lpn, out) = &mut items[i];
+                self.read_one(*lpn, out)?;
+                i += 1;
+                continue;
+            }
+            self.read_multi_group(&mut items[i..i + n])?;
+            i += n;
+        }
+        Ok(())
+    }
+
+    /// How many items from `i` on are mapped to sibling planes of one LUN at one page offset.
+    fn read_group_len(&mut self, items: &[(u32, &mut [u8])], i: usize) -> Result<usize, Error> {
+        let sl = META_LEN + self.codec_len;
+        let max = (self.geo.planes_per_lun as usize).min(MAX_PLANES).min(self.buf.len() / sl);
+        let Some(first) = self.map.get(items[i].0) else {
+            return Ok(1);
+        };
+        let fb = self.geo.block_of(first);
+        let mut planes = 1u32 << self.geo.plane_of(fb).0;
+        let mut n = 1;
+        while n < max && i + n < items.len() {
+            let Some(p) = self.map.get(items[i + n].0) else {
+                break;
+            };
+            let b = self.geo.block_of(p);
+            let bit = 1u32 << self.geo.plane_of(b).0;
+            if self.geo.lun_of(b) != self.geo.lun_of(fb)
+                || self.geo.page_in_block(p) != self.geo.page_in_block(first)
+                || planes & bit != 0
+            {
+                break;
+            }
+            planes |= bit;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// One multi-plane read of `items` (mapped, shaped by [`Self::read_group_len`]), each page
+    /// checked as [`Ftl::read_one`] checks it.
+    fn read_multi_group(&mut self, items: &mut [(u32, &mut [u8])]) -> Result<(), Error> {
+        let k = items.len();
+        let sl = META_LEN + self.codec_len;
+        let mut pages = [PageId(0); MAX_PLANES];
+        for (j, (lpn, _)) in items.iter().enumerate() {
+            pages[j] = self.map.get(*lpn).ok_or(Error::Corrupt)?;
+        }
+        {
+            let mut spares = self.buf[..k * sl].chunks_exact_mut(sl);
+            let mut ops: [ReadOp<'_>; MAX_PLANES] =
+                core::array::from_fn(|_| ReadOp { page: PageId(0), data: &mut [], spare: &mut [] });
+            for (j, (_, out)) in items.iter_mut().enumerate() {
+                let spare = spares.next().ok_or(Error::Memory)?;
+                ops[j] = ReadOp { page: pages[j], data: out, spare };
+            }
+            self.counters.nand_reads += k as u64;
+            self.counters.multi_plane_reads += 1;
+            self.nand.read_multi(&mut ops[..k]).map_err(|(_, e)| Error::from(e))?;
+        }
+        for (j, (lpn, out)) in items.iter_mut().enumerate() {
+            let spare = &self.buf[j * sl..(j + 1) * sl];
+            match PageMeta::decode(&spare[..META_LEN]) {
+                SpareState::Valid(m) if m.kind == PageKind::Data && m.tag == *lpn => {}
+                _ => return Err(Error::Uncorrectable { lpn: *lpn }),
+            }
+            self.policies
+                .codec()
+                .decode(out, &spare[META_LEN..])
+                .map_err(|_| Error::Uncorrectable { lpn: *lpn })?;
+        }
+        Ok(())
+    }
+}

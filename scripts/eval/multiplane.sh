@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Issue #20, FTL part: what multi-plane operations (ftl_core::multiplane) give in the timing
+# model. Each row runs ftl-sim twice on the same workload, --multi-plane on and off, and prints
+# IOPS (requests / simulated seconds), mean write and read response, and the multi-plane
+# programs / reads / erases the FTL issued. Device: the flexecc preset's chip (4 KiB + 128 B
+# pages, 64 pages per block, 2 planes per LUN, tR 25 us) with 1024 blocks, MQSim-like LUN queues
+# (--scheduling luns), 1 LUN or 4 LUNs on 2 channels; filled sequentially first. Workloads:
+# 32 KiB (8-page) uniform random writes, 4 KiB random writes (only the erases can pair), 32 KiB
+# random reads. Writes docs/eval/multiplane/table.md (a minute or two).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=docs/eval/multiplane
+mkdir -p "$out"
+cargo build --release -q -p sim-host --bin ftl-sim
+sim=${CARGO_TARGET_DIR:-target}/release/ftl-sim
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+run() { # multi-plane luns channels queue-depth pages read-ratio writes
+  "$sim" run --device flexecc --blocks 1024 --luns "$2" --channels "$3" --scheduling luns \
+    --workload uniform --request-pages "$5" --read-ratio "$6" --writes "$7" --queue-depth "$4" \
+    --precondition seq --multi-plane "$1" --quiet --json "$tmp/r.json"
+  python3 - "$tmp/r.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(round(d['requests'] / d['simulated_seconds']), round(d['write_latency_us']['mean'], 1),
+      round(d['read_latency_us']['mean'], 1), d['multi_plane_programs'], d['multi_plane_reads'],
+      d['multi_plane_erases'], round(d['waf'], 3))
+EOF
+}
+{
+  echo "| workload | LUNs / channels | QD | IOPS off | IOPS on | x | write resp. off / on (us) | read resp. off / on (us) | multi-plane programs / reads / erases (on) | WAF off / on |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+  for w in "32 KiB random writes|8|0|5000" "4 KiB random writes|1|0|40000" "32 KiB random reads|8|0.998|20"; do
+    IFS='|' read -r name pages rr writes <<< "$w"
+    for lc in "1 1" "4 2"; do
+      set -- $lc
+      for qd in 1 16; do
+        read -r i0 w0 r0 _ _ _ a0 <<< "$(run off "$1" "$2" "$qd" "$pages" "$rr" "$writes")"
+        read -r i1 w1 r1 mp mr me a1 <<< "$(run on "$1" "$2" "$qd" "$pages" "$rr" "$writes")"
+        echo "| $name | $1 / $2 | $qd | $i0 | $i1 | $(python3 -c "print(f'{$i1 / $i0:.2f}')") | $w0 / $w1 | $r0 / $r1 | $mp / $mr / $me | $a0 / $a1 |"
+      done
+    done
+  done
+} > "$out/table.md"
+cat "$out/table.md"

@@ -1,0 +1,426 @@
+//! Multi-plane operations (`ftl_core::multiplane`) under power cuts and failures, and the batch
+//! API (`Ftl::write_many`, `Ftl::read_many`) against a model.
+//!
+//! The FTL issues multi-plane operations only without techniques (each has its own paths), so
+//! these tests run the baseline (`Env::new`, the flat map) in every build; the default build's
+//! torture and model suites stack the techniques and do not reach them.
+//!
+//! - `exhaustive_cuts_in_multi_plane_ops`: a workload of multi-page writes (stripes programmed
+//!   by one multi-plane program), GC (victims erased in multi-plane erases at allocation),
+//!   trims, flushes and a remount, cut at every device operation (`FTL_TORTURE_STRIDE` = s: every
+//!   s-th). Each page or block of a multi-plane call is its own device operation, so the cut
+//!   points include every page of every multi-plane program and every block of every
+//!   multi-plane erase: before the cut one, all done; the cut one torn or partly erased; after
+//!   it, untouched (the emulator's semantics).
+//! - `random_cuts_multi_plane`: random workloads with a cut always pending on 2- and 4-plane
+//!   devices, program and erase failures injected in half the seeds (a multi-plane call failing
+//!   part way: bad-block marking and retries); `FTL_MPLANE_CUTS` cuts (default 3000).
+//! - `batch_api_matches_model`: proptest of `write_many` / `read_many` batches, flushes and cuts:
+//!   reads equal the model; after a cut, each page of an unacknowledged batch (and every page
+//!   written since the last flush) reads as its old or its new content, never anything else.
+//! - `batches_realign_drifted_frontiers`: after cuts leave the planes' host frontiers at
+//!   different offsets, batches line them up again and multi-plane programs resume.
+
+use ftl_core::{Config, Error};
+use ftl_tests::{
+    fill_page, format, geometry, identify, is_power_loss, mount, random_workload, Content, Env, Found, Op,
+    RandomCuts, Rng, Start, Verify,
+};
+use nand_emu::{Emulator, EmulatorConfig, FaultConfig};
+use nand_hal::NandFlash;
+use proptest::prelude::*;
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn emulator(geo: nand_hal::Geometry, torn: f64, seed: u64, fail: bool) -> Emulator {
+    let mut faults =
+        FaultConfig { torn_fraction: torn, partial_erase_fraction: 0.5, ..FaultConfig::default() };
+    if fail {
+        faults.program_fail_base = 5e-4;
+        faults.erase_fail_base = 5e-4;
+    }
+    Emulator::new(EmulatorConfig { faults, seed, ..EmulatorConfig::new(geo) }).unwrap()
+}
+
+/// Multi-page writes over the whole capacity, overwrites, trims, flushes and a remount.
+fn striped_workload(logical: u32, rng: &mut Rng) -> Vec<Op> {
+    let mut ops = vec![];
+    for lpn in (0..logical).step_by(4) {
+        ops.push(Op::Write { lpn, pages: 4.min(logical - lpn) });
+    }
+    ops.extend(random_workload(rng, logical, 120));
+    ops.push(Op::Flush);
+    ops.push(Op::Remount);
+    ops.extend(random_workload(rng, logical, 80));
+    ops.push(Op::Flush);
+    ops
+}
+
+#[test]
+fn exhaustive_cuts_in_multi_plane_ops() {
+    let geo = geometry(4, 12, 2);
+    let mut cfg = Config::with_logical_pages(&geo, 32);
+    cfg.checkpoint_interval_blocks = 4;
+    let ops = striped_workload(cfg.logical_pages, &mut Rng::new(11));
+    let mut dry = Env::new(emulator(geo, 0.5, 1, false), cfg);
+    dry.verify = Verify::Touched;
+    let n = dry.run(&ops, Start::Format).unwrap().ops_at_end;
+    let t = dry.totals;
+    assert!(
+        t.multi_plane_programs > 20 && t.multi_plane_erases > 5 && t.gc_blocks > 0,
+        "the workload must reach multi-plane programs, multi-plane erases and GC: {t:?}"
+    );
+    let stride = env_u64("FTL_TORTURE_STRIDE", 1).max(1) as usize;
+    let mut cuts = 0;
+    for k in (0..n).step_by(stride) {
+        let mut env = Env::new(emulator(geo, [0.5, 0.999, 0.01][k as usize % 3], k, false), cfg);
+        env.verify = Verify::Touched;
+        env.ops_after_cut = Some(12);
+        env.mount_cut = Some(((k * 0x9E37_79B9) % 400) as u32);
+        env.emu.schedule_power_cut(k);
+        let s = env.run(&ops, Start::Format).unwrap_or_else(|e| panic!("cut at device op {k} of {n}: {e}"));
+        assert!(s.format_cut || s.cuts >= 1, "cut at op {k} of {n} never fired");
+        cuts += 1;
+    }
+    eprintln!("{cuts} cut points of {n}; dry-run counters {t:?}");
+}
+
+#[test]
+fn random_cuts_multi_plane() {
+    let target = env_u64("FTL_MPLANE_CUTS", 3000);
+    let mut cuts = 0u64;
+    let mut seed = env_u64("FTL_MPLANE_SEED", 1);
+    let mut totals = ftl_tests::Totals::default();
+    while cuts < target {
+        let mut rng = Rng::new(seed);
+        let (ppb, bpp, planes) = [(16, 48, 2), (8, 32, 4)][(seed % 2) as usize];
+        let geo = geometry(ppb, bpp, planes);
+        let mut cfg = Config::for_utilization(&geo, 600);
+        cfg.checkpoint_interval_blocks = 16;
+        let mut ops = Vec::new();
+        for _ in 0..8 {
+            ops.extend(random_workload(&mut rng, cfg.logical_pages, 400));
+            if rng.chance(1, 3) {
+                ops.push(Op::Remount);
+            }
+        }
+        let fail = seed % 4 >= 2;
+        let mut env = Env::new(emulator(geo, [0.5, 0.999, 0.01][(seed % 3) as usize], seed, fail), cfg);
+        env.verify = Verify::Touched;
+        env.random_cuts = Some(RandomCuts {
+            rng: Rng::new(seed ^ 0xC0FFEE),
+            max_after: 3000,
+            mount_cut_percent: 25,
+            max_mount_after: 600,
+        });
+        let s = env.run(&ops, Start::Format).unwrap_or_else(|e| {
+            panic!("seed {seed} ({planes} planes, failures {fail}) failed (rerun: FTL_MPLANE_SEED={seed} FTL_MPLANE_CUTS=1): {e}")
+        });
+        cuts += s.cuts as u64;
+        let t = env.totals;
+        totals.multi_plane_programs += t.multi_plane_programs;
+        totals.multi_plane_erases += t.multi_plane_erases;
+        totals.program_failures += t.program_failures;
+        totals.erase_failures += t.erase_failures;
+        seed += 1;
+    }
+    assert!(
+        totals.multi_plane_programs > 100
+            && totals.multi_plane_erases > 10
+            && totals.program_failures > 0
+            && totals.erase_failures > 0,
+        "the runs must reach multi-plane programs and erases and failures: {totals:?}"
+    );
+    eprintln!("{cuts} random cuts; {totals:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The batch API against a model
+
+#[derive(Clone, Debug)]
+enum Step {
+    /// `write_many` of these logical pages (distinct or not), each with a fresh content.
+    Batch(Vec<u32>),
+    /// `read_many` of these logical pages.
+    Read(Vec<u32>),
+    Flush,
+    /// A power cut this many device operations from now.
+    Cut(u64),
+}
+
+fn step(logical: u32) -> impl Strategy<Value = Step> {
+    prop_oneof![
+        6 => prop::collection::vec(0..logical, 1..9).prop_map(Step::Batch),
+        3 => (0..logical, 1..9u32).prop_map(move |(l, n)| Step::Batch((l..(l + n).min(logical)).collect())),
+        2 => prop::collection::vec(0..logical, 1..9).prop_map(Step::Read),
+        1 => Just(Step::Flush),
+        1 => (0..120u64).prop_map(Step::Cut),
+    ]
+}
+
+/// The model: what each page holds now, and what it may hold after a cut (its content at the
+/// last flush and every content written since, acknowledged or not).
+struct Model {
+    now: Vec<Content>,
+    may: Vec<Vec<Content>>,
+}
+
+impl Model {
+    fn flushed(&mut self) {
+        for (l, m) in self.may.iter_mut().enumerate() {
+            *m = vec![self.now[l]];
+        }
+    }
+}
+
+/// What a run of [`run_batches`] reached.
+#[derive(Default, Debug)]
+struct Reached {
+    /// Cuts that fired during a `write_many`.
+    cuts_in_batches: u32,
+    /// Multi-plane programs.
+    multi_programs: u64,
+    /// Multi-plane reads.
+    multi_reads: u64,
+}
+
+fn run_batches(planes: u32, steps: &[Step], seed: u64) -> Result<Reached, TestCaseError> {
+    let mut reached = Reached::default();
+    let geo = geometry(4, 16, planes);
+    let mut cfg = Config::with_logical_pages(&geo, 48);
+    cfg.checkpoint_interval_blocks = 4;
+    let mut emu = emulator(geo, [0.5, 0.999, 0.01][(seed % 3) as usize], seed, false);
+    let mut mem = ftl_tests::test_memory(&geo, &cfg);
+    let logical = cfg.logical_pages;
+    let pb = geo.data_bytes as usize;
+    let mut model = Model { now: vec![None; logical as usize], may: vec![vec![None]; logical as usize] };
+    let mut id = 1u64;
+    let mut f = Some(format(&mut emu, &mut mem, cfg).map_err(|e| TestCaseError::fail(format!("{e:?}")))?);
+    let mut cut_pending = false;
+    for s in steps {
+        let ftl = f.as_mut().expect("mounted");
+        let result: Result<(), Error> = match s {
+            Step::Batch(lpns) => {
+                let datas: Vec<Vec<u8>> = lpns
+                    .iter()
+                    .map(|&l| {
+                        let mut p = vec![0u8; pb];
+                        fill_page(l, id, &mut p);
+                        model.may[l as usize].push(Some(id));
+                        id += 1;
+                        p
+                    })
+                    .collect();
+                let pairs: Vec<(u32, &[u8])> = lpns.iter().zip(&datas).map(|(&l, d)| (l, &d[..])).collect();
+                let r = ftl.write_many(&pairs);
+                if r.is_ok() {
+                    for (&l, d) in lpns.iter().zip(&datas) {
+                        model.now[l as usize] = Some(u64::from_le_bytes(d[..8].try_into().unwrap()));
+                    }
+                }
+                r
+            }
+            Step::Read(lpns) => {
+                let mut bufs = vec![vec![0u8; pb]; lpns.len()];
+                let mut items: Vec<(u32, &mut [u8])> =
+                    lpns.iter().zip(bufs.iter_mut()).map(|(&l, b)| (l, &mut b[..])).collect();
+                let r = ftl.read_many(&mut items);
+                if r.is_ok() {
+                    for (&l, b) in lpns.iter().zip(&bufs) {
+                        prop_assert_eq!(
+                            identify(l, b),
+                            Found::Content(model.now[l as usize]),
+                            "read_many of {}",
+                            l
+                        );
+                    }
+                }
+                r
+            }
+            Step::Flush => {
+                let r = ftl.flush();
+                if r.is_ok() {
+                    model.flushed();
+                }
+                r
+            }
+            Step::Cut(after) => {
+                ftl.nand_mut().schedule_power_cut(*after);
+                cut_pending = true;
+                Ok(())
+            }
+        };
+        match result {
+            Ok(()) => {}
+            Err(e) if cut_pending && is_power_loss(&e) => {
+                // Remount and check every page against what it may hold; that is now durable.
+                let c = *f.as_ref().expect("mounted").counters();
+                reached.multi_programs += c.multi_plane_programs;
+                reached.multi_reads += c.multi_plane_reads;
+                reached.cuts_in_batches += matches!(s, Step::Batch(_)) as u32;
+                drop(f.take());
+                emu.restore_power();
+                cut_pending = false;
+                let mut g = mount(&mut emu, &mut mem, cfg)
+                    .map_err(|e| TestCaseError::fail(format!("mount: {e:?}")))?;
+                let mut p = vec![0u8; pb];
+                for l in 0..logical {
+                    g.read(l, &mut p).map_err(|e| TestCaseError::fail(format!("read {l}: {e:?}")))?;
+                    let Found::Content(c) = identify(l, &p) else {
+                        return Err(TestCaseError::fail(format!("lpn {l} reads garbage after the cut")));
+                    };
+                    prop_assert!(
+                        model.may[l as usize].contains(&c),
+                        "lpn {} reads {:?}, may: {:?}",
+                        l,
+                        c,
+                        model.may[l as usize]
+                    );
+                    model.now[l as usize] = c;
+                }
+                model.flushed();
+                f = Some(g);
+            }
+            Err(e) => return Err(TestCaseError::fail(format!("{s:?}: {e:?}"))),
+        }
+    }
+    let c = *f.as_ref().expect("mounted").counters();
+    reached.multi_programs += c.multi_plane_programs;
+    reached.multi_reads += c.multi_plane_reads;
+    // A clean unmount and mount read everything back, with the batch read too.
+    let nand = f.take().expect("mounted").unmount().map_err(|e| TestCaseError::fail(format!("{e:?}")));
+    if cut_pending {
+        // The cut never fired during the steps; it may fire in the unmount: not checked here.
+        return Ok(reached);
+    }
+    nand?;
+    let mut g = mount(&mut emu, &mut mem, cfg).map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+    let mut bufs = vec![vec![0u8; pb]; logical as usize];
+    let mut items: Vec<(u32, &mut [u8])> =
+        bufs.iter_mut().enumerate().map(|(l, b)| (l as u32, &mut b[..])).collect();
+    g.read_many(&mut items).map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+    for (l, b) in bufs.iter().enumerate() {
+        prop_assert_eq!(identify(l as u32, b), Found::Content(model.now[l]));
+    }
+    Ok(reached)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(ftl_tests::proptest_cases(300) / 2))]
+
+    #[test]
+    fn batch_api_matches_model(
+        steps in prop::collection::vec(step(48), 1..120),
+        planes in prop::sample::select(vec![2u32, 4]),
+        seed in 0..1000u64,
+    ) {
+        run_batches(planes, &steps, seed)?;
+    }
+}
+
+/// The model test's steps reach what it is about: cuts inside batches, multi-plane programs and
+/// reads (fixed seeds, the same driver).
+#[test]
+fn batch_model_reaches_cuts_in_multi_plane_programs() {
+    let mut total = Reached::default();
+    for seed in 0..60u64 {
+        let mut rng = Rng::new(seed);
+        let steps: Vec<Step> = (0..100)
+            .map(|_| match rng.below(13) {
+                0..=8 => {
+                    let l = rng.below(48) as u32;
+                    Step::Batch((l..(l + 1 + rng.below(8) as u32).min(48)).collect())
+                }
+                9 | 10 => Step::Read((0..1 + rng.below(8)).map(|_| rng.below(48) as u32).collect()),
+                11 => Step::Flush,
+                _ => Step::Cut(rng.below(120)),
+            })
+            .collect();
+        let r = run_batches([2, 4][seed as usize % 2], &steps, seed)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        total.cuts_in_batches += r.cuts_in_batches;
+        total.multi_programs += r.multi_programs;
+        total.multi_reads += r.multi_reads;
+    }
+    assert!(total.cuts_in_batches > 50 && total.multi_programs > 500 && total.multi_reads > 50, "{total:?}");
+    eprintln!("{total:?}");
+}
+
+/// The batch API issues multi-plane programs and reads; a stripe read back with `read` too.
+#[test]
+fn batches_use_multi_plane_programs_and_reads() {
+    let geo = geometry(8, 16, 2);
+    let cfg = Config::with_logical_pages(&geo, 100);
+    let mut emu = emulator(geo, 0.5, 1, false);
+    let mut mem = ftl_tests::test_memory(&geo, &cfg);
+    let mut f = format(&mut emu, &mut mem, cfg).unwrap();
+    let pb = geo.data_bytes as usize;
+    let data: Vec<Vec<u8>> = (0..8u32)
+        .map(|l| {
+            let mut p = vec![0u8; pb];
+            fill_page(l, 100 + l as u64, &mut p);
+            p
+        })
+        .collect();
+    let pairs: Vec<(u32, &[u8])> = data.iter().enumerate().map(|(l, d)| (l as u32, &d[..])).collect();
+    f.reset_counters();
+    f.write_many(&pairs).unwrap();
+    assert_eq!(f.counters().multi_plane_programs, 4, "eight pages on two aligned planes: four pairs");
+    assert_eq!(f.counters().nand_programs, 8);
+    let mut whole = vec![0u8; 8 * pb];
+    f.read(0, &mut whole).unwrap();
+    assert_eq!(f.counters().multi_plane_reads, 4);
+    for (l, p) in whole.chunks(pb).enumerate() {
+        assert_eq!(identify(l as u32, p), Found::Content(Some(100 + l as u64)));
+    }
+    // Off: the same pages programmed one by one.
+    f.set_multi_plane(false);
+    f.reset_counters();
+    f.write_many(&pairs).unwrap();
+    assert_eq!((f.counters().multi_plane_programs, f.counters().nand_programs), (0, 8));
+}
+
+/// A cut leaves the host frontiers wherever mount resumes them; batches line them up again.
+#[test]
+fn batches_realign_drifted_frontiers() {
+    let geo = geometry(8, 16, 2);
+    let cfg = Config::with_logical_pages(&geo, 100);
+    let mut emu = emulator(geo, 0.5, 3, false);
+    let mut mem = ftl_tests::test_memory(&geo, &cfg);
+    let pb = geo.data_bytes as usize;
+    let page = |l: u32, id: u64| {
+        let mut p = vec![0u8; pb];
+        fill_page(l, id, &mut p);
+        p
+    };
+    {
+        let mut f = format(&mut emu, &mut mem, cfg).unwrap();
+        // Three single pages: plane 0 gets two, plane 1 one (offsets 2 and 1).
+        for l in 0..3 {
+            f.write(l, &page(l, 1)).unwrap();
+        }
+        f.flush().unwrap();
+    }
+    emu.power_cut_now();
+    emu.restore_power();
+    let mut f = mount(&mut emu, &mut mem, cfg).unwrap();
+    f.reset_counters();
+    let data: Vec<Vec<u8>> = (10..30).map(|l| page(l, 2)).collect();
+    let pairs: Vec<(u32, &[u8])> = data.iter().zip(10..).map(|(d, l)| (l, &d[..])).collect();
+    f.write_many(&pairs).unwrap();
+    let c = *f.counters();
+    assert!(c.multi_plane_programs >= 8, "after realigning, most of the 20 pages go in pairs: {c:?}");
+    for l in 0..30u32 {
+        let mut p = vec![0u8; pb];
+        f.read(l, &mut p).unwrap();
+        let want = match l {
+            0..3 => Some(1),
+            10..30 => Some(2),
+            _ => None,
+        };
+        assert_eq!(identify(l, &p), Found::Content(want), "lpn {l}");
+    }
+    let _ = f.nand().geometry();
+}
