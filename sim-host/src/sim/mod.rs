@@ -628,7 +628,15 @@ fn emulator(cfg: &SimConfig, store_data: bool) -> Result<Emulator, String> {
 /// together" within about 30 %).
 fn ftl_config(cfg: &SimConfig) -> Config {
     let geo = cfg.device.geometry;
-    let mut fcfg = Config::with_logical_pages(&geo, cfg.logical_pages());
+    // Out-of-line sort runs on flash (`dedup:oolflash`) get a scratch range above the host's
+    // logical pages (sim::dedup::ool); the host's space stays `cfg.logical_pages()`.
+    let host = cfg.logical_pages();
+    let scratch = if cfg.features.contains(&Feature::Dedup) {
+        cfg.dedup.scratch_pages(host, geo.data_bytes)
+    } else {
+        0
+    };
+    let mut fcfg = Config::with_logical_pages(&geo, host + scratch);
     fcfg.mount_pool_blocks = cfg.mount_pool_blocks;
     fcfg.wear_spread_limit = fcfg.wear_spread_limit.min((geo.endurance / 10).max(4));
     fcfg.wear_check_interval = fcfg.wear_check_interval.min((geo.endurance / 12).max(1));
