@@ -654,8 +654,15 @@ fn open_ftl<'m, N: NandFlash, P: PolicySet, M: MappingTable>(
     fcfg: Config,
     ext: ftl_core::Extensions<'m>,
 ) -> Result<Ftl<'m, N, P, M>, String> {
-    let mut ftl = Ftl::format_with(nand, policies, map, mem, fcfg, ext)
-        .map_err(|e| format!("cannot format the device at {}% over-provisioning: {e}", cfg.op_percent))?;
+    let scratch = fcfg.logical_pages.saturating_sub(cfg.logical_pages());
+    let mut ftl = Ftl::format_with(nand, policies, map, mem, fcfg, ext).map_err(|e| {
+        let why = if scratch > 0 {
+            format!(" (with {scratch} scratch pages for dedup:oolflash)")
+        } else {
+            String::new()
+        };
+        format!("cannot format the device at {}% over-provisioning{why}: {e}", cfg.op_percent)
+    })?;
     ftl.set_gc_pacing(cfg.gc_pacing).map_err(|e| format!("gc pacing: {e}"))?;
     Ok(ftl)
 }
