@@ -270,3 +270,53 @@ fn out_of_line_passes_stop_at_arrivals_and_charge_their_runs() {
     let added = short_reads.saturating_sub(no_pass_reads);
     assert!(added < u(&short, "aborts") * 1_000_000, "reads waited {added} ns more: {short}");
 }
+
+/// Out-of-line sort runs really on flash (`oolflash`) against the model (`ool`): the workload of
+/// the test above (200 copies left to out-of-line deduplication, sort memory of 100 records,
+/// reads 3 ms apart so that passes stop and resume, also in their merge). Both coalesce the same
+/// 200 pages with the same 12 run pages written and read; with runs on flash those 12 pages are
+/// FTL programs and reads (12 more of each at least than the model; GC may add programs), the
+/// host's writes are the same, and the scratch range ends trimmed (the same live pages).
+#[test]
+fn out_of_line_runs_on_flash_match_the_model_and_are_real_io() {
+    use sim_host::trace::{Op, Request};
+    let w = |t_ns: u64, lpn: u64, c: u64| Request {
+        time_ns: Some(t_ns),
+        op: Op::Write,
+        offset: lpn * 2048,
+        len: 2048,
+        content: Some(vec![c]),
+    };
+    let run = |opts: &str| {
+        let mut reqs: Vec<Request> = (0..200).map(|i| w(0, i, 1000 + i)).collect();
+        reqs.extend((0..200).map(|i| w(1_000_000, 200 + i, 1000 + i)));
+        reqs.extend((0..60).map(|k| Request {
+            time_ns: Some(2_000_000 + k * 3_000_000),
+            op: Op::Read,
+            offset: 0,
+            len: 2048,
+            content: None,
+        }));
+        let mut cfg = config(&format!("dedup:nosample:switch:buffer=1:idle=1:oolmem=100{opts}"));
+        cfg.open_loop = true;
+        let out = simulate(&cfg, reqs.into_iter(), &mut |_| {}).unwrap();
+        let r = serde_json::to_value(&out.report).unwrap();
+        (r["features"]["dedup"].clone(), r)
+    };
+    let (model, mr) = run("");
+    let (flash, fr) = run(":oolflash");
+    let u = |o: &serde_json::Value, k: &str| o[k].as_u64().unwrap_or_else(|| panic!("{k} in {o}"));
+    let (mo, fo) = (&model["out_of_line"], &flash["out_of_line"]);
+    for k in ["coalesced", "duplicate_groups", "pages_scanned", "runs", "live_after"] {
+        assert_eq!(u(fo, k), u(mo, k), "{k}: {mo} {fo}");
+    }
+    assert_eq!((u(fo, "coalesced"), u(fo, "refused")), (200, 0), "{fo}");
+    assert_eq!((u(fo, "run_pages_written"), u(fo, "run_pages_read")), (12, 12), "{fo}");
+    assert!(u(fo, "aborts_in_merge") >= 1, "{fo}");
+    for k in ["live_physical_pages", "mapped_logical_pages", "unprobed_pages"] {
+        assert_eq!(u(&flash, k), u(&model, k), "{k}: {model} {flash}");
+    }
+    assert_eq!(u(&fr, "host_write_pages"), u(&mr, "host_write_pages"));
+    assert!(u(&fr, "nand_programs") >= u(&mr, "nand_programs") + 12, "{fr}\n{mr}");
+    assert!(u(&fr, "nand_reads") >= u(&mr, "nand_reads") + 12, "{fr}\n{mr}");
+}

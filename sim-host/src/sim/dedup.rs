@@ -21,6 +21,11 @@
 //!   `oolmem=RECORDS` (default 65536) and merged (the paper's external merge sort), and each group of equal fingerprints is
 //!   coalesced through `Ftl::coalesce`, which reads and compares the pages before merging them
 //!   ([`ool`]: runs that fill the sort memory are charged as flash pages written and read back).
+//!   With `oolflash` (implies `ool`) those runs are really written through the FTL to a scratch
+//!   range above the host's logical pages, read back by the merge and trimmed after the pass
+//!   ([`ool`]'s module doc; the FTL gets [`ool::scratch_pages`] more logical pages, the host's
+//!   space is unchanged). Run pages are not host pages: the report's host writes and
+//!   `unprobed_pages` leave them out; their programs, GC and erases count as the device's.
 //!
 //!   With `idle=MS` a pass also runs in every idle gap of at least MS ms of an open-loop trace
 //!   (from the device's last completion) once pages were written without a probe; it stops when
@@ -35,7 +40,7 @@
 //!
 //! Options: `nosample` | `sample=PAGES` (default 32), `noprehash`, `compare` (full compare),
 //! `store=ENTRIES` (fingerprint store budget, default: the logical pages), `segments=N`,
-//! `switch`, `buffer=PAGES`, `mhz=MHZ`, `ool`, `oolmem=RECORDS`, `idle=MS`,
+//! `switch`, `buffer=PAGES`, `mhz=MHZ`, `ool`, `oolflash`, `oolmem=RECORDS`, `idle=MS`,
 //! `reorg=sorted|hotness`, `reorgidle=MS`.
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -52,7 +57,7 @@ use crate::dedup_memory::DedupSizes;
 
 pub mod ool;
 use ftl_policies::dedup::{CaftlIndex, Layout, StoreStats};
-pub use ool::{out_of_line, Budget, OolPass, OolReport};
+pub use ool::{out_of_line, scratch_pages, Budget, OolPass, OolReport};
 
 /// CRC-32 of a 4 KiB page, cycles (the paper's Table 2).
 pub const CRC_CYCLES: u64 = 4_120;
@@ -175,6 +180,8 @@ pub struct DedupOptions {
     pub out_of_line: bool,
     /// Records sorted in memory at once by out-of-line deduplication.
     pub ool_memory_records: usize,
+    /// Out-of-line sort runs really on flash (`oolflash`; else the model, see [`ool`]).
+    pub ool_on_flash: bool,
     /// With `out_of_line`: also run a pass in every idle gap of at least this many ms (between
     /// the device's last completion and the next arrival) once unprobed pages were written since
     /// the last pass (0: only after the run).
@@ -200,6 +207,7 @@ impl Default for DedupOptions {
             mhz: 934,
             out_of_line: false,
             ool_memory_records: 65536,
+            ool_on_flash: false,
             idle_ms: 0,
             reorganize: None,
             reorg_idle_ms: 100,
@@ -228,6 +236,10 @@ impl DedupOptions {
                 "buffer" => o.buffer_pages = num(v)?.max(1),
                 "mhz" => o.mhz = num(v)?.max(1),
                 "ool" => o.out_of_line = true,
+                "oolflash" => {
+                    o.out_of_line = true;
+                    o.ool_on_flash = true;
+                }
                 "oolmem" => o.ool_memory_records = num(v)?.max(2) as usize,
                 "idle" => {
                     o.idle_ms = num(v)?;
@@ -249,7 +261,7 @@ impl DedupOptions {
                 _ => {
                     return Err(format!(
                         "unknown dedup option '{opt}' (expected nosample, sample=N, noprehash, compare, \
-                         store=N, switch, buffer=N, mhz=N, ool, oolmem=N, idle=MS, reorg=sorted|hotness, \
+                         store=N, switch, buffer=N, mhz=N, ool, oolflash, oolmem=N, idle=MS, reorg=sorted|hotness, \
                          reorgidle=MS, segments=N)"
                     ))
                 }
@@ -278,6 +290,16 @@ impl DedupOptions {
             sampling_unit: self.sampling_unit,
             full_compare: self.full_compare,
             fingerprint_misses: true,
+        }
+    }
+
+    /// Scratch logical pages the FTL needs above the host's `host_pages` for out-of-line sort
+    /// runs on flash (0 unless `oolflash`).
+    pub fn scratch_pages(&self, host_pages: u32, page_bytes: u32) -> u32 {
+        if self.out_of_line && self.ool_on_flash {
+            ool::scratch_pages(host_pages, page_bytes, self.ool_memory_records)
+        } else {
+            0
         }
     }
 
@@ -328,6 +350,12 @@ pub struct DedupSim {
     /// An idle-time pass stopped at a request's arrival, resumed in the next gap.
     pending: Option<OolPass>,
     ool_aborts: u64,
+    /// Aborts that stopped a pass in its merge.
+    ool_merge_aborts: u64,
+    /// Host pages (the FTL may have more: the out-of-line scratch range).
+    host_pages: u32,
+    /// Unprobed FTL writes that were out-of-line run pages (not the host's).
+    run_unprobed: u64,
     last_done: u64,
     unprobed_at_pass: u64,
     index_shared: Option<Arc<Mutex<IndexShared>>>,
@@ -374,6 +402,9 @@ impl DedupSim {
             ool: None,
             pending: None,
             ool_aborts: 0,
+            ool_merge_aborts: 0,
+            host_pages: logical_pages,
+            run_unprobed: 0,
             last_done: 0,
             unprobed_at_pass: 0,
             index_shared: None,
@@ -473,11 +504,11 @@ impl DedupSim {
             Some(p) => p,
             None => {
                 let unprobed = ftl.dedup_stats().unprobed;
-                if unprobed == self.unprobed_at_pass {
+                if unprobed - self.run_unprobed == self.unprobed_at_pass {
                     return Ok(());
                 }
-                self.unprobed_at_pass = unprobed;
-                OolPass::new(self.opts.ool_memory_records, ftl.live_physical_pages())
+                self.unprobed_at_pass = unprobed - self.run_unprobed;
+                self.new_pass(ftl)
             }
         };
         pass.clock = pass.clock.max(self.last_done);
@@ -485,17 +516,39 @@ impl DedupSim {
         let (write_page_ns, read_page_ns) = ftl.nand().run_page_ns();
         let budget = Budget { deadline: now, write_page_ns, read_page_ns };
         let inline = ftl.dedup_settings().inline;
+        let unprobed = ftl.dedup_stats().unprobed;
         let done = pass.advance(ftl, Some(budget), &|f| f.nand().idle_work_done(), &mut |f, t| {
             f.nand_mut().start_idle_work(t)
         });
+        self.run_unprobed += ftl.dedup_stats().unprobed - unprobed;
         ftl.set_inline_dedup(inline);
         if done? {
             self.record_pass(&pass.rep);
         } else {
             self.ool_aborts += 1;
+            self.ool_merge_aborts += u64::from(pass.merging());
             self.pending = Some(pass);
         }
         Ok(())
+    }
+
+    /// A new out-of-line pass (runs on flash with `oolflash`).
+    fn new_pass<N: NandFlash, P: PolicySet, M: MappingTable>(&self, ftl: &Ftl<'_, N, P, M>) -> OolPass {
+        let pass = OolPass::new(self.opts.ool_memory_records, ftl.live_physical_pages());
+        if self.opts.ool_on_flash {
+            pass.on_flash(self.host_pages)
+        } else {
+            pass
+        }
+    }
+
+    /// Sort-run pages the out-of-line passes wrote through the FTL (with `oolflash`; the FTL
+    /// counts them as host writes, the simulator's report does not).
+    pub fn run_pages_on_flash(&self) -> u64 {
+        match (&self.ool, self.opts.ool_on_flash) {
+            (Some(o), true) => o.run_pages_written,
+            _ => 0,
+        }
     }
 
     /// Adds an out-of-line pass to the run's totals (live pages before: the first pass's; after:
@@ -578,6 +631,7 @@ impl DedupSim {
         &mut self,
         ftl: &mut Ftl<'_, N, P, M>,
     ) -> Result<(), String> {
+        let unprobed = ftl.dedup_stats().unprobed;
         if let Some(mut pass) = self.pending.take() {
             ftl.set_inline_dedup(true);
             pass.advance(ftl, None, &|_| 0, &mut |_, _| {})?;
@@ -585,9 +639,11 @@ impl DedupSim {
         }
         if self.opts.out_of_line {
             ftl.set_inline_dedup(true);
-            let pass = out_of_line(ftl, self.opts.ool_memory_records)?;
-            self.record_pass(&pass);
+            let mut pass = self.new_pass(ftl);
+            pass.advance(ftl, None, &|_| 0, &mut |_, _| {})?;
+            self.record_pass(&pass.rep);
         }
+        self.run_unprobed += ftl.dedup_stats().unprobed - unprobed;
         Ok(())
     }
 
@@ -603,7 +659,7 @@ impl DedupSim {
         let m = n.saturating_sub(deduplicated);
         let rate = |x: u64| if n == 0 { 0.0 } else { x as f64 / n as f64 };
         let offline = n.saturating_sub(self.contents.len() as u64);
-        let mapped = (0..ftl.capacity_pages()).filter(|&l| ftl.physical_page_of(l).is_some()).count() as u64;
+        let mapped = (0..self.host_pages).filter(|&l| ftl.physical_page_of(l).is_some()).count() as u64;
         let live = ftl.live_physical_pages();
         let store = self.shared().map(|sh| {
             let (s, b) = (sh.stats, self.store_base);
@@ -632,7 +688,7 @@ impl DedupSim {
             "hits": d(s.hits, self.stats_base.hits),
             "stale_hits": d(s.stale_hits, self.stats_base.stale_hits),
             "compare_mismatches": d(s.compare_mismatches, self.stats_base.compare_mismatches),
-            "unprobed_pages": d(s.unprobed, self.stats_base.unprobed),
+            "unprobed_pages": d(s.unprobed, self.stats_base.unprobed).saturating_sub(self.run_unprobed),
             "vmap_full": d(s.vmap_full, self.stats_base.vmap_full),
             "shared_moves": d(s.shared_moves, self.stats_base.shared_moves),
             "share_journal_pages": d(s.journal_pages, self.stats_base.journal_pages),
@@ -649,6 +705,7 @@ impl DedupSim {
             "out_of_line": self.ool.as_ref().map(|o| serde_json::json!({
                 "passes": o.passes,
                 "aborts": self.ool_aborts,
+                "aborts_in_merge": self.ool_merge_aborts,
                 "pages_scanned": o.pages_scanned,
                 "runs": o.runs,
                 "run_pages_written": o.run_pages_written,
@@ -676,6 +733,13 @@ mod tests {
             .unwrap();
         assert_eq!((o.sampling_unit, o.prehash, o.dynamic_switch), (0, false, true));
         assert_eq!((o.buffer_pages, o.out_of_line, o.ool_memory_records), (64, true, 100));
+        let fl = DedupOptions::parse("oolflash").unwrap();
+        assert_eq!((fl.out_of_line, fl.ool_on_flash), (true, true));
+        assert!(!DedupOptions::parse("ool").unwrap().ool_on_flash);
+        // 1000 host pages of 2 KiB (85 records a page), 100 records a run: 12 full pages + 10 runs.
+        assert_eq!(fl.scratch_pages(1000, 2048), ool::scratch_pages(1000, 2048, 65536));
+        assert_eq!(ool::scratch_pages(1000, 2048, 100), 12 + 10);
+        assert_eq!(DedupOptions::parse("ool").unwrap().scratch_pages(1000, 2048), 0);
         let i = DedupOptions::parse("idle=100").unwrap();
         assert_eq!((i.idle_ms, i.out_of_line), (100, true));
         let r = DedupOptions::parse("reorg=hotness:reorgidle=5:segments=4").unwrap();

@@ -630,7 +630,15 @@ fn emulator(cfg: &SimConfig, store_data: bool) -> Result<Emulator, String> {
 /// together" within about 30 %).
 fn ftl_config(cfg: &SimConfig) -> Config {
     let geo = cfg.device.geometry;
-    let mut fcfg = Config::with_logical_pages(&geo, cfg.logical_pages());
+    // Out-of-line sort runs on flash (`dedup:oolflash`) get a scratch range above the host's
+    // logical pages (sim::dedup::ool); the host's space stays `cfg.logical_pages()`.
+    let host = cfg.logical_pages();
+    let scratch = if cfg.features.contains(&Feature::Dedup) {
+        cfg.dedup.scratch_pages(host, geo.data_bytes)
+    } else {
+        0
+    };
+    let mut fcfg = Config::with_logical_pages(&geo, host + scratch);
     fcfg.mount_pool_blocks = cfg.mount_pool_blocks;
     fcfg.wear_spread_limit = fcfg.wear_spread_limit.min((geo.endurance / 10).max(4));
     fcfg.wear_check_interval = fcfg.wear_check_interval.min((geo.endurance / 12).max(1));
@@ -654,8 +662,15 @@ fn open_ftl<'m, N: NandFlash, P: PolicySet, M: MappingTable>(
     fcfg: Config,
     ext: ftl_core::Extensions<'m>,
 ) -> Result<Ftl<'m, N, P, M>, String> {
-    let mut ftl = Ftl::format_with(nand, policies, map, mem, fcfg, ext)
-        .map_err(|e| format!("cannot format the device at {}% over-provisioning: {e}", cfg.op_percent))?;
+    let scratch = fcfg.logical_pages.saturating_sub(cfg.logical_pages());
+    let mut ftl = Ftl::format_with(nand, policies, map, mem, fcfg, ext).map_err(|e| {
+        let why = if scratch > 0 {
+            format!(" (with {scratch} scratch pages for dedup:oolflash)")
+        } else {
+            String::new()
+        };
+        format!("cannot format the device at {}% over-provisioning{why}: {e}", cfg.op_percent)
+    })?;
     ftl.set_gc_pacing(cfg.gc_pacing).map_err(|e| format!("gc pacing: {e}"))?;
     ftl.set_multi_plane(cfg.multi_plane);
     Ok(ftl)

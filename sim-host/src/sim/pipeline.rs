@@ -90,7 +90,8 @@ where
     let page_bytes = geo.data_bytes as u64;
     let dedup_on = cfg.features.contains(&Feature::Dedup);
     let fcfg = ftl_config(cfg);
-    let n = fcfg.logical_pages;
+    // The host's pages (the FTL may have more: dedup's out-of-line scratch range, see ftl_config).
+    let n = cfg.logical_pages();
     let mut mem = FtlMemory::with_map(&geo, &fcfg, cfg.map);
     let (map, m) = mem.parts();
     let mut reuse_buffers = wom::ReuseBuffers::new(&geo);
@@ -120,7 +121,7 @@ where
         None => (None, None),
     };
     let mut tech = Techniques {
-        dsim: dedup_on.then(|| DedupSim::new(cfg.dedup, fcfg.logical_pages, geo.data_bytes)),
+        dsim: dedup_on.then(|| DedupSim::new(cfg.dedup, n, geo.data_bytes)),
         nv_run: NvRun::default(),
         prefetch: wom_cfg.is_some_and(|c| c.prefetch),
     };
@@ -260,6 +261,8 @@ where
     let erase_counts =
         report::erases_since(ftl.leveled_erase_counts(), ftl.nand().emu().erase_counts(), &meas.erase_base);
     let (host_read_pages, host_write_pages) = front.host_pages(&ftl);
+    // Out-of-line sort-run pages on flash are the device's own writes, not the host's.
+    let host_write_pages = host_write_pages - tech.dsim.as_ref().map_or(0, |d| d.run_pages_on_flash());
     let flex_report = match &mut front {
         Front::Cache(f) => Some(f.report(cfg, &ftl, meas.t0, end_time)),
         Front::Direct(_) => None,
@@ -320,7 +323,7 @@ fn precondition<N: SimNand, P: PolicySet, M: MappingTable>(
     if cfg.precondition == Precondition::None {
         return Ok(());
     }
-    let n = ftl.capacity_pages();
+    let n = cfg.logical_pages();
     let pb = ftl.page_bytes() as usize;
     let mut buf = vec![0u8; pb * 64];
     let chunk = 64u32;
@@ -533,7 +536,7 @@ impl DirectFront {
         arrival: u64,
     ) -> Result<u64, String> {
         let page_bytes = ftl.page_bytes() as u64;
-        self.map_pages(cfg, req, span, ftl.capacity_pages())?;
+        self.map_pages(cfg, req, span, cfg.logical_pages())?;
         let nv_before = ftl.nv_counters();
         if let Some(d) = tech.dsim.as_mut() {
             d.idle_time(ftl, arrival)?;

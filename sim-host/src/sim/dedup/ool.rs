@@ -15,14 +15,24 @@
 //!   waits at most for the one unit in flight when it arrives. Pages written between two gaps
 //!   are not rescanned by the pass in progress (the next pass finds them); records of pages
 //!   rewritten meanwhile are harmless, since `coalesce` compares the current contents.
-//! * **Sort runs on flash: an explicit model of the paper's run I/O.** A run that fills the sort
-//!   memory is written to flash as `ceil(records x 24 B / page)` pages (20-byte SHA-1 and 4-byte
-//!   logical page) and read back page by page as the merge reaches it; the last run is merged from
-//!   memory. The run pages are counted (`run_pages_written`, `run_pages_read`) and their time is
-//!   charged on the pass's clock, one program (transfer + tPROG) or read (tR + transfer) per page
-//!   with the device's planes working in parallel (page time / planes). They are not placed on the
-//!   emulator's planes or in the FTL's blocks (the simulator keeps the records in host memory),
-//!   so they cost no erases or GC and do not appear in the run's NAND counters.
+//! * **Sort runs on flash.** A run that fills the sort memory goes to flash as
+//!   `ceil(records x 24 B / page)` pages (each record a 20-byte SHA-1 and a 4-byte little-endian
+//!   logical page, packed from the page's start, the rest zero); the merge reads a run's pages
+//!   back one by one as it reaches them; the last run is merged from memory. Two ways:
+//!   - *Model* (default, `ool`): the records stay in host memory; the pages are only counted
+//!     (`run_pages_written`, `run_pages_read`) and their time charged on the pass's clock, one
+//!     program (transfer + tPROG) or read (tR + transfer) per page, planes in parallel (page
+//!     time / planes). No erases, no GC, nothing in the NAND counters.
+//!   - *Real* (`oolflash`, [`OolPass::on_flash`]): the pages are written with `Ftl::write` to a
+//!     scratch range of logical pages just above the host's (`host_pages..`), with inline
+//!     deduplication off for those writes (run pages are never shared nor indexed), and the
+//!     merge decodes the records it uses from `Ftl::read` of each page (the in-memory copy is
+//!     dropped once written). Their time is the emulator's (the pass's `done_at`/`start_at`),
+//!     and they count in the run's programs, reads, GC and erasures. At the end of the pass the
+//!     scratch range is trimmed. The scratch range is [`scratch_pages`] long (the worst case:
+//!     every host page live and unshared, each run ending in a partial page); the simulator
+//!     formats the FTL with `host + scratch` logical pages and keeps the host's address space
+//!     at `host` (`sim::ftl_config`, the pipeline's page mapping), so the host never touches it.
 
 use std::collections::{BinaryHeap, HashSet};
 
@@ -81,6 +91,49 @@ type Record = ([u8; 20], u32);
 /// (fingerprint, logical page, run, index in the run), smallest first.
 type Head = std::cmp::Reverse<([u8; 20], u32, usize, usize)>;
 
+/// Records of one sort-run page of `page_bytes`.
+pub fn records_per_page(page_bytes: usize) -> usize {
+    (page_bytes / RUN_RECORD_BYTES).max(1)
+}
+
+/// Scratch logical pages a pass with runs on flash may need on a device whose host uses
+/// `host_pages` of `page_bytes`, sorting `memory` records at once: every host page scanned
+/// (`ceil(host_pages / records per page)` full pages) plus one partial page per run.
+pub fn scratch_pages(host_pages: u32, page_bytes: u32, memory: usize) -> u32 {
+    let n = host_pages as usize;
+    let memory = memory.max(2);
+    (n.div_ceil(records_per_page(page_bytes as usize)) + n.div_ceil(memory)) as u32
+}
+
+/// Packs `records` into `page` (24 bytes each from the start, the rest zero).
+fn encode(records: &[Record], page: &mut [u8]) {
+    page.fill(0);
+    for ((f, l), out) in records.iter().zip(page.chunks_exact_mut(RUN_RECORD_BYTES)) {
+        out[..20].copy_from_slice(f);
+        out[20..].copy_from_slice(&l.to_le_bytes());
+    }
+}
+
+/// The first `n` records packed in `page`.
+fn decode(page: &[u8], n: usize, out: &mut Vec<Record>) {
+    out.clear();
+    out.extend(page.chunks_exact(RUN_RECORD_BYTES).take(n).map(|c| {
+        let mut f = [0u8; 20];
+        f.copy_from_slice(&c[..20]);
+        (f, u32::from_le_bytes([c[20], c[21], c[22], c[23]]))
+    }));
+}
+
+/// One sorted run.
+#[derive(Debug)]
+enum Run {
+    /// In host memory: the last run, or (`spilled`) a run of the model charged as on flash.
+    Memory { records: Vec<Record>, spilled: bool },
+    /// On flash: `len` records from logical page `start`; `page` holds the decoded records of
+    /// its page `loaded` (the one the merge is in).
+    Flash { start: u32, len: usize, loaded: Option<usize>, page: Vec<Record> },
+}
+
 /// An out-of-line pass in progress (see the module doc).
 #[derive(Debug, Default)]
 pub struct OolPass {
@@ -89,8 +142,15 @@ pub struct OolPass {
     merging: bool,
     seen: HashSet<u32>,
     run: Vec<Record>,
-    /// Sorted runs and whether each was written to flash.
-    runs: Vec<(Vec<Record>, bool)>,
+    runs: Vec<Run>,
+    /// Runs on flash: the host's logical pages (the scratch range starts there).
+    flash: Option<u32>,
+    /// The next scratch page to write.
+    next_scratch: u32,
+    /// Records of the full run in memory already written to flash.
+    spilled: usize,
+    /// Runs whose first record is in the merge heap.
+    primed: usize,
     heap: BinaryHeap<Head>,
     group: Option<([u8; 20], u32, bool)>,
     /// The pass's own report (no `passes` or `aborts`: the caller counts those).
@@ -109,8 +169,17 @@ impl OolPass {
         }
     }
 
-    fn records_per_page(pb: usize) -> usize {
-        (pb / RUN_RECORD_BYTES).max(1)
+    /// Sort runs really on flash: the host uses logical pages `0..host_pages`, the pass writes
+    /// its runs from `host_pages` on (the FTL must have [`scratch_pages`] more; module doc).
+    pub fn on_flash(mut self, host_pages: u32) -> Self {
+        self.flash = Some(host_pages);
+        self.next_scratch = host_pages;
+        self
+    }
+
+    /// Whether the pass is merging (its scan and runs are done).
+    pub fn merging(&self) -> bool {
+        self.merging
     }
 
     /// Whether the pass must stop before its next unit of work (`done_at`: when the device
@@ -118,6 +187,68 @@ impl OolPass {
     fn out_of_time(&mut self, budget: Option<Budget>, done_at: u64) -> bool {
         self.clock = self.clock.max(done_at);
         budget.is_some_and(|b| self.clock >= b.deadline)
+    }
+
+    /// Writes the next page of the full run to the scratch range (inline deduplication off).
+    fn spill_page<N: NandFlash, P: PolicySet, M: MappingTable>(
+        &mut self,
+        ftl: &mut Ftl<'_, N, P, M>,
+        per_page: usize,
+        page: &mut [u8],
+    ) -> Result<(), String> {
+        if self.spilled == 0 {
+            self.run.sort_unstable();
+        }
+        let lpn = self.next_scratch;
+        if lpn >= ftl.capacity_pages() {
+            return Err(format!("out-of-line scratch range full at logical page {lpn}"));
+        }
+        let end = (self.spilled + per_page).min(self.run.len());
+        encode(&self.run[self.spilled..end], page);
+        let inline = ftl.dedup_settings().inline;
+        ftl.set_inline_dedup(false);
+        let r = ftl.write(lpn, page);
+        ftl.set_inline_dedup(inline);
+        r.map_err(|e| format!("out-of-line run page {lpn}: {e}"))?;
+        self.next_scratch += 1;
+        self.rep.run_pages_written += 1;
+        self.spilled = end;
+        if end == self.run.len() {
+            let len = self.run.len();
+            let start = lpn + 1 - len.div_ceil(per_page) as u32;
+            self.runs.push(Run::Flash { start, len, loaded: None, page: Vec::new() });
+            self.run.clear();
+            self.spilled = 0;
+        }
+        Ok(())
+    }
+
+    /// Record `i` of run `r` (None past its end); a run on flash reads the page holding it.
+    fn record<N: NandFlash, P: PolicySet, M: MappingTable>(
+        &mut self,
+        ftl: &mut Ftl<'_, N, P, M>,
+        r: usize,
+        i: usize,
+        per_page: usize,
+        buf: &mut [u8],
+    ) -> Result<Option<Record>, String> {
+        match &mut self.runs[r] {
+            Run::Memory { records, .. } => Ok(records.get(i).copied()),
+            Run::Flash { start, len, loaded, page } => {
+                if i >= *len {
+                    return Ok(None);
+                }
+                let p = i / per_page;
+                if *loaded != Some(p) {
+                    let lpn = *start + p as u32;
+                    ftl.read(lpn, buf).map_err(|e| format!("out-of-line run page {lpn}: {e}"))?;
+                    decode(buf, (*len - p * per_page).min(per_page), page);
+                    *loaded = Some(p);
+                    self.rep.run_pages_read += 1;
+                }
+                Ok(page.get(i % per_page).copied())
+            }
+        }
     }
 
     /// Works on the pass until it is complete (true) or `budget`'s deadline (false). `done_at`
@@ -131,7 +262,8 @@ impl OolPass {
         start_at: &mut StartAt<N, P, M>,
     ) -> Result<bool, String> {
         let pb = ftl.page_bytes() as usize;
-        let per_page = Self::records_per_page(pb);
+        let per_page = records_per_page(pb);
+        let scan_end = self.flash.unwrap_or(ftl.capacity_pages());
         let mut page = vec![0u8; pb];
         while !self.merging {
             if self.out_of_time(budget, done_at(ftl)) {
@@ -139,6 +271,10 @@ impl OolPass {
             }
             if self.run.len() == self.memory {
                 // Sort memory full: the run goes to flash.
+                if self.flash.is_some() {
+                    self.spill_page(ftl, per_page, &mut page)?;
+                    continue;
+                }
                 self.run.sort_unstable();
                 let pages = self.run.len().div_ceil(per_page) as u64;
                 self.rep.run_pages_written += pages;
@@ -146,21 +282,16 @@ impl OolPass {
                     self.clock += pages * b.write_page_ns;
                     start_at(ftl, self.clock);
                 }
-                self.runs.push((std::mem::take(&mut self.run), true));
+                self.runs.push(Run::Memory { records: std::mem::take(&mut self.run), spilled: true });
                 continue;
             }
             let l = self.next_lpn;
-            if l >= ftl.capacity_pages() {
+            if l >= scan_end {
                 if !self.run.is_empty() {
                     self.run.sort_unstable();
-                    self.runs.push((std::mem::take(&mut self.run), false));
+                    self.runs.push(Run::Memory { records: std::mem::take(&mut self.run), spilled: false });
                 }
                 self.rep.runs = self.runs.len() as u64;
-                for (r, (v, _)) in self.runs.iter().enumerate() {
-                    if let Some(&(f, l)) = v.first() {
-                        self.heap.push(std::cmp::Reverse((f, l, r, 0)));
-                    }
-                }
                 self.merging = true;
                 break;
             }
@@ -178,17 +309,25 @@ impl OolPass {
             if self.out_of_time(budget, done_at(ftl)) {
                 return Ok(false);
             }
+            if self.primed < self.runs.len() {
+                // Each run's first record enters the merge (a run on flash: its first page read).
+                let r = self.primed;
+                if let Some((f, l)) = self.record(ftl, r, 0, per_page, &mut page)? {
+                    self.heap.push(std::cmp::Reverse((f, l, r, 0)));
+                }
+                self.primed += 1;
+                continue;
+            }
             let Some(std::cmp::Reverse((f, l, r, i))) = self.heap.pop() else { break };
-            let (run, spilled) = &self.runs[r];
-            if *spilled && i % per_page == 0 {
-                // The merge reaches the next page of a run on flash.
+            if matches!(self.runs[r], Run::Memory { spilled: true, .. }) && i % per_page == 0 {
+                // The merge reaches the next page of a run on flash (model).
                 self.rep.run_pages_read += 1;
                 if let Some(b) = budget {
                     self.clock += b.read_page_ns;
                     start_at(ftl, self.clock);
                 }
             }
-            if let Some(&(nf, nl)) = run.get(i + 1) {
+            if let Some((nf, nl)) = self.record(ftl, r, i + 1, per_page, &mut page)? {
                 self.heap.push(std::cmp::Reverse((nf, nl, r, i + 1)));
             }
             match self.group {
@@ -206,18 +345,28 @@ impl OolPass {
                 _ => self.group = Some((f, l, false)),
             }
         }
+        if let Some(start) = self.flash {
+            let used = self.next_scratch - start;
+            ftl.trim(start, used).map_err(|e| format!("trim of the out-of-line scratch range: {e}"))?;
+            self.next_scratch = start;
+        }
         ftl.flush().map_err(|e| format!("flush after out-of-line deduplication: {e}"))?;
         self.rep.live_after = ftl.live_physical_pages();
         Ok(true)
     }
 }
 
-/// A whole out-of-line pass with no deadline (after the run).
+/// A whole out-of-line pass with no deadline (after the run); `flash`: runs on flash above that
+/// many host pages ([`OolPass::on_flash`]), else the model.
 pub fn out_of_line<N: NandFlash, P: PolicySet, M: MappingTable>(
     ftl: &mut Ftl<'_, N, P, M>,
     memory: usize,
+    flash: Option<u32>,
 ) -> Result<OolReport, String> {
     let mut pass = OolPass::new(memory, ftl.live_physical_pages());
+    if let Some(host) = flash {
+        pass = pass.on_flash(host);
+    }
     pass.advance(ftl, None, &|_| 0, &mut |_, _| {})?;
     Ok(pass.rep)
 }
