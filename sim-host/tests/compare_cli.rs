@@ -134,7 +134,7 @@ fn a_bad_configuration_fails_the_command_with_a_clear_message() {
     for (configs, needle) in [
         ("baseline,bogus", "unknown feature 'bogus'"),
         ("baseline,eti@lru", "unknown classifier 'lru'"),
-        ("wom+wom-noprefetch", "give one of wom, wom-noprefetch and wom-sameplane"),
+        ("wom+wom-noprefetch", "give one of wom, wom-noprefetch, wom-sameplane and wom-sameblock"),
         (",", "--configs names no configuration"),
     ] {
         let out = bin().args(["compare", "--configs", configs]).args(WORKLOAD).output().unwrap();
