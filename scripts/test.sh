@@ -23,7 +23,7 @@ export PROPTEST_CASES="${FTL_CONFIG_CASES:-128}"
 export FTL_TORTURE_CUTS="${FTL_CONFIG_CUTS:-300}"
 export FTL_TORTURE_STRIDE="${FTL_CONFIG_STRIDE:-8}"
 export FTL_BLIP_SEEDS="${FTL_CONFIG_BLIP_SEEDS:-40}"
-suites=(--lib --test power_cuts --test model --test torture --test bit_errors)
+suites=(--lib --test power_cuts --test plane_room --test model --test torture --test bit_errors)
 cargo test --release -p ftl-core -p ftl-tests --no-default-features "${suites[@]}" --test geometries --test anchor \
   --test copy_back
 for f in wom dedup flex-ecc eti cdm wom,eti dedup,flex-ecc,cdm,eti; do

@@ -459,6 +459,12 @@ impl<'m> BlockTable<'m> {
         self.view(plane).min_valid()
     }
 
+    /// A used block of `plane` whose pages are all valid, if any.
+    pub fn full_block(&self, plane: u32) -> Option<BlockId> {
+        let h = self.heads[self.bucket_head(plane, self.geo.pages_per_block)];
+        (h != NIL).then_some(BlockId(h))
+    }
+
     /// A read-only view of one plane, for victim policies.
     pub fn view(&self, plane: u32) -> VictimView<'_> {
         VictimView {
@@ -697,9 +703,11 @@ mod tests {
         t.set_state(BlockId(6), BlockState::Used);
         t.set_state(BlockId(4), BlockState::Used);
         t.set_valid(BlockId(4), 4);
-        // A full block is never a victim.
+        // A full block is never a victim; it is the plane's full block (for emigration).
         assert_eq!(t.min_valid(0), Some(BlockId(6)));
+        assert_eq!((t.full_block(0), t.full_block(1)), (Some(BlockId(4)), None));
         t.dec_valid(BlockId(4));
+        assert_eq!(t.full_block(0), None);
         t.dec_valid(BlockId(4));
         assert_eq!(t.min_valid(0), Some(BlockId(4)));
         assert_eq!(t.min_valid(1), None);

@@ -37,6 +37,9 @@ pub struct Counters {
     /// Of `gc_blocks`, those collected (or finished) on demand, when a host block was to open in
     /// a plane below its free reserve (with paced GC, the times pacing fell behind).
     pub gc_blocks_on_demand: u64,
+    /// Times a plane's GC stopped gaining room and its copies went to another plane (see
+    /// `emigration.rs`; 0 unless a plane filled with valid pages).
+    pub gc_emigrations: u64,
     /// Blocks collected for static wear leveling.
     pub wear_level_moves: u64,
     /// Checkpoints written.

@@ -22,6 +22,7 @@
 use nand_hal::{BlockId, ErrorKind, NandFlash, PageId};
 
 use crate::blocks::{BlockState, Pick};
+use crate::emigration::GcLoop;
 use crate::map::MappingTable;
 use crate::meta::{void_zeros, PageKind, PageMeta, META_LEN, VOID_PROGRAM, VOID_STRONG_ZEROS};
 use crate::policy::{PageCodec, PolicySet, Stream};
@@ -433,8 +434,15 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.spill_target(plane, stream).unwrap_or(plane)
     }
 
-    /// The plane whose GC stream takes data collected in `plane` (see [`Self::spill_plane`]).
+    /// The plane whose GC stream takes data collected in `plane`: another plane while `plane`
+    /// is emigrating (see `emigration.rs`), else `plane` or where it spills (see
+    /// [`Self::spill_plane`]).
     pub(crate) fn gc_plane(&self, plane: u32) -> u32 {
+        if self.emigrating(plane) {
+            if let Some(q) = self.emigration_target(plane) {
+                return q;
+            }
+        }
         self.spill_plane(plane, Stream::Gc)
     }
 
@@ -525,18 +533,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
     }
 
-    /// Runs GC in `plane` until it has its free reserve.
+    /// Runs GC in `plane` until it has its free reserve (moving its pages to another plane if
+    /// collecting it into itself gains nothing: see `emigration.rs`).
     pub(crate) fn ensure_free(&mut self, plane: u32) -> Result<(), Error> {
-        let mut rounds = 0u32;
-        while self.blocks.free_count(plane) < self.free_threshold() {
-            if !self.gc_one(plane)? {
-                break;
-            }
-            self.counters.gc_blocks_on_demand += 1;
-            rounds += 1;
-            if rounds > self.geo.total_blocks() {
-                return Err(Error::NoSpace);
-            }
+        let threshold = self.free_threshold();
+        if self.collect_until(plane, |f| f.blocks.free_count(plane) >= threshold)? == GcLoop::GaveUp {
+            return Err(Error::NoSpace);
         }
         self.reuse_top_up(plane)?;
         Ok(())

@@ -72,6 +72,8 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     pub(crate) reserve_spent: bool,
     /// Paced GC on (see [`crate::pacing`]).
     pub(crate) gc_pacing: bool,
+    /// Planes whose GC copies go to another plane, a bit each (see `emigration.rs`).
+    pub(crate) emigrating: u32,
     /// Multi-plane operations on (see [`crate::multiplane`]).
     pub(crate) multi_plane: bool,
     /// Where the anchor's copies are and what its newest record says.
@@ -130,6 +132,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             dirty: false,
             reserve_spent: false,
             gc_pacing: true,
+            emigrating: 0,
             multi_plane: true,
             anchor: crate::anchor::AnchorState::NONE,
             pool: crate::pool::PoolState { bounded: false, listed: 0, renew_due: false, uncertain: false },

@@ -40,7 +40,14 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let view = self.blocks.view(plane);
         let Some(victim) = self.policies.victim().select(&view) else {
             // Second writes may still recycle or erase one of their blocks.
-            return Ok(self.reuse_gc_hook(plane, None)?.unwrap_or(false));
+            if self.reuse_gc_hook(plane, None)? == Some(true) {
+                return Ok(true);
+            }
+            // A plane that GC cannot gain room in moves full blocks away (`emigration.rs`).
+            let Some(full) = self.emigration_victim(plane) else { return Ok(false) };
+            self.collect(full, Finish::Erase)?;
+            self.counters.gc_blocks += 1;
+            return Ok(true);
         };
         let VictimAction::Erase = self.policies.victim().action(&view, victim);
         if !self.geo.contains_block(victim)

@@ -33,6 +33,7 @@ mod counters;
 pub mod crc32c;
 #[cfg(feature = "dedup")]
 pub mod dedup;
+mod emigration;
 mod error;
 pub mod ext;
 mod format_doc;

@@ -201,20 +201,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.pace_advance(plane, budget).map(|_| ())
     }
 
-    /// On-demand GC in `plane` (the paced victim finished first) until `enough` holds or no
-    /// victim is left.
-    fn collect_until(&mut self, plane: u32, enough: impl Fn(&Self) -> bool) -> Result<(), Error> {
-        let mut rounds = 0u32;
-        while !enough(self) && rounds <= self.geo.total_blocks() {
-            if !self.gc_one(plane)? {
-                break;
-            }
-            self.counters.gc_blocks_on_demand += 1;
-            rounds += 1;
-        }
-        Ok(())
-    }
-
     /// GC copies still needed in a plane `deficit` blocks below its free reserve, with victims of
     /// `valid` valid pages, `remaining` of them left in the current victim (if `current`): the
     /// current victim's pages, then enough victims for the net gain (each frees one block and

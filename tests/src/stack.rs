@@ -27,14 +27,13 @@
 //! FTL_TORTURE_CUTS=1`): mount's reconciliation judged a slot stale by a shared page's sequence
 //! number, so a mapping replay restored from an older share record (after an unjournaled CDM
 //! drop) won over the slot's newer data. Fixed in `cdm/cooperate.rs` (`nv_judge`). The workspace
-//! run (every feature, `sim` included) still attaches dedup + flex-ecc + eti without the NV
-//! cache: with all four, bit_errors.rs `model_with_bch_and_rber` (BCH, raw bit errors, the
-//! small device) finds a host write failing with `NoSpace`: host pages go to the planes in
-//! turn and GC copies within a plane, so valid pages can pile up in one plane until its GC has
-//! nothing to gain (an ftl-core defect, every build; a fix that moves evaluation figures is on
-//! branch `etispace`, see the stop-30 note of issue #17). The
-//! per-configuration runs of scripts/test.sh attach all four (model, torture, bit_errors at
-//! their reduced counts pass). Second writes with the NV cache are tested in cdm.rs. No technique runs on the cached
+//! run (every feature, `sim` included) attached dedup + flex-ecc + eti without the NV cache for
+//! a while: with all four, bit_errors.rs `model_with_bch_and_rber` (BCH, raw bit errors, the
+//! small device) found a host write failing with `NoSpace`. The cause was in ftl-core, every
+//! build: host pages went to the planes in turn and GC copies within a plane, so valid pages
+//! piled up in one plane until its GC had nothing to gain (20 valid pages against 12). A plane
+//! in that state now takes no host page (`plane_stuck` in ftl-core's `frontier.rs`), and every
+//! build attaches what it enables. Second writes with the NV cache are tested in cdm.rs. No technique runs on the cached
 //! map (refused), so cached-map cases attach none and keep the build's policies; second writes
 //! need two planes and pages programmed in any order, so other chips (bit_errors.rs's) run
 //! without them.
@@ -54,8 +53,7 @@ pub use crate::WomParts;
 pub const ATTACHED: Stack = Stack {
     wom: cfg!(feature = "wom") && !cfg!(any(feature = "dedup", feature = "cdm", feature = "flex-ecc")),
     dedup: cfg!(feature = "dedup"),
-    // Not with deduplication in the workspace run (feature `sim`): see the module docs.
-    nv_cache: cfg!(feature = "cdm") && !cfg!(all(feature = "dedup", feature = "sim")),
+    nv_cache: cfg!(feature = "cdm"),
     flex_ecc: cfg!(feature = "flex-ecc"),
 };
 
