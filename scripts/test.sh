@@ -7,16 +7,15 @@ bash scripts/setup.sh
 cargo test --workspace --release
 # The workspace run builds ftl-core with every feature (sim-host, and ftl-tests by default, enable
 # them all). Each configuration below builds ftl-core with exactly its features and runs ftl-core's
-# own tests (unit tests, tests/power_cuts.rs) and the harness's suites that need no simulator: the
+# own tests (unit tests, tests/power_cuts.rs, tests/plane_room.rs) and the harness's suites that need no simulator: the
 # model proptest, the power-cut torture and bit_errors (model and torture with BCH and raw bit
 # errors); with no feature (the firmware's configuration) geometries, anchor and copy_back too. Then each
 # feature alone and the two stacks of issue #17. Each configuration attaches what it enables
 # (tests/src/stack.rs): `wom` second writes, `dedup` deduplication, `cdm` the NV cache,
 # `flex-ecc` FlexECC, `eti` the ETI classifier with two host streams; second writes are not
 # attached with dedup or flex-ecc (the core refuses those) nor with cdm (tests/tests/cdm.rs runs
-# that pair). The workspace run (every feature) attaches dedup + flex-ecc + eti: with the NV
-# cache too, a host write can fail with NoSpace on bit_errors' small device (see
-# tests/src/stack.rs). Case counts are reduced here (FTL_CONFIG_CASES
+# that pair). The workspace run (every feature) attaches dedup + flex-ecc + cdm + eti.
+# Case counts are reduced here (FTL_CONFIG_CASES
 # proptest cases, FTL_CONFIG_CUTS random cuts per torture run, every FTL_CONFIG_STRIDE-th cut
 # point of the exhaustive torture); full counts: the workspace run.
 export PROPTEST_CASES="${FTL_CONFIG_CASES:-128}"
