@@ -9,6 +9,7 @@
 //!   recovery (optionally cut during mount as well), clean remounts and checks after every step.
 //! - [`session`] runs ops against an FTL over any device implementing [`CutControl`] (the
 //!   fault-injecting wrappers of the other tests use it directly).
+//! - [`Forward`]: the pass-through device those wrappers are built on (module [`forward`]).
 //!
 //! Debugging aid: with `FTL_TESTS_SAVE_BEFORE_RECOVERY=<path>`, [`Env`] saves the emulator image
 //! (`Emulator::save`) before every recovery mount, so the image a failing mount saw can be loaded
@@ -27,7 +28,9 @@ use ftl_testkit::{FtlMemory, MapChoice};
 use nand_emu::{Emulator, EmulatorConfig};
 use nand_hal::{BlockId, EccRequirement, ErrorKind, Geometry, NandFlash};
 
+pub mod forward;
 pub mod stack;
+pub use forward::{CutHook, Forward, Hook};
 pub use stack::ExtParts;
 
 /// The FTL type the tests use: the baseline policies unless given others (e.g. a BCH codec).

@@ -15,59 +15,53 @@
 use ftl_core::blocks::BlockState;
 use ftl_core::Config;
 use ftl_tests::{
-    format, geometry, mount, random_workload, session, verify_all, Ctx, CutControl, Log, Model, Outcome, Rng,
-    Totals,
+    format, geometry, mount, random_workload, session, verify_all, Ctx, CutHook, Forward, Hook, Log, Model,
+    Outcome, Rng, Totals,
 };
 use nand_emu::{EmuError, Emulator, EmulatorConfig, FaultConfig};
-use nand_hal::{BlockId, ErrorType, Geometry, NandFlash, PageId};
+use nand_hal::{BlockId, Geometry, NandFlash, PageId};
 
 /// Passes every operation to the emulator and records those that touch a factory-bad block
 /// other than to read it.
-struct Spy<'a> {
-    emu: &'a mut Emulator,
+#[derive(Default)]
+struct Spy {
     violations: Vec<String>,
 }
 
-impl Spy<'_> {
-    fn check(&mut self, what: &str, b: BlockId) {
-        if self.emu.is_factory_bad(b) == Some(true) {
+impl Spy {
+    fn check(&mut self, emu: &Emulator, what: &str, b: BlockId) {
+        if emu.is_factory_bad(b) == Some(true) {
             self.violations.push(format!("{what} of factory-bad block {}", b.0));
         }
     }
 }
 
-impl ErrorType for Spy<'_> {
-    type Error = EmuError;
-}
-
-impl NandFlash for Spy<'_> {
-    fn geometry(&self) -> Geometry {
-        self.emu.geometry()
+impl Hook for Spy {
+    type Dev = Emulator;
+    fn program_page(
+        &mut self,
+        emu: &mut Emulator,
+        page: PageId,
+        data: &[u8],
+        spare: &[u8],
+    ) -> Result<(), EmuError> {
+        let b = emu.geometry().block_of(page);
+        self.check(emu, "program", b);
+        emu.program_page(page, data, spare)
     }
-    fn read_page(&mut self, page: PageId, data: &mut [u8], spare: &mut [u8]) -> Result<(), EmuError> {
-        self.emu.read_page(page, data, spare)
+    fn erase_block(&mut self, emu: &mut Emulator, block: BlockId) -> Result<(), EmuError> {
+        self.check(emu, "erase", block);
+        emu.erase_block(block)
     }
-    fn program_page(&mut self, page: PageId, data: &[u8], spare: &[u8]) -> Result<(), EmuError> {
-        let b = self.emu.geometry().block_of(page);
-        self.check("program", b);
-        self.emu.program_page(page, data, spare)
-    }
-    fn erase_block(&mut self, block: BlockId) -> Result<(), EmuError> {
-        self.check("erase", block);
-        self.emu.erase_block(block)
-    }
-    fn is_bad(&mut self, block: BlockId) -> Result<bool, EmuError> {
-        self.emu.is_bad(block)
-    }
-    fn mark_bad(&mut self, block: BlockId) -> Result<(), EmuError> {
-        self.check("mark_bad", block);
-        self.emu.mark_bad(block)
+    fn mark_bad(&mut self, emu: &mut Emulator, block: BlockId) -> Result<(), EmuError> {
+        self.check(emu, "mark_bad", block);
+        emu.mark_bad(block)
     }
 }
 
-impl CutControl for Spy<'_> {
-    fn schedule_cut(&mut self, after: u64) {
-        self.emu.schedule_power_cut(after);
+impl CutHook for Spy {
+    fn schedule_cut(&mut self, emu: &mut Emulator, after: u64) {
+        emu.schedule_power_cut(after);
     }
 }
 
@@ -92,7 +86,7 @@ fn run(seed: u64) -> Totals {
     ops.extend(random_workload(&mut rng, cfg.logical_pages, 6000));
     let mut violations = Vec::new();
     for round in 0..2 {
-        let spy = Spy { emu: &mut emu, violations: Vec::new() };
+        let spy = Forward::new(&mut emu, Spy::default());
         let mut ftl = if round == 0 { format(spy, &mut mem, cfg) } else { mount(spy, &mut mem, cfg) }
             .unwrap_or_else(|e| panic!("seed {seed}: format/mount failed: {e:?}"));
         let half = ops.len() / 2;
@@ -102,7 +96,7 @@ fn run(seed: u64) -> Totals {
             // Grown failures while GC is busy: once the device is full every host write runs GC,
             // so the next few programs and erases are mostly GC's copies and victim erases.
             // About 25 grown bad blocks per run (8 % of the device) besides the random ones.
-            let emu = &mut ftl.nand_mut().emu;
+            let emu = &mut ftl.nand_mut().dev;
             if rng.chance(1, 3) {
                 emu.fail_program_after(rng.below(40));
             }
@@ -130,15 +124,15 @@ fn run(seed: u64) -> Totals {
             }
         }
         totals.add(ftl.counters());
-        ftl.nand_mut().emu.clear_injected_failures();
+        ftl.nand_mut().dev.clear_injected_failures();
         let mut spy = ftl.unmount().unwrap_or_else(|e| panic!("seed {seed}: unmount failed: {e:?}"));
         model.flush();
-        violations.append(&mut spy.violations);
+        violations.append(&mut spy.hook.violations);
     }
-    let spy = Spy { emu: &mut emu, violations: Vec::new() };
+    let spy = Forward::new(&mut emu, Spy::default());
     let mut ftl = mount(spy, &mut mem, cfg).unwrap();
     verify_all(&mut ftl, &model).unwrap().unwrap();
-    violations.append(&mut ftl.into_nand().violations);
+    violations.append(&mut ftl.into_nand().hook.violations);
     assert!(violations.is_empty(), "seed {seed}: {violations:?}");
     assert!(totals.program_failures > 0 && totals.erase_failures > 0, "seed {seed}: {totals:?}");
     assert!(totals.blocks_retired >= totals.erase_failures, "seed {seed}: {totals:?}");

@@ -60,10 +60,10 @@ use ftl_core::policy::{
 use ftl_core::{Config, Error};
 use ftl_policies::flex_ecc::BchCodec;
 use ftl_tests::{
-    fill_page, format_with, geometry, identify, mount_with, random_workload, Env, Found, Op, RandomCuts, Rng,
-    Start, Verify,
+    fill_page, format_with, geometry, identify, mount_with, random_workload, Env, Forward, Found, Hook, Op,
+    RandomCuts, Rng, Start, Verify,
 };
-use nand_emu::{Emulator, EmulatorConfig, FaultConfig};
+use nand_emu::{EmuError, Emulator, EmulatorConfig, FaultConfig};
 use nand_hal::{BlockId, EccRequirement, Geometry, NandFlash, PageId};
 use proptest::prelude::*;
 
@@ -781,31 +781,30 @@ fn torn_pages_found_by_long_runs_stay_dead() {
 /// A device whose last programmed page (armed with `arm`) has marginal cells, as a program cut
 /// near its end leaves them: its first read shows `t` bit errors in the data (the codec corrects
 /// them), every later read `t + 1` (it cannot).
-struct Marginal<'a> {
-    emu: &'a mut Emulator,
+struct Marginal {
     last_program: Option<PageId>,
     target: Option<PageId>,
     t: usize,
     reads: u32,
 }
 
-impl Marginal<'_> {
+impl Marginal {
     fn arm(&mut self) {
         self.target = self.last_program;
         self.reads = 0;
     }
 }
 
-impl nand_hal::ErrorType for Marginal<'_> {
-    type Error = nand_emu::EmuError;
-}
-
-impl NandFlash for Marginal<'_> {
-    fn geometry(&self) -> Geometry {
-        self.emu.geometry()
-    }
-    fn read_page(&mut self, page: PageId, data: &mut [u8], spare: &mut [u8]) -> Result<(), Self::Error> {
-        self.emu.read_page(page, data, spare)?;
+impl Hook for Marginal {
+    type Dev = Emulator;
+    fn read_page(
+        &mut self,
+        emu: &mut Emulator,
+        page: PageId,
+        data: &mut [u8],
+        spare: &mut [u8],
+    ) -> Result<(), EmuError> {
+        emu.read_page(page, data, spare)?;
         if Some(page) == self.target && !data.is_empty() {
             let flips = if self.reads == 0 { self.t } else { self.t + 1 };
             self.reads += 1;
@@ -815,18 +814,15 @@ impl NandFlash for Marginal<'_> {
         }
         Ok(())
     }
-    fn program_page(&mut self, page: PageId, data: &[u8], spare: &[u8]) -> Result<(), Self::Error> {
+    fn program_page(
+        &mut self,
+        emu: &mut Emulator,
+        page: PageId,
+        data: &[u8],
+        spare: &[u8],
+    ) -> Result<(), EmuError> {
         self.last_program = Some(page);
-        self.emu.program_page(page, data, spare)
-    }
-    fn erase_block(&mut self, block: nand_hal::BlockId) -> Result<(), Self::Error> {
-        self.emu.erase_block(block)
-    }
-    fn is_bad(&mut self, block: nand_hal::BlockId) -> Result<bool, Self::Error> {
-        self.emu.is_bad(block)
-    }
-    fn mark_bad(&mut self, block: nand_hal::BlockId) -> Result<(), Self::Error> {
-        self.emu.mark_bad(block)
+        emu.program_page(page, data, spare)
     }
 }
 
@@ -840,15 +836,15 @@ fn torn_page_decoding_on_one_lucky_read_is_rolled_back() {
     let cfg = model_config();
     let mut emu = emulator(geo, 0.0, 0.0, 0.0, 5);
     let mut mem = ftl_tests::test_memory(&geo, &cfg);
-    let mut dev = Marginal { emu: &mut emu, last_program: None, target: None, t: 8, reads: 0 };
+    let mut dev = Forward::new(&mut emu, Marginal { last_program: None, target: None, t: 8, reads: 0 });
     let mut f = format_with(&mut dev, &mut mem, cfg, bch_policies(&geo)).unwrap();
     f.write(3, &page(3, 1)).unwrap();
     f.flush().unwrap();
     // The cut lands at the end of this write's program (not acknowledged: no flush).
     f.write(3, &page(3, 2)).unwrap();
     let _ = f.into_nand();
-    dev.arm();
-    assert!(dev.target.is_some());
+    dev.hook.arm();
+    assert!(dev.hook.target.is_some());
     let mut buf = vec![0u8; 512];
     for mount in 0..3 {
         let mut f = mount_with(&mut dev, &mut mem, cfg, bch_policies(&geo)).unwrap();
@@ -858,5 +854,5 @@ fn torn_page_decoding_on_one_lucky_read_is_rolled_back() {
         f.flush().unwrap();
         let _ = f.into_nand();
     }
-    assert!(dev.reads >= 2, "mount read the torn page again");
+    assert!(dev.hook.reads >= 2, "mount read the torn page again");
 }

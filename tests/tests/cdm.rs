@@ -28,10 +28,10 @@ use ftl_core::cdm::{NvCache, NvCacheConfig, NvCacheLayout, NvPolicy, Nvm, ReadFi
 use ftl_core::policy::DefaultPolicies;
 use ftl_core::{Config, Error, Extensions, Ftl};
 use ftl_tests::{
-    fill_page, geometry, identify, is_power_loss, session, settle_all, verify_all, Ctx, CutControl, Found,
-    Log, Model, Op, Outcome, TestFtl, WomParts,
+    fill_page, geometry, identify, is_power_loss, session, settle_all, verify_all, Ctx, CutHook, Forward,
+    Found, Hook, Log, Model, Op, Outcome, TestFtl, WomParts,
 };
-use nand_hal::{BlockId, ErrorKind, ErrorType, Geometry, NandFlash, PageId};
+use nand_hal::{ErrorKind, Geometry, NandFlash, PageId, ProgramOp};
 use proptest::prelude::*;
 use sim_host::emulator::{EmuError, Emulator, EmulatorConfig, FaultConfig, NvRam};
 use sim_host::memory::FtlMemory;
@@ -81,50 +81,28 @@ impl Nvm for SharedNvm {
 
 /// The emulator plus the NVM's power: `Op::Cut { after }` cuts the NVM at its `after / 3`-th
 /// next write when `after` is a multiple of 3, else the NAND at its `after`-th next operation.
-struct Device<'a> {
-    emu: &'a mut Emulator,
-    nvm: SharedNvm,
-}
+type Device<'a> = Forward<&'a mut Emulator, SharedNvm>;
 
-impl ErrorType for Device<'_> {
-    type Error = EmuError;
-}
-
-impl NandFlash for Device<'_> {
-    fn geometry(&self) -> Geometry {
-        self.emu.geometry()
+/// The NVM as [`Device`]'s hook: spare reads and multi-plane programs go to the emulator's own,
+/// and it cuts the power of the NVM or of the emulator.
+impl Hook for SharedNvm {
+    type Dev = Emulator;
+    fn read_spare(&mut self, emu: &mut Emulator, page: PageId, spare: &mut [u8]) -> Result<(), EmuError> {
+        emu.read_spare(page, spare)
     }
-    fn read_page(&mut self, page: PageId, data: &mut [u8], spare: &mut [u8]) -> Result<(), EmuError> {
-        self.emu.read_page(page, data, spare)
-    }
-    fn read_spare(&mut self, page: PageId, spare: &mut [u8]) -> Result<(), EmuError> {
-        self.emu.read_spare(page, spare)
-    }
-    fn program_page(&mut self, page: PageId, data: &[u8], spare: &[u8]) -> Result<(), EmuError> {
-        self.emu.program_page(page, data, spare)
-    }
-    fn erase_block(&mut self, block: BlockId) -> Result<(), EmuError> {
-        self.emu.erase_block(block)
-    }
-    fn is_bad(&mut self, block: BlockId) -> Result<bool, EmuError> {
-        self.emu.is_bad(block)
-    }
-    fn mark_bad(&mut self, block: BlockId) -> Result<(), EmuError> {
-        self.emu.mark_bad(block)
-    }
-    fn program_multi(&mut self, ops: &[nand_hal::ProgramOp<'_>]) -> Result<(), (usize, EmuError)> {
-        self.emu.program_multi(ops)
+    fn program_multi(&mut self, emu: &mut Emulator, ops: &[ProgramOp<'_>]) -> Result<(), (usize, EmuError)> {
+        emu.program_multi(ops)
     }
 }
 
-impl CutControl for Device<'_> {
-    fn schedule_cut(&mut self, after: u64) {
-        self.emu.cancel_power_cut();
-        self.nvm.with(|r| r.cancel_power_cut());
+impl CutHook for SharedNvm {
+    fn schedule_cut(&mut self, emu: &mut Emulator, after: u64) {
+        emu.cancel_power_cut();
+        self.with(|r| r.cancel_power_cut());
         if after.is_multiple_of(3) {
-            self.nvm.with(|r| r.schedule_power_cut(after / 3));
+            self.with(|r| r.schedule_power_cut(after / 3));
         } else {
-            self.emu.schedule_power_cut(after);
+            emu.schedule_power_cut(after);
         }
     }
 }
@@ -278,8 +256,8 @@ impl CdmEnv {
                 },
                 Outcome::DeviceError(e) => return Err(format!("device error {e:?}")),
                 Outcome::End => {
-                    ftl.nand_mut().emu.cancel_power_cut();
-                    ftl.nand_mut().nvm.with(|r| r.cancel_power_cut());
+                    ftl.nand_mut().dev.cancel_power_cut();
+                    ftl.nand_mut().hook.with(|r| r.cancel_power_cut());
                     verify_all(&mut ftl, &self.model)?.map_err(|_| "cut in the final check".to_string())?;
                     ftl.unmount().map_err(|e| format!("final unmount: {e:?}"))?;
                     self.model.flush();
@@ -347,7 +325,7 @@ fn open_dev<'a>(
     wom: Option<&'a mut WomParts>,
     format: bool,
 ) -> Result<CdmFtl<'a>, Error> {
-    let dev = Device { emu, nvm: nvm.clone() };
+    let dev = Forward::new(emu, nvm.clone());
     let (map, m) = mem.parts();
     let ext = with_wom(Extensions::none().cache(cache(nvm, slots, index, cc)), wom);
     if format {

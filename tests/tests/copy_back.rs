@@ -27,13 +27,13 @@ use ftl_core::{Config, Counters, Error};
 use ftl_policies::flex_ecc::BchCodec;
 use ftl_testkit::FtlMemory;
 use ftl_tests::{
-    fill_page, format_with, geometry, identify, mount_with, random_workload, Env, Found, RandomCuts, Rng,
-    Start, Verify,
+    fill_page, format_with, geometry, identify, mount_with, random_workload, Env, Forward, Found, Hook,
+    RandomCuts, Rng, Start, Verify,
 };
 use nand_emu::{EmuError, Emulator, EmulatorConfig, FaultConfig};
 use nand_hal::{
-    BlockId, CopyBackAction, CopyBackCaps, CopyBackError, CopyBackOp, EccRequirement, ErrorType, Geometry,
-    NandFlash, PageId,
+    BlockId, CopyBackAction, CopyBackCaps, CopyBackError, CopyBackOp, EccRequirement, Geometry, NandFlash,
+    PageId,
 };
 
 type PoliciesWith<C> = Policies<C, RequestSizeClassifier, Greedy, SingleHostStream>;
@@ -234,42 +234,20 @@ type Bch8 = BchCodec<8192, 2>;
 /// The emulator behind a copy-back check that corrects data but whose corrected bytes are not
 /// written back: the register is programmed with the raw read's data (its bit errors
 /// included), as a copy-back without the check's `write_data` would.
-struct DropCorrections<'a> {
-    emu: &'a mut Emulator,
-}
+struct DropCorrections;
 
-impl ErrorType for DropCorrections<'_> {
-    type Error = EmuError;
-}
-
-impl NandFlash for DropCorrections<'_> {
-    fn geometry(&self) -> Geometry {
-        self.emu.geometry()
-    }
-    fn read_page(&mut self, page: PageId, data: &mut [u8], spare: &mut [u8]) -> Result<(), EmuError> {
-        self.emu.read_page(page, data, spare)
-    }
-    fn program_page(&mut self, page: PageId, data: &[u8], spare: &[u8]) -> Result<(), EmuError> {
-        self.emu.program_page(page, data, spare)
-    }
-    fn erase_block(&mut self, block: BlockId) -> Result<(), EmuError> {
-        self.emu.erase_block(block)
-    }
-    fn is_bad(&mut self, block: BlockId) -> Result<bool, EmuError> {
-        self.emu.is_bad(block)
-    }
-    fn mark_bad(&mut self, block: BlockId) -> Result<(), EmuError> {
-        self.emu.mark_bad(block)
-    }
-    fn copy_back_caps(&self) -> CopyBackCaps {
-        self.emu.copy_back_caps()
+impl Hook for DropCorrections {
+    type Dev = Emulator;
+    fn copy_back_caps(&self, emu: &Emulator) -> CopyBackCaps {
+        emu.copy_back_caps()
     }
     fn copy_back(
         &mut self,
+        emu: &mut Emulator,
         op: CopyBackOp<'_>,
         check: &mut dyn FnMut(&mut [u8], &mut [u8]) -> CopyBackAction,
     ) -> Result<CopyBackAction, CopyBackError<EmuError>> {
-        self.emu.copy_back(op, &mut |data, spare| match check(data, spare) {
+        emu.copy_back(op, &mut |data, spare| match check(data, spare) {
             CopyBackAction::Program { write_spare, .. } => {
                 CopyBackAction::Program { write_data: false, write_spare }
             }
@@ -300,7 +278,7 @@ fn bit_error_run(drop_corrections: bool) -> (u32, u32, Counters) {
     let mut page = vec![0u8; 512];
     let mut sum = Counters::default();
     let (exact, lost) = if drop_corrections {
-        let mut f = format_with(DropCorrections { emu: &mut emu }, &mut mem, cfg, policies).unwrap();
+        let mut f = format_with(Forward::new(&mut emu, DropCorrections), &mut mem, cfg, policies).unwrap();
         let r = cold_and_hot(&mut f, &cfg, cold, &mut page);
         add(&mut sum, f.counters());
         r

@@ -30,10 +30,10 @@ use ftl_core::{BlockInfo, Config, Error, FlatMap, Ftl, Memory, RamLayout};
 use ftl_testkit::MapChoice;
 use ftl_tests::{
     fill_page, format, geometry, identify, mount, random_workload, session, settle_all, verify_all, Ctx,
-    CutControl, FaultPlan, Faulty, Found, Log, Model, Op, Outcome, Rng, Verify,
+    CutControl, FaultPlan, Faulty, Forward, Found, Hook, Log, Model, Op, Outcome, Rng, Verify,
 };
-use nand_emu::{Emulator, EmulatorConfig, FaultConfig};
-use nand_hal::{BlockId, ErrorKind, ErrorType, Geometry, NandFlash, PageId};
+use nand_emu::{EmuError, Emulator, EmulatorConfig, FaultConfig};
+use nand_hal::{BlockId, ErrorKind, Geometry, NandFlash, PageId};
 use proptest::prelude::*;
 
 fn small() -> (Geometry, Config) {
@@ -419,43 +419,46 @@ fn running_out_of_good_blocks_is_no_space() {
 // Corrupt images
 
 /// Returns chosen pages with replaced or flipped contents, as if the array held them.
-struct Overlay<'a> {
-    emu: &'a mut Emulator,
+#[derive(Default)]
+struct Overlay {
     pages: HashMap<u32, (Vec<u8>, Vec<u8>)>,
 }
 
-impl ErrorType for Overlay<'_> {
-    type Error = nand_emu::EmuError;
-}
+/// The emulator behind an [`Overlay`].
+type Overlaid<'a> = Forward<&'a mut Emulator, Overlay>;
 
-impl NandFlash for Overlay<'_> {
-    fn geometry(&self) -> Geometry {
-        self.emu.geometry()
-    }
-    fn read_page(&mut self, page: PageId, data: &mut [u8], spare: &mut [u8]) -> Result<(), Self::Error> {
-        self.emu.read_page(page, data, spare)?;
+impl Hook for Overlay {
+    type Dev = Emulator;
+    fn read_page(
+        &mut self,
+        emu: &mut Emulator,
+        page: PageId,
+        data: &mut [u8],
+        spare: &mut [u8],
+    ) -> Result<(), EmuError> {
+        emu.read_page(page, data, spare)?;
         if let Some((d, s)) = self.pages.get(&page.0) {
             data.copy_from_slice(&d[..data.len()]);
             spare.copy_from_slice(&s[..spare.len()]);
         }
         Ok(())
     }
-    fn program_page(&mut self, page: PageId, data: &[u8], spare: &[u8]) -> Result<(), Self::Error> {
+    fn program_page(
+        &mut self,
+        emu: &mut Emulator,
+        page: PageId,
+        data: &[u8],
+        spare: &[u8],
+    ) -> Result<(), EmuError> {
         self.pages.remove(&page.0);
-        self.emu.program_page(page, data, spare)
+        emu.program_page(page, data, spare)
     }
-    fn erase_block(&mut self, block: BlockId) -> Result<(), Self::Error> {
-        let ppb = self.emu.geometry().pages_per_block;
+    fn erase_block(&mut self, emu: &mut Emulator, block: BlockId) -> Result<(), EmuError> {
+        let ppb = emu.geometry().pages_per_block;
         for p in block.0 * ppb..(block.0 + 1) * ppb {
             self.pages.remove(&p);
         }
-        self.emu.erase_block(block)
-    }
-    fn is_bad(&mut self, block: BlockId) -> Result<bool, Self::Error> {
-        self.emu.is_bad(block)
-    }
-    fn mark_bad(&mut self, block: BlockId) -> Result<(), Self::Error> {
-        self.emu.mark_bad(block)
+        emu.erase_block(block)
     }
 }
 
@@ -549,12 +552,12 @@ fn newest_checkpoint(emu: &Emulator) -> Vec<PageId> {
     found.into_iter().map(|f| f.2).collect()
 }
 
-fn apply(c: &Corruption, dev: &mut Overlay<'_>, cfg: &Config) {
-    let g = dev.emu.geometry();
+fn apply(c: &Corruption, dev: &mut Overlaid<'_>, cfg: &Config) {
+    let g = dev.dev.geometry();
     let (d, s) = (g.data_bytes as usize, g.spare_bytes as usize);
-    let current = |dev: &Overlay<'_>, p: u32| -> (Vec<u8>, Vec<u8>) {
-        dev.pages.get(&p).cloned().unwrap_or_else(|| {
-            let (a, b) = dev.emu.peek_page(PageId(p)).unwrap();
+    let current = |dev: &Overlaid<'_>, p: u32| -> (Vec<u8>, Vec<u8>) {
+        dev.hook.pages.get(&p).cloned().unwrap_or_else(|| {
+            let (a, b) = dev.dev.peek_page(PageId(p)).unwrap();
             (a.to_vec(), b.to_vec())
         })
     };
@@ -566,11 +569,11 @@ fn apply(c: &Corruption, dev: &mut Overlay<'_>, cfg: &Config) {
             buf[off..].copy_from_slice(&bytes[..n]);
             // Refused programs (NOP, order) are part of the fuzzing: ignore them.
             let _ = if *spare {
-                dev.emu.program_page(PageId(*page), &[], &buf)
+                dev.dev.program_page(PageId(*page), &[], &buf)
             } else {
-                dev.emu.program_page(PageId(*page), &buf, &[])
+                dev.dev.program_page(PageId(*page), &buf, &[])
             };
-            dev.pages.remove(page);
+            dev.hook.pages.remove(page);
         }
         Corruption::Flip { page, spare, offset, mask } => {
             let (mut data, mut sp) = current(dev, *page);
@@ -579,7 +582,7 @@ fn apply(c: &Corruption, dev: &mut Overlay<'_>, cfg: &Config) {
             } else {
                 data[*offset as usize % d] ^= mask;
             }
-            dev.pages.insert(*page, (data, sp));
+            dev.hook.pages.insert(*page, (data, sp));
         }
         Corruption::Forge { page, kind, tag, seq, aux, erase_count, data_seed } => {
             let mut data = vec![0u8; d];
@@ -596,10 +599,10 @@ fn apply(c: &Corruption, dev: &mut Overlay<'_>, cfg: &Config) {
             };
             PageMeta { kind, tag: *tag, seq: *seq, erase_count: *erase_count, aux: *aux }.encode(&mut sp);
             sp[META_LEN..META_LEN + 4].copy_from_slice(&crc32c(&data).to_le_bytes());
-            dev.pages.insert(*page, (data, sp));
+            dev.hook.pages.insert(*page, (data, sp));
         }
         Corruption::CheckpointWord { index, value } => {
-            let pages = newest_checkpoint(dev.emu);
+            let pages = newest_checkpoint(dev.dev);
             let total = checkpoint_words(&g, cfg.logical_pages) as usize;
             if pages.len() != checkpoint_pages(&g, cfg.logical_pages) as usize {
                 return;
@@ -622,7 +625,7 @@ fn apply(c: &Corruption, dev: &mut Overlay<'_>, cfg: &Config) {
                 sp[META_LEN..META_LEN + 4].copy_from_slice(&crc32c(data).to_le_bytes());
             }
             for (p, c) in pages.iter().zip(contents) {
-                dev.pages.insert(p.0, c);
+                dev.hook.pages.insert(p.0, c);
             }
             let _ = (HEADER_WORDS, FRONTIER_WORDS);
         }
@@ -630,7 +633,7 @@ fn apply(c: &Corruption, dev: &mut Overlay<'_>, cfg: &Config) {
             let _ = dev.erase_block(BlockId(*block));
         }
         Corruption::MarkBad { block } => {
-            let _ = dev.emu.mark_bad(BlockId(*block));
+            let _ = dev.dev.mark_bad(BlockId(*block));
         }
     }
 }
@@ -647,7 +650,7 @@ fn exercise_with(emu: &mut Emulator, corruptions: &[Corruption], cut: bool, map:
         emu.power_cut_now();
         emu.restore_power();
     }
-    let mut dev = Overlay { emu, pages: HashMap::new() };
+    let mut dev = Forward::new(emu, Overlay::default());
     for c in corruptions {
         apply(c, &mut dev, &cfg);
     }
@@ -789,11 +792,11 @@ fn corruptions_are_detected_or_harmless() {
     assert!(o.starts_with("mount: Corrupt"), "{o}");
     // A flipped bit in a data page's data: mounts, and that page reads as uncorrectable.
     let mut emu = clean.clone();
-    let mut dev = Overlay { emu: &mut emu, pages: HashMap::new() };
+    let mut dev = Forward::new(&mut emu, Overlay::default());
     let (geo, cfg) = small();
     let mut mem = ftl_tests::test_memory(&geo, &cfg);
     let target = {
-        mount(&mut *dev.emu, &mut mem, cfg).unwrap();
+        mount(&mut *dev.dev, &mut mem, cfg).unwrap();
         let (map, _) = mem.parts();
         let l =
             (0..cfg.logical_pages).find(|&l| ftl_core::map::MappingTable::get(&map, l).is_some()).unwrap();
@@ -824,7 +827,7 @@ fn sequence_numbers_near_the_limit_are_corrupt() {
                 .map(|b| geo.page(BlockId(b), 0))
                 .find(|&p| emu.peek_page(p).unwrap().1.iter().all(|&b| b == 0xFF))
                 .unwrap();
-            let mut dev = Overlay { emu: &mut emu, pages: HashMap::new() };
+            let mut dev = Forward::new(&mut emu, Overlay::default());
             let forged = Corruption::Forge {
                 page: first_of_erased_block.0,
                 kind,

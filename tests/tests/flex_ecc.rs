@@ -17,9 +17,9 @@ use ftl_core::policy::{Greedy, PageFormat, Policies, RequestSizeClassifier, Sing
 use ftl_core::{Config, Error, Extensions, Ftl};
 use ftl_policies::flex_ecc::{BchCodec, FlexCodec, ScrubConfig, Scrubber};
 use ftl_testkit::FtlMemory;
-use ftl_tests::{fill_page, geometry, identify, Found, Rng};
-use nand_emu::{Emulator, EmulatorConfig};
-use nand_hal::{BlockId, ErrorType, Geometry, NandFlash, PageId};
+use ftl_tests::{fill_page, geometry, identify, Forward, Found, Hook, Rng};
+use nand_emu::{EmuError, Emulator, EmulatorConfig};
+use nand_hal::{BlockId, Geometry, NandFlash, PageId};
 
 /// BCH t = 4 over the whole 512-byte page (m = 13).
 type Codec = FlexCodec<8192, 1>;
@@ -41,25 +41,23 @@ fn policies() -> Pol {
     }
 }
 
-/// The emulator with bit errors injected into the data area of chosen physical pages, and a record
-/// of where each logical page's newest copy was programmed.
+/// Bit errors injected into the data area of chosen physical pages, and a record of where each
+/// logical page's newest copy was programmed.
 struct Noise {
-    emu: Emulator,
     flips: HashMap<u32, Vec<usize>>,
     latest: HashMap<u32, PageId>,
     rng: Rng,
 }
 
-impl Noise {
-    fn new(geo: Geometry) -> Self {
-        Noise {
-            emu: Emulator::new(EmulatorConfig::new(geo)).unwrap(),
-            flips: HashMap::new(),
-            latest: HashMap::new(),
-            rng: Rng::new(7),
-        }
-    }
+/// The emulator behind [`Noise`].
+type Noisy = Forward<Emulator, Noise>;
 
+fn noisy(geo: Geometry) -> Noisy {
+    let noise = Noise { flips: HashMap::new(), latest: HashMap::new(), rng: Rng::new(7) };
+    Forward::new(Emulator::new(EmulatorConfig::new(geo)).unwrap(), noise)
+}
+
+impl Noise {
     /// Injects `k` distinct bit errors into the data of the newest copy of `lpn`.
     fn corrupt(&mut self, lpn: u32, k: usize) -> PageId {
         let page = self.latest[&lpn];
@@ -74,16 +72,16 @@ impl Noise {
     }
 }
 
-impl ErrorType for Noise {
-    type Error = <Emulator as ErrorType>::Error;
-}
-
-impl NandFlash for Noise {
-    fn geometry(&self) -> Geometry {
-        self.emu.geometry()
-    }
-    fn read_page(&mut self, page: PageId, data: &mut [u8], spare: &mut [u8]) -> Result<(), Self::Error> {
-        self.emu.read_page(page, data, spare)?;
+impl Hook for Noise {
+    type Dev = Emulator;
+    fn read_page(
+        &mut self,
+        emu: &mut Emulator,
+        page: PageId,
+        data: &mut [u8],
+        spare: &mut [u8],
+    ) -> Result<(), EmuError> {
+        emu.read_page(page, data, spare)?;
         if let Some(bits) = self.flips.get(&page.0) {
             for &b in bits {
                 if b / 8 < data.len() {
@@ -93,8 +91,14 @@ impl NandFlash for Noise {
         }
         Ok(())
     }
-    fn program_page(&mut self, page: PageId, data: &[u8], spare: &[u8]) -> Result<(), Self::Error> {
-        self.emu.program_page(page, data, spare)?;
+    fn program_page(
+        &mut self,
+        emu: &mut Emulator,
+        page: PageId,
+        data: &[u8],
+        spare: &[u8],
+    ) -> Result<(), EmuError> {
+        emu.program_page(page, data, spare)?;
         if let SpareState::Valid(m) = PageMeta::decode(spare) {
             if m.kind == PageKind::Data {
                 self.latest.insert(m.tag, page);
@@ -102,17 +106,11 @@ impl NandFlash for Noise {
         }
         Ok(())
     }
-    fn erase_block(&mut self, block: BlockId) -> Result<(), Self::Error> {
-        self.emu.erase_block(block)?;
-        let ppb = self.emu.geometry().pages_per_block;
+    fn erase_block(&mut self, emu: &mut Emulator, block: BlockId) -> Result<(), EmuError> {
+        emu.erase_block(block)?;
+        let ppb = emu.geometry().pages_per_block;
         self.flips.retain(|&p, _| p / ppb != block.0);
         Ok(())
-    }
-    fn is_bad(&mut self, block: BlockId) -> Result<bool, Self::Error> {
-        self.emu.is_bad(block)
-    }
-    fn mark_bad(&mut self, block: BlockId) -> Result<(), Self::Error> {
-        self.emu.mark_bad(block)
     }
 }
 
@@ -155,7 +153,7 @@ const FULL: u32 = 124;
 fn intents_choose_the_format_and_reads_report_it() {
     let g = geo();
     let c = cfg(&g);
-    let mut noise = Noise::new(g);
+    let mut noise = noisy(g);
     let mut mem = FtlMemory::new(&g, &c);
     let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
     let mut short = [0u32; 1];
@@ -214,7 +212,7 @@ fn intents_choose_the_format_and_reads_report_it() {
 fn corrupt_crc_page_is_served_from_backing_store_and_bch_page_is_corrected() {
     let g = geo();
     let c = cfg(&g);
-    let mut noise = Noise::new(g);
+    let mut noise = noisy(g);
     let mut mem = FtlMemory::new(&g, &c);
     let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
     let (map, m) = mem.parts();
@@ -233,7 +231,7 @@ fn corrupt_crc_page_is_served_from_backing_store_and_bch_page_is_corrected() {
     ftl.write_with(5, &page(5, 10), Intent::Clean).unwrap();
     ftl.write_with(6, &page(6, 11), Intent::Dirty).unwrap();
     // One flipped bit condemns a CRC page: never returned as data.
-    let old = ftl.nand_mut().corrupt(5, 1);
+    let old = ftl.nand_mut().hook.corrupt(5, 1);
     assert_eq!(
         ftl.read_with(5, &mut buf).unwrap(),
         PageRead::Corrupt { format: Some(PageFormat::Detecting) }
@@ -242,7 +240,7 @@ fn corrupt_crc_page_is_served_from_backing_store_and_bch_page_is_corrected() {
     assert_eq!(identify(5, &buf), Found::Content(Some(10)));
     assert_eq!(disk.fetches, 1);
     // Repopulated as a new clean page.
-    assert_ne!(ftl.nand_mut().latest[&5], old);
+    assert_ne!(ftl.nand_mut().hook.latest[&5], old);
     assert_eq!(
         ftl.read_or_fetch(5, &mut buf, &mut disk).unwrap(),
         Served::Flash(PageRead::Good { format: Some(PageFormat::Detecting), corrected: 0 })
@@ -250,15 +248,15 @@ fn corrupt_crc_page_is_served_from_backing_store_and_bch_page_is_corrected() {
     assert_eq!(disk.fetches, 1);
     // Up to t errors in a BCH page are corrected and counted; more are uncorrectable.
     for k in 1..=T as usize {
-        ftl.nand_mut().flips.clear();
-        ftl.nand_mut().corrupt(6, k);
+        ftl.nand_mut().hook.flips.clear();
+        ftl.nand_mut().hook.corrupt(6, k);
         assert_eq!(
             ftl.read_or_fetch(6, &mut buf, &mut disk).unwrap(),
             Served::Flash(PageRead::Good { format: Some(PageFormat::Correcting), corrected: k as u32 })
         );
         assert_eq!(identify(6, &buf), Found::Content(Some(11)));
     }
-    ftl.nand_mut().corrupt(6, 2 * T as usize);
+    ftl.nand_mut().hook.corrupt(6, 2 * T as usize);
     assert_eq!(ftl.read_or_fetch(6, &mut buf, &mut disk), Err(Error::Uncorrectable { lpn: 6 }));
     // A dirty page has no backing copy and is never fetched.
     assert_eq!(disk.fetches, 1);
@@ -286,7 +284,7 @@ fn random_intents_flush_reads_and_gc_conversion_match_the_model() {
     for seed in 1..=6u64 {
         let g = geo();
         let c = cfg(&g);
-        let mut noise = Noise::new(g);
+        let mut noise = noisy(g);
         let mut mem = FtlMemory::new(&g, &c);
         let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
         let (map, m) = mem.parts();
@@ -324,7 +322,7 @@ fn random_intents_flush_reads_and_gc_conversion_match_the_model() {
                 }
                 6 => {
                     // The cache manager flush-reads dirty pages only.
-                    let cur = ftl.nand_mut().latest.get(&lpn).copied();
+                    let cur = ftl.nand_mut().hook.latest.get(&lpn).copied();
                     if !matches!(model.get(&lpn), None | Some((_, State::Dirty)))
                         && !matches!(model.get(&lpn), Some((_, State::Marked(p))) if Some(*p) == cur)
                     {
@@ -338,7 +336,7 @@ fn random_intents_flush_reads_and_gc_conversion_match_the_model() {
                             assert_eq!(identify(lpn, &buf), Found::Content(Some(id)));
                             if st == State::Dirty {
                                 disk.pages.insert(lpn, id);
-                                model.insert(lpn, (id, State::Marked(ftl.nand_mut().latest[&lpn])));
+                                model.insert(lpn, (id, State::Marked(ftl.nand_mut().hook.latest[&lpn])));
                             }
                         }
                     }
@@ -348,17 +346,17 @@ fn random_intents_flush_reads_and_gc_conversion_match_the_model() {
                     if let Some(&(_, st)) = model.get(&lpn) {
                         let detecting = match st {
                             State::Clean => true,
-                            State::Marked(p) => ftl.nand_mut().latest[&lpn] != p,
+                            State::Marked(p) => ftl.nand_mut().hook.latest[&lpn] != p,
                             State::Dirty => false,
                         };
                         let k = if detecting { 1 + rng.below(2 * T as u64) } else { 1 + rng.below(T as u64) };
-                        let cur = ftl.nand_mut().latest[&lpn];
-                        ftl.nand_mut().flips.remove(&cur.0);
-                        ftl.nand_mut().corrupt(lpn, k as usize);
+                        let cur = ftl.nand_mut().hook.latest[&lpn];
+                        ftl.nand_mut().hook.flips.remove(&cur.0);
+                        ftl.nand_mut().hook.corrupt(lpn, k as usize);
                     }
                 }
                 _ => {
-                    let cur = ftl.nand_mut().latest.get(&lpn).copied();
+                    let cur = ftl.nand_mut().hook.latest.get(&lpn).copied();
                     let r = ftl.read_or_fetch(lpn, &mut buf, &mut disk).unwrap();
                     match model.get(&lpn).copied() {
                         None => assert_eq!(r, Served::Flash(PageRead::Unmapped)),
@@ -411,7 +409,7 @@ fn random_intents_flush_reads_and_gc_conversion_match_the_model() {
 fn format_survives_remount_and_lost_marks_keep_pages_bch() {
     let g = geo();
     let c = cfg_pages(&g, FULL);
-    let mut noise = Noise::new(g);
+    let mut noise = noisy(g);
     let mut buf = vec![0u8; PAGE];
     {
         let mut mem = FtlMemory::new(&g, &c);
@@ -453,11 +451,11 @@ fn format_survives_remount_and_lost_marks_keep_pages_bch() {
     )
     .unwrap();
     // Rewrite the rest of the space until GC has moved most of the first 40 pages.
-    let before: Vec<PageId> = (0..40).map(|l| ftl.nand_mut().latest[&l]).collect();
+    let before: Vec<PageId> = (0..40).map(|l| ftl.nand_mut().hook.latest[&l]).collect();
     let mut id = 1000;
     let mut rng = Rng::new(3);
-    let moved = |ftl: &mut Ftl<'_, &mut Noise, Pol, ftl_core::AnyMap<'_>>| {
-        (0..40u32).filter(|&l| ftl.nand_mut().latest[&l] != before[l as usize]).count()
+    let moved = |ftl: &mut Ftl<'_, &mut Noisy, Pol, ftl_core::AnyMap<'_>>| {
+        (0..40u32).filter(|&l| ftl.nand_mut().hook.latest[&l] != before[l as usize]).count()
     };
     for _ in 0..200 {
         if moved(&mut ftl) >= 30 {
@@ -486,7 +484,7 @@ fn format_survives_remount_and_lost_marks_keep_pages_bch() {
 fn a_write_after_a_flush_read_keeps_the_new_data_bch() {
     let g = geo();
     let c = cfg_pages(&g, FULL);
-    let mut noise = Noise::new(g);
+    let mut noise = noisy(g);
     let mut mem = FtlMemory::new(&g, &c);
     let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
     let (map, m) = mem.parts();
@@ -505,11 +503,11 @@ fn a_write_after_a_flush_read_keeps_the_new_data_bch() {
     assert!(ftl.flex_is_marked(7));
     ftl.write(7, &page(7, 2)).unwrap();
     assert!(!ftl.flex_is_marked(7));
-    let before = ftl.nand_mut().latest[&7];
+    let before = ftl.nand_mut().hook.latest[&7];
     let mut id = 100;
     let mut rng = Rng::new(4);
     for _ in 0..200 {
-        if ftl.nand_mut().latest[&7] != before {
+        if ftl.nand_mut().hook.latest[&7] != before {
             break;
         }
         for _ in 20..FULL {
@@ -518,7 +516,7 @@ fn a_write_after_a_flush_read_keeps_the_new_data_bch() {
             ftl.write(l, &page(l, id)).unwrap();
         }
     }
-    assert_ne!(ftl.nand_mut().latest[&7], before, "GC never moved the page");
+    assert_ne!(ftl.nand_mut().hook.latest[&7], before, "GC never moved the page");
     assert_eq!(
         ftl.read_with(7, &mut buf).unwrap(),
         PageRead::Good { format: Some(PageFormat::Correcting), corrected: 0 }
@@ -530,7 +528,7 @@ fn a_write_after_a_flush_read_keeps_the_new_data_bch() {
 fn scrubber_verifies_in_gaps_prefetches_in_long_gaps_and_refreshes_bch_pages() {
     let g = geo();
     let c = cfg(&g);
-    let mut noise = Noise::new(g);
+    let mut noise = noisy(g);
     let mut mem = FtlMemory::new(&g, &c);
     let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
     let (map, m) = mem.parts();
@@ -554,7 +552,7 @@ fn scrubber_verifies_in_gaps_prefetches_in_long_gaps_and_refreshes_bch_pages() {
     }
     let bad = [2u32, 9, 15, 17];
     for &l in &bad {
-        ftl.nand_mut().corrupt(l, 1);
+        ftl.nand_mut().hook.corrupt(l, 1);
     }
     let sc = ScrubConfig { t_verify_ns: 10_000, max_verify: 1000, ..ScrubConfig::default() };
     let mut s = Scrubber::<16>::new(sc);
@@ -583,14 +581,14 @@ fn scrubber_verifies_in_gaps_prefetches_in_long_gaps_and_refreshes_bch_pages() {
     assert_eq!(disk.fetches, 4);
     // BCH pages: with scan_correcting, one at the threshold is refreshed (moved, clean again),
     // one below it is left alone.
-    ftl.nand_mut().corrupt(22, 3);
-    let keep = ftl.nand_mut().corrupt(23, 2);
-    let moved_from = ftl.nand_mut().latest[&22];
+    ftl.nand_mut().hook.corrupt(22, 3);
+    let keep = ftl.nand_mut().hook.corrupt(23, 2);
+    let moved_from = ftl.nand_mut().hook.latest[&22];
     let mut s2 = Scrubber::<16>::new(ScrubConfig { scan_correcting: true, ..sc });
     let w = s2.idle(&mut ftl, 400_000, &mut disk, &mut buf).unwrap();
     assert_eq!(w.refreshed, 1);
-    assert_ne!(ftl.nand_mut().latest[&22], moved_from);
-    assert_eq!(ftl.nand_mut().latest[&23], keep);
+    assert_ne!(ftl.nand_mut().hook.latest[&22], moved_from);
+    assert_eq!(ftl.nand_mut().hook.latest[&23], keep);
     assert_eq!(
         ftl.read_with(22, &mut buf).unwrap(),
         PageRead::Good { format: Some(PageFormat::Correcting), corrected: 0 }
@@ -598,10 +596,10 @@ fn scrubber_verifies_in_gaps_prefetches_in_long_gaps_and_refreshes_bch_pages() {
     assert_eq!(identify(22, &buf), Found::Content(Some(23)));
     assert_eq!(ftl.flex_counters().refreshed, 1);
     // A refresh on the read path too.
-    ftl.nand_mut().corrupt(24, 3);
-    let from = ftl.nand_mut().latest[&24];
+    ftl.nand_mut().hook.corrupt(24, 3);
+    let from = ftl.nand_mut().hook.latest[&24];
     ftl.read_or_fetch(24, &mut buf, &mut disk).unwrap();
-    assert_ne!(ftl.nand_mut().latest[&24], from);
+    assert_ne!(ftl.nand_mut().hook.latest[&24], from);
 }
 
 /// Power cuts at many points while GC converts flush-read pages to CRC: after the remount every
@@ -614,7 +612,7 @@ fn power_cuts_during_gc_conversion_lose_nothing() {
     let mut cuts_fired = 0;
     let mut converted_seen = 0;
     for k in (5..600).step_by(23) {
-        let mut noise = Noise::new(g);
+        let mut noise = noisy(g);
         let mut buf = vec![0u8; PAGE];
         {
             let mut mem = FtlMemory::new(&g, &c);
@@ -639,7 +637,7 @@ fn power_cuts_during_gc_conversion_lose_nothing() {
             for l in 0..40 {
                 ftl.flush_read(l, &mut buf).unwrap();
             }
-            ftl.nand_mut().emu.schedule_power_cut(k);
+            ftl.nand_mut().dev.schedule_power_cut(k);
             let mut rng = Rng::new(k);
             let mut id = 100;
             for _ in 0..400 {
@@ -655,8 +653,8 @@ fn power_cuts_during_gc_conversion_lose_nothing() {
                 }
             }
         }
-        noise.emu.restore_power();
-        noise.emu.cancel_power_cut();
+        noise.dev.restore_power();
+        noise.dev.cancel_power_cut();
         let mut mem = FtlMemory::new(&g, &c);
         let (map, m) = mem.parts();
         let mut ftl = Ftl::mount(&mut noise, policies(), map, m, c).unwrap();

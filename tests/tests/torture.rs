@@ -25,47 +25,34 @@ use ftl_core::policy::PolicySet;
 use ftl_core::Config;
 use ftl_testkit::MapChoice;
 use ftl_tests::{
-    fill_page, format, geometry, identify, mount, random_workload, Env, Found, Op, RandomCuts, Rng, Start,
-    Verify,
+    fill_page, format, geometry, identify, mount, random_workload, Env, Forward, Found, Hook, Op, RandomCuts,
+    Rng, Start, Verify,
 };
 use nand_emu::{EmuError, Emulator, EmulatorConfig, FaultConfig};
-use nand_hal::{BlockId, ErrorType, Geometry, NandFlash, PageId};
+use nand_hal::{Geometry, NandFlash, PageId};
 
 /// A device whose next program writes the whole spare area but only the first half of the data,
 /// then loses power: a torn page whose metadata checks out.
-struct TearNextProgram<'a> {
-    emu: &'a mut Emulator,
+struct TearNextProgram {
     armed: bool,
 }
 
-impl ErrorType for TearNextProgram<'_> {
-    type Error = EmuError;
-}
-
-impl NandFlash for TearNextProgram<'_> {
-    fn geometry(&self) -> Geometry {
-        self.emu.geometry()
-    }
-    fn read_page(&mut self, page: PageId, data: &mut [u8], spare: &mut [u8]) -> Result<(), EmuError> {
-        self.emu.read_page(page, data, spare)
-    }
-    fn program_page(&mut self, page: PageId, data: &[u8], spare: &[u8]) -> Result<(), EmuError> {
+impl Hook for TearNextProgram {
+    type Dev = Emulator;
+    fn program_page(
+        &mut self,
+        emu: &mut Emulator,
+        page: PageId,
+        data: &[u8],
+        spare: &[u8],
+    ) -> Result<(), EmuError> {
         if self.armed {
             self.armed = false;
-            self.emu.program_page(page, &data[..data.len() / 2], spare)?;
-            self.emu.power_cut_now();
+            emu.program_page(page, &data[..data.len() / 2], spare)?;
+            emu.power_cut_now();
             return Err(EmuError::PowerLoss);
         }
-        self.emu.program_page(page, data, spare)
-    }
-    fn erase_block(&mut self, block: BlockId) -> Result<(), EmuError> {
-        self.emu.erase_block(block)
-    }
-    fn is_bad(&mut self, block: BlockId) -> Result<bool, EmuError> {
-        self.emu.is_bad(block)
-    }
-    fn mark_bad(&mut self, block: BlockId) -> Result<(), EmuError> {
-        self.emu.mark_bad(block)
+        emu.program_page(page, data, spare)
     }
 }
 
@@ -96,7 +83,7 @@ fn torn_newest_page_stays_rolled_back() {
         f.flush().unwrap();
     }
     {
-        let dev = TearNextProgram { emu: &mut emu, armed: true };
+        let dev = Forward::new(&mut emu, TearNextProgram { armed: true });
         let mut f = mount(dev, &mut mem, cfg).unwrap();
         assert!(ftl_tests::is_power_loss(&f.write(0, &page(0, 2)).unwrap_err()));
     }

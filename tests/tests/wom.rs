@@ -30,11 +30,12 @@ use ftl_core::reuse::{PairLayout, ReuseConfig, ReuseState, SecondWriteCodec, Sec
 use ftl_core::{Config, Error};
 use ftl_testkit::reuse::{polar_wom_bch, WomBch};
 use ftl_tests::{
-    fill_page, identify, open, random_workload, Env, Found, Op, RandomCuts, Rng, Start, Verify, WomParts,
+    fill_page, identify, open, random_workload, Env, Forward, Found, Hook, Op, RandomCuts, Rng, Start,
+    Verify, WomParts,
 };
-use nand_hal::{BlockId, EccRequirement, Geometry};
+use nand_hal::{BlockId, EccRequirement, Geometry, NandFlash};
 use proptest::prelude::*;
-use sim_host::emulator::{Emulator, EmulatorConfig, FaultConfig};
+use sim_host::emulator::{EmuError, Emulator, EmulatorConfig, FaultConfig};
 use sim_host::memory::FtlMemory;
 use sim_host::sim::wom::{polar_wom, ReuseBuffers};
 
@@ -642,13 +643,8 @@ fn model_config_reaches_second_writes() {
 /// A device whose next second write (a program whose spare carries whole second-write
 /// metadata) programs both spares whole but only the first half of each data area, then loses
 /// power: a torn second write whose metadata checks out, the case only decoding can catch.
-struct TearNextSecondWrite<'a> {
-    emu: &'a mut Emulator,
+struct TearNextSecondWrite {
     armed: bool,
-}
-
-impl nand_hal::ErrorType for TearNextSecondWrite<'_> {
-    type Error = sim_host::emulator::EmuError;
 }
 
 fn sw_half(spare: &[u8]) -> Option<u8> {
@@ -666,42 +662,38 @@ fn is_second_write(spare: &[u8]) -> bool {
     )
 }
 
-impl nand_hal::NandFlash for TearNextSecondWrite<'_> {
-    fn geometry(&self) -> Geometry {
-        self.emu.geometry()
-    }
-    fn read_page(&mut self, p: nand_hal::PageId, d: &mut [u8], s: &mut [u8]) -> Result<(), Self::Error> {
-        self.emu.read_page(p, d, s)
-    }
-    fn program_page(&mut self, p: nand_hal::PageId, d: &[u8], s: &[u8]) -> Result<(), Self::Error> {
+impl Hook for TearNextSecondWrite {
+    type Dev = Emulator;
+    fn program_page(
+        &mut self,
+        emu: &mut Emulator,
+        p: nand_hal::PageId,
+        d: &[u8],
+        s: &[u8],
+    ) -> Result<(), EmuError> {
         // A same-block pair is programmed one page after the other: tear its second half.
         if self.armed && is_second_write(s) && sw_half(s) == Some(1) && !d.is_empty() {
             self.armed = false;
-            self.emu.program_page(p, &d[..d.len() / 2], s)?;
-            self.emu.power_cut_now();
-            return Err(sim_host::emulator::EmuError::PowerLoss);
+            emu.program_page(p, &d[..d.len() / 2], s)?;
+            emu.power_cut_now();
+            return Err(EmuError::PowerLoss);
         }
-        self.emu.program_page(p, d, s)
+        emu.program_page(p, d, s)
     }
-    fn program_multi(&mut self, ops: &[nand_hal::ProgramOp<'_>]) -> Result<(), (usize, Self::Error)> {
+    fn program_multi(
+        &mut self,
+        emu: &mut Emulator,
+        ops: &[nand_hal::ProgramOp<'_>],
+    ) -> Result<(), (usize, EmuError)> {
         if self.armed && ops.iter().all(|o| is_second_write(o.spare)) {
             self.armed = false;
             for (i, o) in ops.iter().enumerate() {
-                self.emu.program_page(o.page, &o.data[..o.data.len() / 2], o.spare).map_err(|e| (i, e))?;
+                emu.program_page(o.page, &o.data[..o.data.len() / 2], o.spare).map_err(|e| (i, e))?;
             }
-            self.emu.power_cut_now();
-            return Err((0, sim_host::emulator::EmuError::PowerLoss));
+            emu.power_cut_now();
+            return Err((0, EmuError::PowerLoss));
         }
-        self.emu.program_multi(ops)
-    }
-    fn erase_block(&mut self, b: BlockId) -> Result<(), Self::Error> {
-        self.emu.erase_block(b)
-    }
-    fn is_bad(&mut self, b: BlockId) -> Result<bool, Self::Error> {
-        self.emu.is_bad(b)
-    }
-    fn mark_bad(&mut self, b: BlockId) -> Result<(), Self::Error> {
-        self.emu.mark_bad(b)
+        emu.program_multi(ops)
     }
 }
 
@@ -759,7 +751,7 @@ fn torn_second_write(layout: PairLayout) {
     // The next second write is torn with whole metadata.
     let victim_lpn;
     {
-        let dev = TearNextSecondWrite { emu: &mut emu, armed: true };
+        let dev = Forward::new(&mut emu, TearNextSecondWrite { armed: true });
         let mut f = open(dev, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), false).unwrap();
         loop {
             id += 1;
