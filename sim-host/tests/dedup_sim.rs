@@ -3,7 +3,8 @@
 
 use sim_host::sim::dedup::DedupOptions;
 use sim_host::sim::device::Preset;
-use sim_host::sim::{simulate, AddressMode, ClassifierKind, Feature, Precondition, SimConfig};
+use sim_host::sim::{simulate, AddressMode, ClassifierKind, Feature, Precondition, SimConfig, SimOutput};
+use sim_host::trace::{Op, Request};
 use sim_host::workload::{generate, Pattern, RequestPages, WorkloadSpec};
 
 fn config(dedup: &str) -> SimConfig {
@@ -94,7 +95,6 @@ fn gc_heavy_dedup_stays_within_the_live_oracle() {
 /// and the read of the buffered page costs nothing and no flash read.
 #[test]
 fn write_buffer_latencies_by_hand() {
-    use sim_host::trace::{Op, Request};
     let w = |lpn: u64, c: u64, op: Op| Request {
         time_ns: Some(0),
         op,
@@ -127,7 +127,6 @@ fn write_buffer_latencies_by_hand() {
 /// write-through latency of one page without deduplication (`program`).
 #[test]
 fn hashing_is_pipelined_with_programs() {
-    use sim_host::trace::{Op, Request};
     let mut plain = config("dedup");
     plain.features.clear();
     plain.open_loop = true;
@@ -156,7 +155,6 @@ fn hashing_is_pipelined_with_programs() {
 /// before it queued behind the program (latency over 400 us).
 #[test]
 fn a_read_does_not_wait_for_a_program_still_being_hashed() {
-    use sim_host::trace::{Op, Request};
     let rq = |t_us: u64, lpn: u64, pages: u64, op: Op| Request {
         time_ns: Some(t_us * 1000),
         op,
@@ -187,7 +185,6 @@ fn a_read_does_not_wait_for_a_program_still_being_hashed() {
 /// the scan of buckets filled in arrival order (the paper's Figure 12).
 #[test]
 fn idle_time_reorganisation_keeps_hits_and_cuts_comparisons() {
-    use sim_host::trace::{Op, Request};
     let reqs = || {
         let w = |t_ms: u64, lpn: u64, c: u64| Request {
             time_ns: Some(t_ms * 1_000_000),
@@ -216,6 +213,37 @@ fn idle_time_reorganisation_keeps_hits_and_cuts_comparisons() {
     assert!(f(s, "comparisons") < f(p, "comparisons") * 0.8, "{p} {s}");
 }
 
+/// The out-of-line workload: 200 distinct one-page writes at t=0, the same 200 contents to pages
+/// 200..400 at 1 ms, then `reads` reads of page 0 from 2 ms on, `gap_ns` apart; run open loop
+/// with the dynamic switch (`buffer=1`, so the copies are left to out-of-line deduplication) and
+/// the dedup options `opts` added.
+fn ool_run(gap_ns: u64, reads: u64, opts: &str) -> SimOutput {
+    let w = |t_ns: u64, lpn: u64, c: u64| Request {
+        time_ns: Some(t_ns),
+        op: Op::Write,
+        offset: lpn * 2048,
+        len: 2048,
+        content: Some(vec![c]),
+    };
+    let mut reqs: Vec<Request> = (0..200).map(|i| w(0, i, 1000 + i)).collect();
+    reqs.extend((0..200).map(|i| w(1_000_000, 200 + i, 1000 + i)));
+    reqs.extend((0..reads).map(|k| Request {
+        time_ns: Some(2_000_000 + k * gap_ns),
+        op: Op::Read,
+        offset: 0,
+        len: 2048,
+        content: None,
+    }));
+    let mut cfg = config(&format!("dedup:nosample:switch:buffer=1{opts}"));
+    cfg.open_loop = true;
+    simulate(&cfg, reqs.into_iter(), &mut |_| {}).unwrap()
+}
+
+/// A counter of a report.
+fn u(o: &serde_json::Value, k: &str) -> u64 {
+    o[k].as_u64().unwrap_or_else(|| panic!("{k} in {o}"))
+}
+
 /// Idle-time out-of-line passes stop at a request's arrival and resume in the next gap, and
 /// their sort runs are charged as flash pages. 200 distinct one-page writes, then the same 200
 /// contents to 200 other pages, in two bursts with the dynamic switch (`buffer=1`): every write
@@ -228,28 +256,8 @@ fn idle_time_reorganisation_keeps_hits_and_cuts_comparisons() {
 /// of 2 KiB each, the final pass's 200 records 2 runs: 12 run pages written and 12 read back.
 #[test]
 fn out_of_line_passes_stop_at_arrivals_and_charge_their_runs() {
-    use sim_host::trace::{Op, Request};
-    let w = |t_ns: u64, lpn: u64, c: u64| Request {
-        time_ns: Some(t_ns),
-        op: Op::Write,
-        offset: lpn * 2048,
-        len: 2048,
-        content: Some(vec![c]),
-    };
     let run = |gap_ns: u64, reads: u64, opts: &str| {
-        let mut reqs: Vec<Request> = (0..200).map(|i| w(0, i, 1000 + i)).collect();
-        reqs.extend((0..200).map(|i| w(1_000_000, 200 + i, 1000 + i)));
-        let end = 2_000_000;
-        reqs.extend((0..reads).map(|k| Request {
-            time_ns: Some(end + k * gap_ns),
-            op: Op::Read,
-            offset: 0,
-            len: 2048,
-            content: None,
-        }));
-        let mut cfg = config(&format!("dedup:nosample:switch:buffer=1{opts}"));
-        cfg.open_loop = true;
-        let mut out = simulate(&cfg, reqs.into_iter(), &mut |_| {}).unwrap();
+        let mut out = ool_run(gap_ns, reads, opts);
         let reads: u64 = out.read_latency.sorted().iter().sum();
         (out.report.features["dedup"]["out_of_line"].clone(), reads)
     };
@@ -257,7 +265,6 @@ fn out_of_line_passes_stop_at_arrivals_and_charge_their_runs() {
     let (short, short_reads) = run(3_000_000, 60, passes);
     let (_, no_pass_reads) = run(3_000_000, 60, "");
     let (long, _) = run(1_000_000_000, 2, passes);
-    let u = |o: &serde_json::Value, k: &str| o[k].as_u64().unwrap_or_else(|| panic!("{k} in {o}"));
     assert_eq!(u(&long, "aborts"), 0, "{long}");
     assert!(u(&short, "aborts") > 1, "{short}");
     for o in [&short, &long] {
@@ -279,33 +286,13 @@ fn out_of_line_passes_stop_at_arrivals_and_charge_their_runs() {
 /// host's writes are the same, and the scratch range ends trimmed (the same live pages).
 #[test]
 fn out_of_line_runs_on_flash_match_the_model_and_are_real_io() {
-    use sim_host::trace::{Op, Request};
-    let w = |t_ns: u64, lpn: u64, c: u64| Request {
-        time_ns: Some(t_ns),
-        op: Op::Write,
-        offset: lpn * 2048,
-        len: 2048,
-        content: Some(vec![c]),
-    };
     let run = |opts: &str| {
-        let mut reqs: Vec<Request> = (0..200).map(|i| w(0, i, 1000 + i)).collect();
-        reqs.extend((0..200).map(|i| w(1_000_000, 200 + i, 1000 + i)));
-        reqs.extend((0..60).map(|k| Request {
-            time_ns: Some(2_000_000 + k * 3_000_000),
-            op: Op::Read,
-            offset: 0,
-            len: 2048,
-            content: None,
-        }));
-        let mut cfg = config(&format!("dedup:nosample:switch:buffer=1:idle=1:oolmem=100{opts}"));
-        cfg.open_loop = true;
-        let out = simulate(&cfg, reqs.into_iter(), &mut |_| {}).unwrap();
+        let out = ool_run(3_000_000, 60, &format!(":idle=1:oolmem=100{opts}"));
         let r = serde_json::to_value(&out.report).unwrap();
         (r["features"]["dedup"].clone(), r)
     };
     let (model, mr) = run("");
     let (flash, fr) = run(":oolflash");
-    let u = |o: &serde_json::Value, k: &str| o[k].as_u64().unwrap_or_else(|| panic!("{k} in {o}"));
     let (mo, fo) = (&model["out_of_line"], &flash["out_of_line"]);
     for k in ["coalesced", "duplicate_groups", "pages_scanned", "runs", "live_after"] {
         assert_eq!(u(fo, k), u(mo, k), "{k}: {mo} {fo}");
