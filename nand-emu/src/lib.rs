@@ -813,6 +813,7 @@ impl NandFlash for Emulator {
     fn program_multi(&mut self, ops: &[ProgramOp<'_>]) -> Result<(), (usize, EmuError)> {
         let lun = self.check_multi_pages(ops.iter().map(|op| (op.page, op.data.len(), op.spare.len())))?;
         if self.whole_call_cut(ops.len()) {
+            self.counters.whole_call_cut_programs += 1;
             for op in ops {
                 self.cut_program(op.page, op.data, op.spare);
             }
@@ -862,6 +863,7 @@ impl NandFlash for Emulator {
         }
         let lun = self.multi_shape(blocks.iter().map(|b| (b.0, 0)))?;
         if self.whole_call_cut(blocks.len()) {
+            self.counters.whole_call_cut_erases += 1;
             for b in blocks {
                 self.cut_erase(b.0);
             }

@@ -330,7 +330,7 @@ mod tests {
             assert_eq!(r, Err((0, EmuError::PowerLoss)), "cut on op {at}");
             assert!(!e.is_powered());
             assert_eq!(e.ops_issued(), at + 1, "numbered up to the cut op");
-            assert_eq!(e.counters().power_cuts, 1);
+            assert_eq!((e.counters().power_cuts, e.counters().whole_call_cut_programs), (1, 1));
             assert!(set.iter().all(|&s| half(s)), "cut on op {at}: {set:?}");
             let g = e.geometry();
             for b in 0..2 {
@@ -347,6 +347,7 @@ mod tests {
         assert_eq!(r, Err((1, EmuError::PowerLoss)));
         assert!(set[0] == 0 && half(set[1]), "{set:?}");
         assert_eq!(e.ops_issued(), 2);
+        assert_eq!(e.counters().whole_call_cut_programs, 0);
         let (r, e, set) = cut_pair(MultiPlaneCut::CutOpOnly, 0, false);
         assert_eq!(r, Err((0, EmuError::PowerLoss)));
         assert!(half(set[0]) && set[1] == 2048, "{set:?}");
@@ -410,6 +411,7 @@ mod tests {
                 assert!(set.iter().all(|&s| partly(s)), "{set:?} of {total}");
                 assert_eq!((e.erase_count(BlockId(0)), e.erase_count(BlockId(1))), (Some(1), Some(1)));
                 assert_eq!(e.ops_issued(), 2 * g.pages_per_block as u64 + at + 1);
+                assert_eq!(e.counters().whole_call_cut_erases, 1);
             } else {
                 assert_eq!(r, Err((1, EmuError::PowerLoss)));
                 assert!(set[0] == total && partly(set[1]), "{set:?} of {total}");
