@@ -26,7 +26,7 @@ use ftl_tests::{
     fill_page, format, geometry, identify, is_power_loss, mount, random_workload, Content, Env, Found, Op,
     RandomCuts, Rng, Start, Verify,
 };
-use nand_emu::{Emulator, EmulatorConfig, FaultConfig};
+use nand_emu::{Emulator, EmulatorConfig, FaultConfig, MultiPlaneCut};
 use nand_hal::NandFlash;
 use proptest::prelude::*;
 
@@ -34,14 +34,14 @@ fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-fn emulator(geo: nand_hal::Geometry, torn: f64, seed: u64, fail: bool) -> Emulator {
+fn emulator(geo: nand_hal::Geometry, torn: f64, seed: u64, fail: bool, cut: MultiPlaneCut) -> Emulator {
     let mut faults =
         FaultConfig { torn_fraction: torn, partial_erase_fraction: 0.5, ..FaultConfig::default() };
     if fail {
         faults.program_fail_base = 5e-4;
         faults.erase_fail_base = 5e-4;
     }
-    Emulator::new(EmulatorConfig { faults, seed, ..EmulatorConfig::new(geo) }).unwrap()
+    Emulator::new(EmulatorConfig { faults, seed, multi_plane_cut: cut, ..EmulatorConfig::new(geo) }).unwrap()
 }
 
 /// Multi-page writes over the whole capacity, overwrites, trims, flushes and a remount.
@@ -58,13 +58,36 @@ fn striped_workload(logical: u32, rng: &mut Rng) -> Vec<Op> {
     ops
 }
 
-#[test]
-fn exhaustive_cuts_in_multi_plane_ops() {
-    let geo = geometry(4, 12, 2);
+/// What the cut runs of a test reached: cuts, and of them those the emulator took as tearing a
+/// whole multi-plane program or erase.
+#[derive(Default, Debug)]
+struct CutRuns {
+    cuts: u64,
+    whole_programs: u64,
+    whole_erases: u64,
+    totals: ftl_tests::Totals,
+}
+
+impl CutRuns {
+    fn add(&mut self, env: &Env) {
+        let (t, e) = (env.totals, env.emu.counters());
+        self.whole_programs += e.whole_call_cut_programs;
+        self.whole_erases += e.whole_call_cut_erases;
+        self.totals.multi_plane_programs += t.multi_plane_programs;
+        self.totals.multi_plane_erases += t.multi_plane_erases;
+        self.totals.program_failures += t.program_failures;
+        self.totals.erase_failures += t.erase_failures;
+        self.totals.gc_blocks += t.gc_blocks;
+    }
+}
+
+/// [`striped_workload`] on `geo` cut at every device operation (every `FTL_TORTURE_STRIDE`-th),
+/// each cut followed by a recovery mount that is itself cut at a varying point.
+fn exhaustive_cuts(geo: nand_hal::Geometry, cut: MultiPlaneCut) -> CutRuns {
     let mut cfg = Config::with_logical_pages(&geo, 32);
     cfg.checkpoint_interval_blocks = 4;
     let ops = striped_workload(cfg.logical_pages, &mut Rng::new(11));
-    let mut dry = Env::new(emulator(geo, 0.5, 1, false), cfg);
+    let mut dry = Env::new(emulator(geo, 0.5, 1, false, cut), cfg);
     dry.verify = Verify::Touched;
     let n = dry.run(&ops, Start::Format).unwrap().ops_at_end;
     let t = dry.totals;
@@ -73,27 +96,50 @@ fn exhaustive_cuts_in_multi_plane_ops() {
         "the workload must reach multi-plane programs, multi-plane erases and GC: {t:?}"
     );
     let stride = env_u64("FTL_TORTURE_STRIDE", 1).max(1) as usize;
-    let mut cuts = 0;
+    let mut runs = CutRuns::default();
     for k in (0..n).step_by(stride) {
-        let mut env = Env::new(emulator(geo, [0.5, 0.999, 0.01][k as usize % 3], k, false), cfg);
+        let mut env = Env::new(emulator(geo, [0.5, 0.999, 0.01][k as usize % 3], k, false, cut), cfg);
         env.verify = Verify::Touched;
         env.ops_after_cut = Some(12);
         env.mount_cut = Some(((k * 0x9E37_79B9) % 400) as u32);
         env.emu.schedule_power_cut(k);
-        let s = env.run(&ops, Start::Format).unwrap_or_else(|e| panic!("cut at device op {k} of {n}: {e}"));
+        let s = env.run(&ops, Start::Format).unwrap_or_else(|e| {
+            panic!("{} planes, {cut:?}: cut at device op {k} of {n}: {e}", geo.planes_per_lun)
+        });
         assert!(s.format_cut || s.cuts >= 1, "cut at op {k} of {n} never fired");
-        cuts += 1;
+        runs.cuts += 1;
+        runs.add(&env);
     }
-    eprintln!("{cuts} cut points of {n}; dry-run counters {t:?}");
+    eprintln!(
+        "{} planes, {cut:?}: {} cut points of {n}; {runs:?}; dry-run counters {t:?}",
+        geo.planes_per_lun, runs.cuts
+    );
+    runs
 }
 
 #[test]
-fn random_cuts_multi_plane() {
-    let target = env_u64("FTL_MPLANE_CUTS", 3000);
-    let mut cuts = 0u64;
-    let mut seed = env_u64("FTL_MPLANE_SEED", 1);
-    let mut totals = ftl_tests::Totals::default();
-    while cuts < target {
+fn exhaustive_cuts_in_multi_plane_ops() {
+    exhaustive_cuts(geometry(4, 12, 2), MultiPlaneCut::CutOpOnly);
+}
+
+/// The chip that tears every page of a multi-plane program (and partly erases every block of a
+/// multi-plane erase) when a cut lands on any of its operations, on 2 and 4 planes.
+#[test]
+fn exhaustive_cuts_tearing_whole_multi_plane_calls() {
+    for planes in [2, 4] {
+        let r = exhaustive_cuts(geometry(4, 12, planes), MultiPlaneCut::WholeCall);
+        assert!(
+            r.whole_programs > 40 && r.whole_erases > 5,
+            "{planes} planes: the cuts must land in multi-plane programs and erases: {r:?}"
+        );
+    }
+}
+
+/// Random workloads with a cut always pending on 2- and 4-plane devices (program and erase
+/// failures in half the seeds), until `target` cuts fired; seeds from `seed`.
+fn random_cuts(cut: MultiPlaneCut, target: u64, mut seed: u64, rerun: &str) -> CutRuns {
+    let mut runs = CutRuns::default();
+    while runs.cuts < target {
         let mut rng = Rng::new(seed);
         let (ppb, bpp, planes) = [(16, 48, 2), (8, 32, 4)][(seed % 2) as usize];
         let geo = geometry(ppb, bpp, planes);
@@ -107,7 +153,7 @@ fn random_cuts_multi_plane() {
             }
         }
         let fail = seed % 4 >= 2;
-        let mut env = Env::new(emulator(geo, [0.5, 0.999, 0.01][(seed % 3) as usize], seed, fail), cfg);
+        let mut env = Env::new(emulator(geo, [0.5, 0.999, 0.01][(seed % 3) as usize], seed, fail, cut), cfg);
         env.verify = Verify::Touched;
         env.random_cuts = Some(RandomCuts {
             rng: Rng::new(seed ^ 0xC0FFEE),
@@ -116,24 +162,48 @@ fn random_cuts_multi_plane() {
             max_mount_after: 600,
         });
         let s = env.run(&ops, Start::Format).unwrap_or_else(|e| {
-            panic!("seed {seed} ({planes} planes, failures {fail}) failed (rerun: FTL_MPLANE_SEED={seed} FTL_MPLANE_CUTS=1): {e}")
+            panic!("seed {seed} ({planes} planes, failures {fail}, {cut:?}) failed (rerun: {rerun}_SEED={seed} {rerun}_CUTS=1): {e}")
         });
-        cuts += s.cuts as u64;
-        let t = env.totals;
-        totals.multi_plane_programs += t.multi_plane_programs;
-        totals.multi_plane_erases += t.multi_plane_erases;
-        totals.program_failures += t.program_failures;
-        totals.erase_failures += t.erase_failures;
+        runs.cuts += s.cuts as u64;
+        runs.add(&env);
         seed += 1;
     }
+    let t = &runs.totals;
     assert!(
-        totals.multi_plane_programs > 100
-            && totals.multi_plane_erases > 10
-            && totals.program_failures > 0
-            && totals.erase_failures > 0,
-        "the runs must reach multi-plane programs and erases and failures: {totals:?}"
+        t.multi_plane_programs > 100
+            && t.multi_plane_erases > 10
+            && t.program_failures > 0
+            && t.erase_failures > 0,
+        "the runs must reach multi-plane programs and erases and failures: {runs:?}"
     );
-    eprintln!("{cuts} random cuts; {totals:?}");
+    eprintln!("{cut:?}: {} random cuts; {runs:?}", runs.cuts);
+    runs
+}
+
+#[test]
+fn random_cuts_multi_plane() {
+    random_cuts(
+        MultiPlaneCut::CutOpOnly,
+        env_u64("FTL_MPLANE_CUTS", 3000),
+        env_u64("FTL_MPLANE_SEED", 1),
+        "FTL_MPLANE",
+    );
+}
+
+/// [`random_cuts_multi_plane`] on the chip that tears whole multi-plane calls:
+/// `FTL_MPTEAR_CUTS` cuts (default 3000), seeds from `FTL_MPTEAR_SEED` (default 1).
+#[test]
+fn random_cuts_tearing_whole_multi_plane_calls() {
+    let r = random_cuts(
+        MultiPlaneCut::WholeCall,
+        env_u64("FTL_MPTEAR_CUTS", 3000),
+        env_u64("FTL_MPTEAR_SEED", 1),
+        "FTL_MPTEAR",
+    );
+    assert!(
+        r.whole_programs * 20 > r.cuts,
+        "at least one cut in 20 must tear a whole multi-plane program: {r:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -191,7 +261,8 @@ fn run_batches(planes: u32, steps: &[Step], seed: u64) -> Result<Reached, TestCa
     let geo = geometry(4, 16, planes);
     let mut cfg = Config::with_logical_pages(&geo, 48);
     cfg.checkpoint_interval_blocks = 4;
-    let mut emu = emulator(geo, [0.5, 0.999, 0.01][(seed % 3) as usize], seed, false);
+    let mut emu =
+        emulator(geo, [0.5, 0.999, 0.01][(seed % 3) as usize], seed, false, MultiPlaneCut::CutOpOnly);
     let mut mem = ftl_tests::test_memory(&geo, &cfg);
     let logical = cfg.logical_pages;
     let pb = geo.data_bytes as usize;
@@ -353,7 +424,7 @@ fn batch_model_reaches_cuts_in_multi_plane_programs() {
 fn batches_use_multi_plane_programs_and_reads() {
     let geo = geometry(8, 16, 2);
     let cfg = Config::with_logical_pages(&geo, 100);
-    let mut emu = emulator(geo, 0.5, 1, false);
+    let mut emu = emulator(geo, 0.5, 1, false, MultiPlaneCut::CutOpOnly);
     let mut mem = ftl_tests::test_memory(&geo, &cfg);
     let mut f = format(&mut emu, &mut mem, cfg).unwrap();
     let pb = geo.data_bytes as usize;
@@ -387,7 +458,7 @@ fn batches_use_multi_plane_programs_and_reads() {
 fn batches_realign_drifted_frontiers() {
     let geo = geometry(8, 16, 2);
     let cfg = Config::with_logical_pages(&geo, 100);
-    let mut emu = emulator(geo, 0.5, 3, false);
+    let mut emu = emulator(geo, 0.5, 3, false, MultiPlaneCut::CutOpOnly);
     let mut mem = ftl_tests::test_memory(&geo, &cfg);
     let pb = geo.data_bytes as usize;
     let page = |l: u32, id: u64| {
