@@ -621,6 +621,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         // one too (a torn retry or refresh of a page a cut had torn before).
         let oldest = applied.saturating_sub(HISTORY);
         let mut checked = 0u32; // bit `i - oldest`: history entry `i` checked
+                                // Whole pages that needed correction, with their history index (one per chain at most).
+        let mut refresh = [(0usize, PageId(0)); MAX_PLANES];
         let mut refreshes = 0;
         for top in (applied.saturating_sub(self.torn_window()).max(oldest)..applied).rev() {
             let top_lpn = history[top % HISTORY].0;
@@ -636,8 +638,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 let (lpn, prev, page) = history[i % HISTORY];
                 if let Some(corrected) = self.newest_check(page)? {
                     // Whole. Corrected bits may be bits a cut left unprogrammed: rewrite it.
-                    if let Some(slot) = out.refresh.get_mut(refreshes).filter(|_| corrected > 0) {
-                        *slot = Some(page);
+                    if let Some(slot) = refresh.get_mut(refreshes).filter(|_| corrected > 0) {
+                        *slot = (i, page);
                         refreshes += 1;
                     }
                     break;
@@ -656,6 +658,13 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     })
                 });
             }
+        }
+        // Step 7 rewrites them oldest first: a cut during it leaves the copies made the newest
+        // data pages, and the next mount's window (copies, then the newest originals) still
+        // holds every original not copied yet, or reaches it from its torn copy.
+        refresh[..refreshes].sort_unstable_by_key(|&(i, _)| i);
+        for (slot, &(_, page)) in out.refresh.iter_mut().zip(&refresh[..refreshes]) {
+            *slot = Some(page);
         }
         for c in &cursors[..n] {
             if c.page < ppb {

@@ -21,22 +21,31 @@
 //! - `batches_realign_drifted_frontiers`: after cuts leave the planes' host frontiers at
 //!   different offsets, batches line them up again and multi-plane programs resume.
 
+use ftl_core::meta::{void_zeros, PageKind, PageMeta, SpareState, META_LEN, VOID_STRONG_ZEROS};
+use ftl_core::policy::{
+    DefaultPolicies, Greedy, PageCodec, Policies, PolicySet, RequestSizeClassifier, SingleHostStream,
+};
 use ftl_core::{Config, Error};
+use ftl_policies::flex_ecc::BchCodec;
 use ftl_tests::{
-    fill_page, format, geometry, identify, is_power_loss, mount, random_workload, Content, Env, Found, Op,
-    RandomCuts, Rng, Start, Verify,
+    fill_page, format, format_with, geometry, identify, is_power_loss, mount, mount_with, random_workload,
+    Content, Env, Found, Op, RandomCuts, Rng, Start, Verify,
 };
 use nand_emu::{Emulator, EmulatorConfig, FaultConfig, MultiPlaneCut};
-use nand_hal::NandFlash;
+use nand_hal::{EccRequirement, Geometry, NandFlash, PageId};
 use proptest::prelude::*;
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-fn emulator(geo: nand_hal::Geometry, torn: f64, seed: u64, fail: bool, cut: MultiPlaneCut) -> Emulator {
+fn emulator(geo: Geometry, torn: f64, seed: u64, fail: bool, cut: MultiPlaneCut) -> Emulator {
+    emulator_rber(geo, 0.0, torn, seed, fail, cut)
+}
+
+fn emulator_rber(geo: Geometry, rber: f64, torn: f64, seed: u64, fail: bool, cut: MultiPlaneCut) -> Emulator {
     let mut faults =
-        FaultConfig { torn_fraction: torn, partial_erase_fraction: 0.5, ..FaultConfig::default() };
+        FaultConfig { rber, torn_fraction: torn, partial_erase_fraction: 0.5, ..FaultConfig::default() };
     if fail {
         faults.program_fail_base = 5e-4;
         faults.erase_fail_base = 5e-4;
@@ -69,7 +78,7 @@ struct CutRuns {
 }
 
 impl CutRuns {
-    fn add(&mut self, env: &Env) {
+    fn add<P>(&mut self, env: &Env<P>) {
         let (t, e) = (env.totals, env.emu.counters());
         self.whole_programs += e.whole_call_cut_programs;
         self.whole_erases += e.whole_call_cut_erases;
@@ -83,7 +92,7 @@ impl CutRuns {
 
 /// [`striped_workload`] on `geo` cut at every device operation (every `FTL_TORTURE_STRIDE`-th),
 /// each cut followed by a recovery mount that is itself cut at a varying point.
-fn exhaustive_cuts(geo: nand_hal::Geometry, cut: MultiPlaneCut) -> CutRuns {
+fn exhaustive_cuts(geo: Geometry, cut: MultiPlaneCut) -> CutRuns {
     let mut cfg = Config::with_logical_pages(&geo, 32);
     cfg.checkpoint_interval_blocks = 4;
     let ops = striped_workload(cfg.logical_pages, &mut Rng::new(11));
@@ -135,14 +144,47 @@ fn exhaustive_cuts_tearing_whole_multi_plane_calls() {
     }
 }
 
+/// The page codec of a random cut run.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Codec {
+    /// The default CRC-32C (detects, corrects nothing), no raw bit errors.
+    Crc,
+    /// BCH t = 8 per 512 bytes at RBER 2e-5 (as bit_errors.rs): torn pages that decode with
+    /// corrections are kept and rewritten by mount (its step 7).
+    Bch,
+}
+
+/// BCH(m = 13, t = 8) over 512-byte codewords (bit_errors.rs).
+type Bch8 = BchCodec<8192, 2>;
+type BchPolicies = Policies<Bch8, RequestSizeClassifier, Greedy, SingleHostStream>;
+
+/// `geometry` with room for [`Bch8`]: 64 spare bytes, t = 8 per 512 bytes.
+fn bch_geometry(ppb: u32, bpp: u32, planes: u32) -> Geometry {
+    Geometry {
+        spare_bytes: 64,
+        ecc: EccRequirement { bits: 8, codeword_bytes: 512 },
+        ..geometry(ppb, bpp, planes)
+    }
+}
+
+fn bch_policies(geo: &Geometry) -> BchPolicies {
+    let d = DefaultPolicies::default();
+    let codec = Bch8::for_geometry(geo).expect("BCH codec for the geometry");
+    Policies { codec, classifier: d.classifier, victim: d.victim, placement: d.placement }
+}
+
 /// Random workloads with a cut always pending on 2- and 4-plane devices (program and erase
 /// failures in half the seeds), until `target` cuts fired; seeds from `seed`.
-fn random_cuts(cut: MultiPlaneCut, target: u64, mut seed: u64, rerun: &str) -> CutRuns {
+fn random_cuts(cut: MultiPlaneCut, codec: Codec, target: u64, mut seed: u64, rerun: &str) -> CutRuns {
     let mut runs = CutRuns::default();
     while runs.cuts < target {
         let mut rng = Rng::new(seed);
         let (ppb, bpp, planes) = [(16, 48, 2), (8, 32, 4)][(seed % 2) as usize];
-        let geo = geometry(ppb, bpp, planes);
+        let (geo, rber, torn) = match codec {
+            Codec::Crc => (geometry(ppb, bpp, planes), 0.0, [0.5, 0.999, 0.01]),
+            // 0.99: metadata decodes (BCH t = 3), data does not; 0.999: data decodes corrected.
+            Codec::Bch => (bch_geometry(ppb, bpp, planes), 2e-5, [0.99, 0.999, 0.5]),
+        };
         let mut cfg = Config::for_utilization(&geo, 600);
         cfg.checkpoint_interval_blocks = 16;
         let mut ops = Vec::new();
@@ -153,19 +195,18 @@ fn random_cuts(cut: MultiPlaneCut, target: u64, mut seed: u64, rerun: &str) -> C
             }
         }
         let fail = seed % 4 >= 2;
-        let mut env = Env::new(emulator(geo, [0.5, 0.999, 0.01][(seed % 3) as usize], seed, fail, cut), cfg);
-        env.verify = Verify::Touched;
-        env.random_cuts = Some(RandomCuts {
-            rng: Rng::new(seed ^ 0xC0FFEE),
-            max_after: 3000,
-            mount_cut_percent: 25,
-            max_mount_after: 600,
+        let emu = emulator_rber(geo, rber, torn[(seed % 3) as usize], seed, fail, cut);
+        let s = match codec {
+            Codec::Crc => run_random_cuts(Env::new(emu, cfg), &ops, seed, &mut runs),
+            Codec::Bch => {
+                run_random_cuts(Env::with_policies(emu, cfg, bch_policies(&geo)), &ops, seed, &mut runs)
+            }
+        };
+        s.unwrap_or_else(|e| {
+            panic!(
+                "seed {seed} ({planes} planes, failures {fail}, {cut:?}, {codec:?}) failed (rerun: {rerun}_SEED={seed} {rerun}_CUTS=1): {e}"
+            )
         });
-        let s = env.run(&ops, Start::Format).unwrap_or_else(|e| {
-            panic!("seed {seed} ({planes} planes, failures {fail}, {cut:?}) failed (rerun: {rerun}_SEED={seed} {rerun}_CUTS=1): {e}")
-        });
-        runs.cuts += s.cuts as u64;
-        runs.add(&env);
         seed += 1;
     }
     let t = &runs.totals;
@@ -176,34 +217,207 @@ fn random_cuts(cut: MultiPlaneCut, target: u64, mut seed: u64, rerun: &str) -> C
             && t.erase_failures > 0,
         "the runs must reach multi-plane programs and erases and failures: {runs:?}"
     );
-    eprintln!("{cut:?}: {} random cuts; {runs:?}", runs.cuts);
+    eprintln!("{cut:?}, {codec:?}: {} random cuts; {runs:?}", runs.cuts);
     runs
+}
+
+/// One run of [`random_cuts`]: `ops` with a cut always pending.
+fn run_random_cuts<P: PolicySet + Clone>(
+    mut env: Env<P>,
+    ops: &[Op],
+    seed: u64,
+    runs: &mut CutRuns,
+) -> Result<(), String> {
+    env.verify = Verify::Touched;
+    env.random_cuts = Some(RandomCuts {
+        rng: Rng::new(seed ^ 0xC0FFEE),
+        max_after: 3000,
+        mount_cut_percent: 25,
+        max_mount_after: 600,
+    });
+    let s = env.run(ops, Start::Format)?;
+    runs.cuts += s.cuts as u64;
+    runs.add(&env);
+    Ok(())
 }
 
 #[test]
 fn random_cuts_multi_plane() {
     random_cuts(
         MultiPlaneCut::CutOpOnly,
+        Codec::Crc,
         env_u64("FTL_MPLANE_CUTS", 3000),
         env_u64("FTL_MPLANE_SEED", 1),
         "FTL_MPLANE",
     );
 }
 
-/// [`random_cuts_multi_plane`] on the chip that tears whole multi-plane calls:
-/// `FTL_MPTEAR_CUTS` cuts (default 3000), seeds from `FTL_MPTEAR_SEED` (default 1).
+/// [`random_cuts_multi_plane`] on the chip that tears whole multi-plane calls, with the CRC
+/// codec and with BCH and raw bit errors: `FTL_MPTEAR_CUTS` cuts each (default 3000), seeds
+/// from `FTL_MPTEAR_SEED` (default 1).
 #[test]
 fn random_cuts_tearing_whole_multi_plane_calls() {
-    let r = random_cuts(
-        MultiPlaneCut::WholeCall,
-        env_u64("FTL_MPTEAR_CUTS", 3000),
-        env_u64("FTL_MPTEAR_SEED", 1),
-        "FTL_MPTEAR",
-    );
-    assert!(
-        r.whole_programs * 20 > r.cuts,
-        "at least one cut in 20 must tear a whole multi-plane program: {r:?}"
-    );
+    for codec in [Codec::Crc, Codec::Bch] {
+        let r = random_cuts(
+            MultiPlaneCut::WholeCall,
+            codec,
+            env_u64("FTL_MPTEAR_CUTS", 3000),
+            env_u64("FTL_MPTEAR_SEED", 1),
+            "FTL_MPTEAR",
+        );
+        assert!(
+            r.whole_programs * 20 > r.cuts,
+            "{codec:?}: at least one cut in 20 must tear a whole multi-plane program: {r:?}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One torn multi-plane program, page by page
+
+/// What [`torn_program_case`] found, page by page of the torn program.
+#[derive(Default, Debug)]
+struct TornPages {
+    /// Metadata valid, data not decoding: rolled back (old content) and voided.
+    rolled_back: u32,
+    /// Data decoding with corrections: kept (new content) and copied once more by mount.
+    refreshed: u32,
+    /// Data decoding without corrections: kept.
+    kept: u32,
+    /// Metadata not decoding: skipped by replay (old content).
+    unreadable: u32,
+}
+
+/// The valid data pages of `lpn` on flash with a sequence number above `seq`.
+fn data_pages_after(emu: &Emulator, lpn: u32, seq: u64) -> usize {
+    (0..emu.geometry().total_pages())
+        .filter(|&p| {
+            let spare = emu.peek_page(PageId(p)).expect("page").1;
+            matches!(PageMeta::decode(&spare[..META_LEN]),
+                SpareState::Valid(m) if m.kind == PageKind::Data && m.tag == lpn && m.seq > seq)
+        })
+        .count()
+}
+
+/// Writes `planes` pages (one stripe: one multi-plane program), flushes, writes them again with
+/// a cut on the `d`-th device operation of that write on the chip that tears whole multi-plane
+/// programs, and mounts. `None` if the cut did not tear a multi-plane program. Otherwise each
+/// page of the torn program is judged from its own bytes (metadata and BCH decode, as the
+/// emulator holds them; no raw bit errors, so every read sees those bytes) and checked after
+/// the mount: data that does not decode (valid metadata) must be rolled back and the page
+/// voided; data that decodes must be kept, and copied once (step 7) if it needed correction;
+/// unreadable metadata means the old content. Every page reads without error.
+fn torn_program_case(planes: u32, torn: f64, seed: u64, d: u64) -> Option<TornPages> {
+    let geo = bch_geometry(8, 16, planes);
+    let cfg = Config::with_logical_pages(&geo, 64);
+    let pb = geo.data_bytes as usize;
+    let n = planes;
+    let data = |version: u64| {
+        let mut buf = vec![0u8; n as usize * pb];
+        for l in 0..n {
+            fill_page(l, version * 1000 + u64::from(l), &mut buf[l as usize * pb..(l as usize + 1) * pb]);
+        }
+        buf
+    };
+    let mut emu = emulator(geo, torn, seed, false, MultiPlaneCut::WholeCall);
+    let mut mem = ftl_tests::test_memory(&geo, &cfg);
+    let before = {
+        let mut f = format_with(&mut emu, &mut mem, cfg, bch_policies(&geo)).expect("format");
+        f.write(0, &data(1)).expect("first write");
+        f.flush().expect("flush");
+        assert!(f.counters().multi_plane_programs >= 1, "the first write is one stripe");
+        let before = (**f.nand()).clone();
+        f.nand_mut().schedule_power_cut(d);
+        let r = f.write(0, &data(2));
+        if f.nand().counters().whole_call_cut_programs == 0 {
+            return None;
+        }
+        assert!(r.as_ref().is_err_and(is_power_loss), "{r:?}");
+        before
+    };
+    emu.restore_power();
+    let torn_pages: Vec<PageId> = (0..geo.total_pages())
+        .map(PageId)
+        .filter(|&p| emu.program_count(p) != before.program_count(p))
+        .collect();
+    assert_eq!(torn_pages.len(), n as usize, "the cut program's pages and nothing else");
+    // Judged from the bytes: (lpn, page, seq, decodes, corrected).
+    let mut codec = Bch8::for_geometry(&geo).expect("BCH");
+    let mut found = TornPages::default();
+    let mut want = vec![1u64; n as usize];
+    let mut judged = Vec::new();
+    for &p in &torn_pages {
+        let (bytes, spare) = emu.peek_page(p).expect("page");
+        match PageMeta::decode(&spare[..META_LEN]) {
+            SpareState::Valid(m) if m.kind == PageKind::Data && m.tag < n => {
+                let mut d = bytes.to_vec();
+                let r = codec.decode(&mut d, &spare[META_LEN..META_LEN + codec.spare_len()]);
+                if r.is_ok() {
+                    want[m.tag as usize] = 2;
+                }
+                judged.push((m.tag, p, m.seq, r.ok()));
+            }
+            _ => found.unreadable += 1,
+        }
+    }
+    let mut f = mount_with(&mut emu, &mut mem, cfg, bch_policies(&geo)).expect("mount after the cut");
+    let mut page = vec![0u8; pb];
+    for l in 0..n {
+        f.read(l, &mut page).unwrap_or_else(|e| panic!("lpn {l} after the cut: {e:?}"));
+        assert_eq!(
+            identify(l, &page),
+            Found::Content(Some(want[l as usize] * 1000 + u64::from(l))),
+            "lpn {l}"
+        );
+    }
+    let emu = f.into_nand();
+    for (lpn, p, seq, decoded) in judged {
+        let spare = emu.peek_page(p).expect("page").1;
+        let copies = data_pages_after(emu, lpn, seq);
+        match decoded {
+            None => {
+                assert!(void_zeros(spare) >= VOID_STRONG_ZEROS, "torn page of lpn {lpn} not voided");
+                found.rolled_back += 1;
+            }
+            Some(corrected) => {
+                assert!(void_zeros(spare) < VOID_STRONG_ZEROS, "whole page of lpn {lpn} voided");
+                assert_eq!(copies, usize::from(corrected > 0), "lpn {lpn}: {corrected} bits corrected");
+                if corrected > 0 {
+                    found.refreshed += 1;
+                } else {
+                    found.kept += 1;
+                }
+            }
+        }
+    }
+    Some(found)
+}
+
+/// A cut that tears every page of a multi-plane program, on 2 and 4 planes with the BCH codec, at
+/// torn fractions 0.99 (metadata decodes, data does not) and 0.999 (data decodes with a few
+/// corrections), the cut on each operation of the program: every page of the program is rolled
+/// back and voided, or kept (and rewritten if it needed correction), as its own bytes say; the
+/// older pages of the program included, not only the newest.
+#[test]
+fn each_page_of_a_torn_multi_plane_program_is_rolled_back_or_kept() {
+    let mut total = TornPages::default();
+    let mut cases = 0;
+    for planes in [2u32, 4] {
+        for torn in [0.99, 0.999] {
+            for seed in 0..3 {
+                for d in 0..40 {
+                    let Some(f) = torn_program_case(planes, torn, seed, d) else { continue };
+                    cases += 1;
+                    total.rolled_back += f.rolled_back;
+                    total.refreshed += f.refreshed;
+                    total.kept += f.kept;
+                    total.unreadable += f.unreadable;
+                }
+            }
+        }
+    }
+    assert!(cases == 36 && total.rolled_back >= 50 && total.refreshed >= 40, "{cases} cases: {total:?}");
+    eprintln!("{cases} torn programs: {total:?}");
 }
 
 // ---------------------------------------------------------------------------------------------
