@@ -27,9 +27,15 @@
 //!    its program may have left metadata intact but data torn; if so (or if its void mark is not
 //!    clear: an earlier mount's void of it was cut) the previous mapping stands and the page is
 //!    voided, so later mounts skip it. If the previous mapping is itself a page this replay
-//!    applied (at most 8 back: a torn retry or refresh of a page torn before), it is checked the
-//!    same way. A page that needed corrections is read a second time and kept only if that read
-//!    decodes too (a cut can leave cells marginal: one lucky read is not enough).
+//!    applied (a torn retry or refresh of a page torn before), it is checked the same way. A page
+//!    that needed corrections is read a second time and kept only if that read decodes too (a
+//!    cut can leave cells marginal: one lucky read is not enough). With multi-plane programs
+//!    (`multiplane.rs`) a cut may tear every page of the program it interrupts (up to
+//!    `planes_per_lun` pages, the newest on flash), so the newest `planes_per_lun` replayed data
+//!    pages (at most `MAX_PLANES` = 4) are each checked so, newest first, but for one a newer
+//!    page of its logical page supersedes (none of a program's pages share one): each torn one
+//!    rolled back and voided, each walk back as above. None of them was acknowledged (a
+//!    multi-plane write returns after its whole program), so rolling any back loses nothing.
 //! 5. Valid counts, the bitmap and the lists are rebuilt from the map. Blocks without live data
 //!    (and no live journal page) become dirty (erased before use, since a cut may have left them
 //!    half-erased); in each plane the GC and host frontiers resume on the replayed blocks with the
@@ -41,8 +47,11 @@
 //!    another.
 //! 6. If any void this mount needed did not complete, a checkpoint is written: no later mount
 //!    replays a page older than it.
-//! 7. If the newest data page passed only with corrections (a cut may have left it a few bits
-//!    short: readable now, not after one more raw bit error), it is copied to the GC stream.
+//! 7. Each page step 4 kept that passed only with corrections (a cut may have left it a few bits
+//!    short: readable now, not after one more raw bit error) is copied to the GC stream, oldest
+//!    first: a cut during these copies leaves the copies made as the newest data pages, and the
+//!    next mount's step 4 still checks every page not copied yet (in its window, or reached from
+//!    its torn copy by the walk back).
 //!
 //! Voiding contract (raw bit errors, cuts during voiding; marks and thresholds in `meta.rs`):
 //! a void programs the page's void mark and reads it back, done at 14 or more zero bits of 16.
@@ -52,9 +61,11 @@
 //! it torn again. Repeated cuts can exhaust the page's NOP, which step 6 covers.
 //!
 //! Cost of steps 1-7: the anchor's reads + `total_blocks` spare reads + the checkpoint's pages + the replayed pages (at most
-//! `checkpoint_interval_blocks` + open frontiers blocks, invalid pages included) + 1 or 2 (+ up
-//! to 8 when step 4 walks back) + one read per resumed frontier + 3 more reads per torn page
-//! (steps 1 and 3); a void adds a program and a read, a refresh up to 4 reads and a program.
+//! `checkpoint_interval_blocks` + open frontiers blocks, invalid pages included) + step 4's 1
+//! or 2 reads per page checked (one page, or with multi-plane programs `planes_per_lun`, at most
+//! 4: so at most 8 reads there instead of 2; up to 12 pages in all when it walks back) + one read
+//! per resumed frontier + 3 more reads per torn page (steps 1 and 3); a void adds a program and
+//! a read, a refresh up to 4 reads and a program (at most one refresh per page checked).
 
 use nand_hal::{BlockId, NandFlash, PageId, MAX_PLANES};
 
