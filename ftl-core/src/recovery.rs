@@ -631,8 +631,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         // supersedes it, and while one is torn the one it replaced if this replay applied that
         // one too (a torn retry or refresh of a page a cut had torn before).
         let oldest = applied.saturating_sub(HISTORY);
-        let mut checked = 0u32; // bit `i - oldest`: history entry `i` checked
-                                // Whole pages that needed correction, with their history index (one per chain at most).
+        // Bit `i - oldest`: history entry `i` checked.
+        let mut checked = 0u32;
+        // Whole pages that needed correction, with their history index (one per chain at most).
         let mut refresh = [(0usize, PageId(0)); MAX_PLANES];
         let mut refreshes = 0;
         for top in (applied.saturating_sub(self.torn_window()).max(oldest)..applied).rev() {
