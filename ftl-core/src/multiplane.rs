@@ -25,7 +25,8 @@
 //! sibling blocks of each stripe together. A block whose erase fails (index returned) is retired
 //! exactly as after a single erase; the blocks after it in the call are in an unknown state and
 //! are erased again (the HAL contract). Power loss: the blocks before the cut one are erased,
-//! the cut one partly erased, the rest untouched (the emulator's semantics, `nand-emu/power.rs`);
+//! the cut one partly erased, the rest untouched (the emulator's default semantics,
+//! `nand-emu/power.rs`), or every block of the call partly erased (`MultiPlaneCut::WholeCall`);
 //! all were `Dirty` (nothing live), so a mount finds each erased, garbage or stale, which it
 //! already handles for a cut single erase. Leaving a victim `Dirty` until its erase is the state
 //! a cut just before today's erase leaves, only kept longer: every page in it is superseded by a
@@ -41,17 +42,24 @@
 //! to different streams; GC has its own stream and does not move host frontiers).
 //!
 //! **Power-loss contract of a batch.** A write or `write_many` call is acknowledged when it
-//! returns; until then none of its pages is. A cut during a multi-plane program leaves the pages
-//! before the cut one programmed, the cut one torn and the rest erased (the emulator; the HAL
-//! allows the rest in any state: they are voided or recorded torn, as one failed program's page
-//! is). Each page of an unacknowledged batch then reads, after the mount, as its old or its new
-//! content, never anything else (tested by the torture and model tests). On a failure other than
-//! power loss the pages before the failing one are mapped, the failing one is retired as after a
-//! single program failure, and it and the pages after it are written again one by one.
-//! Recovery checks the newest replayed data page for a torn program (`recovery.rs` step 4): with
-//! the emulator's semantics the cut page is the newest (it has the largest sequence number of
-//! the pages issued), so no change there. A chip whose cut can tear *every* page of a
-//! multi-plane program would need step 4 to check the newest `planes_per_lun` pages (not done).
+//! returns; until then none of its pages is, and a multi-plane program returns only after all
+//! its pages are programmed. A cut during a multi-plane program leaves, with the emulator's
+//! default semantics, the pages before the cut one programmed, the cut one torn and the rest
+//! erased; a chip that programs the planes at once may leave *every* page of the program torn
+//! (partly programmed: a page may read whole, need corrections, fail to decode, or have
+//! unreadable metadata), which the emulator models with `MultiPlaneCut::WholeCall` (the HAL
+//! allows either: the pages from the failing index on are in an unknown state, and they are
+//! voided or recorded torn, as one failed program's page is). Recovery (`recovery.rs` step 4)
+//! therefore checks the newest `planes_per_lun` replayed data pages, not only the newest: the
+//! cut program's pages carry the largest sequence numbers on flash (consecutive, nothing
+//! programmed after them), so every one that replay applied is among them. Each torn one is
+//! rolled back to its previous mapping and voided; each that decodes only with corrections is
+//! kept and rewritten (step 7). Cost: up to `planes_per_lun` (at most 4) whole-page reads per
+//! mount after a cut instead of one, twice for a page that needed corrections. Each page of an
+//! unacknowledged batch then reads, after the mount, as its old or its new content, never
+//! anything else, under both semantics (tests/tests/multiplane.rs). On a failure other than
+//! power loss the pages before the failing one are mapped, the failing one is retired as after
+//! a single program failure, and it and the pages after it are written again one by one.
 //!
 //! **Read.** [`Ftl::read`] of several pages and [`Ftl::read_many`] read the pages mapped to
 //! sibling planes of one LUN at one page offset with one `read_multi` (a stripe written by one

@@ -27,9 +27,15 @@
 //!    its program may have left metadata intact but data torn; if so (or if its void mark is not
 //!    clear: an earlier mount's void of it was cut) the previous mapping stands and the page is
 //!    voided, so later mounts skip it. If the previous mapping is itself a page this replay
-//!    applied (at most 8 back: a torn retry or refresh of a page torn before), it is checked the
-//!    same way. A page that needed corrections is read a second time and kept only if that read
-//!    decodes too (a cut can leave cells marginal: one lucky read is not enough).
+//!    applied (a torn retry or refresh of a page torn before), it is checked the same way. A page
+//!    that needed corrections is read a second time and kept only if that read decodes too (a
+//!    cut can leave cells marginal: one lucky read is not enough). With multi-plane programs
+//!    (`multiplane.rs`) a cut may tear every page of the program it interrupts (up to
+//!    `planes_per_lun` pages, the newest on flash), so the newest `planes_per_lun` replayed data
+//!    pages (at most `MAX_PLANES` = 4) are each checked so, newest first, but for one a newer
+//!    page of its logical page supersedes (none of a program's pages share one): each torn one
+//!    rolled back and voided, each walk back as above. None of them was acknowledged (a
+//!    multi-plane write returns after its whole program), so rolling any back loses nothing.
 //! 5. Valid counts, the bitmap and the lists are rebuilt from the map. Blocks without live data
 //!    (and no live journal page) become dirty (erased before use, since a cut may have left them
 //!    half-erased); in each plane the GC and host frontiers resume on the replayed blocks with the
@@ -41,8 +47,11 @@
 //!    another.
 //! 6. If any void this mount needed did not complete, a checkpoint is written: no later mount
 //!    replays a page older than it.
-//! 7. If the newest data page passed only with corrections (a cut may have left it a few bits
-//!    short: readable now, not after one more raw bit error), it is copied to the GC stream.
+//! 7. Each page step 4 kept that passed only with corrections (a cut may have left it a few bits
+//!    short: readable now, not after one more raw bit error) is copied to the GC stream, oldest
+//!    first: a cut during these copies leaves the copies made as the newest data pages, and the
+//!    next mount's step 4 still checks every page not copied yet (in its window, or reached from
+//!    its torn copy by the walk back).
 //!
 //! Voiding contract (raw bit errors, cuts during voiding; marks and thresholds in `meta.rs`):
 //! a void programs the page's void mark and reads it back, done at 14 or more zero bits of 16.
@@ -52,11 +61,13 @@
 //! it torn again. Repeated cuts can exhaust the page's NOP, which step 6 covers.
 //!
 //! Cost of steps 1-7: the anchor's reads + `total_blocks` spare reads + the checkpoint's pages + the replayed pages (at most
-//! `checkpoint_interval_blocks` + open frontiers blocks, invalid pages included) + 1 or 2 (+ up
-//! to 8 when step 4 walks back) + one read per resumed frontier + 3 more reads per torn page
-//! (steps 1 and 3); a void adds a program and a read, a refresh up to 4 reads and a program.
+//! `checkpoint_interval_blocks` + open frontiers blocks, invalid pages included) + step 4's 1
+//! or 2 reads per page checked (one page, or with multi-plane programs `planes_per_lun`, at most
+//! 4: so at most 8 reads there instead of 2; up to 12 pages in all when it walks back) + one read
+//! per resumed frontier + 3 more reads per torn page (steps 1 and 3); a void adds a program and
+//! a read, a refresh up to 4 reads and a program (at most one refresh per page checked).
 
-use nand_hal::{BlockId, NandFlash, PageId};
+use nand_hal::{BlockId, NandFlash, PageId, MAX_PLANES};
 
 use crate::anchor::{Found, ANCHOR_BLOCKS};
 use crate::blocks::{BlockState, FLAG_LIVE_JOURNAL, FLAG_POOL};
@@ -83,8 +94,10 @@ const REFRESH_READS: u32 = 4;
 /// taken as torn and voided.
 const META_READS: u32 = 4;
 
-/// Data pages step 4 can walk back through: as many as one write's program attempts.
-const HISTORY: usize = crate::frontier::MAX_PROGRAM_ATTEMPTS as usize;
+/// Data pages step 4 keeps: the newest `torn_window` (at most `MAX_PLANES`) and as many more as
+/// one write's program attempts, which a walk back from them may reach.
+const HISTORY: usize = crate::frontier::MAX_PROGRAM_ATTEMPTS as usize + MAX_PLANES;
+const _: () = assert!(HISTORY <= 32, "step 4 marks the history entries it checked in a u32");
 
 /// Block-table flag used only during mount: the loaded checkpoint says the block is bad.
 pub(crate) const FLAG_CKPT_BAD: u8 = 0x80;
@@ -221,9 +234,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             // Step 6: a void this mount needed did not complete; a checkpoint makes it moot.
             self.write_checkpoint()?;
         }
-        if let Some(page) = replayed.refresh {
-            // Step 7: rewrite the newest data page if it needed correction, since a cut may have
-            // left it a few bits short: such a page reads now but may not after more raw bit
+        for page in replayed.refresh.into_iter().flatten() {
+            // Step 7: rewrite each page step 4 checked that needed correction, since a cut may
+            // have left it a few bits short: such a page reads now but may not after more raw bit
             // errors. (Best effort: without room for the copy the page stays as it is.)
             if let Err(Error::Device(k)) = self.refresh_newest(page) {
                 return Err(Error::Device(k));
@@ -545,7 +558,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             max_seq: 0,
             resume: [[None; 2]; crate::config::MAX_TOTAL_PLANES],
             voids_complete: map_voids,
-            refresh: None,
+            refresh: [None; MAX_PLANES],
         };
         let done = &mut out.voids_complete;
         for c in cursors[..n].iter_mut() {
@@ -613,30 +626,57 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             cursors[k].page += 1;
             self.load_head(&mut cursors[k], ckpt_seq, done)?;
         }
-        // Step 4: the newest data page, and while it is torn the one it replaced if this replay
-        // applied that one too (a torn retry or refresh of a page a cut had torn before).
+        // Step 4: the newest data pages (one, or as many as one multi-plane program writes: see
+        // `Self::torn_window`), newest first, each unless a newer one of its logical page
+        // supersedes it, and while one is torn the one it replaced if this replay applied that
+        // one too (a torn retry or refresh of a page a cut had torn before).
         let oldest = applied.saturating_sub(HISTORY);
-        let mut candidate = applied.checked_sub(1);
-        while let Some(i) = candidate {
-            let (lpn, prev, page) = history[i % HISTORY];
-            if let Some(corrected) = self.newest_check(page)? {
-                // Whole. Corrected bits may be bits a cut left unprogrammed: rewrite it.
-                out.refresh = (corrected > 0).then_some(page);
-                break;
+        // Bit `i - oldest`: history entry `i` checked.
+        let mut checked = 0u32;
+        // Whole pages that needed correction, with their history index (one per chain at most).
+        let mut refresh = [(0usize, PageId(0)); MAX_PLANES];
+        let mut refreshes = 0;
+        for top in (applied.saturating_sub(self.torn_window()).max(oldest)..applied).rev() {
+            let top_lpn = history[top % HISTORY].0;
+            if (top + 1..applied).any(|j| history[j % HISTORY].0 == top_lpn) {
+                continue;
             }
-            self.replay_map_set(lpn, prev)?;
-            self.uncount(Some(page), ckpt_seq);
-            if let Some(b) = prev.and_then(|p| self.counted_since(p, ckpt_seq)) {
-                self.count_replayed(b);
+            let mut candidate = Some(top);
+            while let Some(i) = candidate {
+                if checked & (1 << (i - oldest)) != 0 {
+                    break;
+                }
+                checked |= 1 << (i - oldest);
+                let (lpn, prev, page) = history[i % HISTORY];
+                if let Some(corrected) = self.newest_check(page)? {
+                    // Whole. Corrected bits may be bits a cut left unprogrammed: rewrite it.
+                    if let Some(slot) = refresh.get_mut(refreshes).filter(|_| corrected > 0) {
+                        *slot = (i, page);
+                        refreshes += 1;
+                    }
+                    break;
+                }
+                self.replay_map_set(lpn, prev)?;
+                self.uncount(Some(page), ckpt_seq);
+                if let Some(b) = prev.and_then(|p| self.counted_since(p, ckpt_seq)) {
+                    self.count_replayed(b);
+                }
+                self.dedup_replay_ref(prev);
+                out.voids_complete &= self.void_newest(page);
+                candidate = prev.and_then(|p| {
+                    (oldest..i).rev().find(|&j| {
+                        let (l, _, q) = history[j % HISTORY];
+                        l == lpn && q == p
+                    })
+                });
             }
-            self.dedup_replay_ref(prev);
-            out.voids_complete &= self.void_newest(page);
-            candidate = prev.and_then(|p| {
-                (oldest..i).rev().find(|&j| {
-                    let (l, _, q) = history[j % HISTORY];
-                    l == lpn && q == p
-                })
-            });
+        }
+        // Step 7 rewrites them oldest first: a cut during it leaves the copies made the newest
+        // data pages, and the next mount's window (copies, then the newest originals) still
+        // holds every original not copied yet, or reaches it from its torn copy.
+        refresh[..refreshes].sort_unstable_by_key(|&(i, _)| i);
+        for (slot, &(_, page)) in out.refresh.iter_mut().zip(&refresh[..refreshes]) {
+            *slot = Some(page);
         }
         for c in &cursors[..n] {
             if c.page < ppb {
@@ -718,6 +758,20 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             self.resumed |= 1 << i;
         }
         Ok(voided)
+    }
+
+    /// How many of the newest replayed data pages step 4 checks: those a cut may have torn
+    /// together. With multi-plane programs (`multiplane.rs`) a chip may tear every page of the
+    /// program a cut interrupts, and a program covers at most `planes_per_lun` pages (at most
+    /// `MAX_PLANES`); its pages are the newest on flash (consecutive sequence numbers, nothing
+    /// programmed after them), so the newest that many replayed data pages hold every one of
+    /// them that replay applied. Otherwise one: the page being programmed.
+    fn torn_window(&self) -> usize {
+        if self.multi_io_on() {
+            (self.geo.planes_per_lun as usize).clamp(1, MAX_PLANES)
+        } else {
+            1
+        }
     }
 
     /// Step 4's check of a replayed data page (a second write: whether it decodes).
@@ -1010,6 +1064,7 @@ struct Replayed {
     resume: [[Option<(u32, u32)>; 2]; crate::config::MAX_TOTAL_PLANES],
     /// Every void this replay needed was confirmed.
     voids_complete: bool,
-    /// The newest data page, if its data needed correction.
-    refresh: Option<PageId>,
+    /// The pages step 4 found whole whose data needed correction (at most one per page of the
+    /// torn window).
+    refresh: [Option<PageId>; MAX_PLANES],
 }

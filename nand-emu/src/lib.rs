@@ -23,7 +23,9 @@
 //!   planes, at one page offset (reads and programs), otherwise it fails as a whole with
 //!   `(0, EmuError::MultiPlane)` (kind `Other`) before doing anything; argument errors of its
 //!   operations are reported with their index, also before doing anything. A valid call runs its
-//!   operations in order and stops at the first failure; their array phases overlap in time.
+//!   operations in order and stops at the first failure; their array phases overlap in time. A
+//!   power cut during a multi-plane program or erase tears the cut operation only, or, with
+//!   `multi_plane_cut: MultiPlaneCut::WholeCall`, every operation of the call (`power.rs`).
 //! - `is_bad` reads spare byte 0 of pages 0 and 1 (two spare reads, one device operation) and
 //!   reports a non-0xFF byte; it is not subject to raw bit errors. `mark_bad` forces those two
 //!   bytes to 0x00 whatever the pages' NOP and order state, and does not consume NOP (two
@@ -72,6 +74,7 @@ pub use copy_back::NATIVE_COPY_BACK;
 
 pub use error::EmuError;
 pub use faults::FaultConfig;
+pub use power::MultiPlaneCut;
 pub use timing::{EmuCounters, Scheduling, TimingParams};
 
 use faults::FaultState;
@@ -103,6 +106,10 @@ pub struct EmulatorConfig {
     /// fallback ([`CopyBackCaps::FALLBACK`]); `odd_to_even: false` adds the parity rule. Not
     /// saved by `persist`.
     pub copy_back: CopyBackCaps,
+    /// What a power cut during a multi-plane program or erase leaves (see `power.rs`): only the
+    /// cut operation torn ([`MultiPlaneCut::CutOpOnly`], the default) or every operation of the
+    /// call ([`MultiPlaneCut::WholeCall`]). Not saved by `persist`.
+    pub multi_plane_cut: MultiPlaneCut,
 }
 
 impl EmulatorConfig {
@@ -119,6 +126,7 @@ impl EmulatorConfig {
             reject_set_bits: false,
             channels: 0,
             copy_back: NATIVE_COPY_BACK,
+            multi_plane_cut: MultiPlaneCut::CutOpOnly,
         }
     }
 
@@ -541,6 +549,16 @@ impl Emulator {
         faults::partial_program(&mut self.spare[base..base + spare.len()], spare, rng, fraction);
     }
 
+    /// A program the power cut interrupts: torn, if the rules would have accepted it (a
+    /// factory-bad block is never changed).
+    fn cut_program(&mut self, page: PageId, data: &[u8], spare: &[u8]) {
+        let block = page.0 / self.geo.pages_per_block;
+        if !self.factory_bad[block as usize] && self.check_program_rules(page, data, spare).is_ok() {
+            self.tear_program(page, data, spare, true);
+            self.record_program(page);
+        }
+    }
+
     /// Runs an issued program. Returns its result and whether it reached the array (takes time).
     fn program_exec(
         &mut self,
@@ -551,10 +569,7 @@ impl Emulator {
     ) -> (Result<(), EmuError>, bool) {
         let block = page.0 / self.geo.pages_per_block;
         if interrupted {
-            if !self.factory_bad[block as usize] && self.check_program_rules(page, data, spare).is_ok() {
-                self.tear_program(page, data, spare, true);
-                self.record_program(page);
-            }
+            self.cut_program(page, data, spare);
             return (Err(EmuError::PowerLoss), false);
         }
         if self.factory_bad[block as usize] {
@@ -622,13 +637,19 @@ impl Emulator {
         self.reset_block_state(block);
     }
 
+    /// An erase the power cut interrupts: the block partly erased (a factory-bad one is never
+    /// changed).
+    fn cut_erase(&mut self, block: u32) {
+        if !self.factory_bad[block as usize] {
+            self.tear_erase(block, true);
+        }
+    }
+
     /// Runs an issued erase. Returns its result and whether it reached the array.
     fn erase_exec(&mut self, block: BlockId, interrupted: bool) -> (Result<(), EmuError>, bool) {
         let b = block.0;
         if interrupted {
-            if !self.factory_bad[b as usize] {
-                self.tear_erase(b, true);
-            }
+            self.cut_erase(b);
             return (Err(EmuError::PowerLoss), false);
         }
         self.counters.erases += 1;
@@ -791,6 +812,13 @@ impl NandFlash for Emulator {
 
     fn program_multi(&mut self, ops: &[ProgramOp<'_>]) -> Result<(), (usize, EmuError)> {
         let lun = self.check_multi_pages(ops.iter().map(|op| (op.page, op.data.len(), op.spare.len())))?;
+        if self.whole_call_cut(ops.len()) {
+            self.counters.whole_call_cut_programs += 1;
+            for op in ops {
+                self.cut_program(op.page, op.data, op.spare);
+            }
+            return Err((0, EmuError::PowerLoss));
+        }
         let ppb = self.geo.pages_per_block;
         let mut charged = [(0usize, 0u64); MAX_PLANES];
         let mut n = 0;
@@ -834,6 +862,13 @@ impl NandFlash for Emulator {
             self.check_block(*b).map_err(|e| (i, e))?;
         }
         let lun = self.multi_shape(blocks.iter().map(|b| (b.0, 0)))?;
+        if self.whole_call_cut(blocks.len()) {
+            self.counters.whole_call_cut_erases += 1;
+            for b in blocks {
+                self.cut_erase(b.0);
+            }
+            return Err((0, EmuError::PowerLoss));
+        }
         let mut charged = [(0usize, 0u64); MAX_PLANES];
         let mut n = 0;
         let mut result = Ok(());

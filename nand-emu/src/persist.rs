@@ -274,6 +274,7 @@ fn decode_header(bytes: &[u8], version: u32) -> io::Result<(EmulatorConfig, Head
         reject_set_bits,
         channels,
         copy_back: super::NATIVE_COPY_BACK,
+        multi_plane_cut: super::MultiPlaneCut::CutOpOnly,
     };
     config.validate().map_err(|e| invalid(&e.to_string()))?;
     Ok((config, state))

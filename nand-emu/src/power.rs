@@ -18,7 +18,15 @@
 //! - From then on every operation returns [`EmuError::PowerLoss`] and changes nothing until
 //!   [`Emulator::restore_power`].
 //! - A multi-plane call stops at its first failing operation (a cut one included): the
-//!   operations before it complete, those after it are neither issued nor counted.
+//!   operations before it complete, those after it are neither issued nor counted. That is
+//!   [`MultiPlaneCut::CutOpOnly`], the default. With [`MultiPlaneCut::WholeCall`]
+//!   (`EmulatorConfig::multi_plane_cut`) a cut on any operation of a multi-plane program or
+//!   erase tears *every* operation of the call (each page torn, each block partly erased, as a
+//!   cut single operation is; those the rules would refuse and factory-bad blocks unchanged), as
+//!   on a chip that programs or erases the planes at once: the call returns
+//!   `(0, PowerLoss)`. Its operations are numbered as with the default up to the cut one (so a
+//!   workload's cut points are the same under both), the ones after it are not numbered.
+//!   Multi-plane reads are the same under both.
 //! - Tearing draws from its own seeded stream: the same seed and operations give the same torn
 //!   bits.
 
@@ -30,6 +38,18 @@ use super::{EmuError, Emulator};
 
 /// No cut scheduled.
 const NO_CUT: u64 = u64::MAX;
+
+/// What a power cut during a multi-plane program or erase leaves (see the module doc).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum MultiPlaneCut {
+    /// The operations before the cut one complete, the cut one is torn (partly erased), the
+    /// rest are not issued: a chip that works the planes of a call one after another.
+    #[default]
+    CutOpOnly,
+    /// Every operation of the call is torn (partly erased), wherever in the call the cut falls:
+    /// a chip that programs (erases) the planes of a call at once.
+    WholeCall,
+}
 
 /// Power state and the operation counter.
 #[derive(Clone, Debug)]
@@ -67,6 +87,26 @@ impl Emulator {
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// Whether a multi-plane program or erase of `n` operations (argument checks passed) is cut
+    /// as a whole ([`MultiPlaneCut::WholeCall`] and the scheduled cut on one of its operations).
+    /// If so, numbers its operations up to the cut one and cuts the power; the caller then tears
+    /// every operation of the call and returns `(0, PowerLoss)`.
+    pub(super) fn whole_call_cut(&mut self, n: usize) -> bool {
+        let p = &self.power;
+        if self.config.multi_plane_cut != MultiPlaneCut::WholeCall || !p.powered || p.cut_at == NO_CUT {
+            return false;
+        }
+        let Some(at) = p.cut_at.checked_sub(p.ops_issued).filter(|&at| at < n as u64) else {
+            return false;
+        };
+        for _ in 0..at {
+            // Powered and not the cut one: numbered, nothing else.
+            let _ = self.begin_op();
+        }
+        // The cut one.
+        matches!(self.begin_op(), Ok(true))
     }
 
     /// Interrupts the operation with index `ops_issued() + after_ops` (0 = the very next one).
@@ -253,6 +293,130 @@ mod tests {
         // An op that fails argument checks is not issued.
         assert!(e.read_page(nand_hal::PageId(u32::MAX), &mut [], &mut []).is_err());
         assert_eq!(e.ops_issued(), 4);
+    }
+
+    /// One multi-plane program of 0x00 over 256 data and 4 spare bytes at page 1 of blocks 0 and
+    /// 1 (planes 0 and 1; page 2 of block 1 already programmed when `refused`, so the order rule
+    /// refuses that op), cut on its operation `at`. Returns the call's result, the emulator and
+    /// the set data bits of each page.
+    fn cut_pair(
+        mode: MultiPlaneCut,
+        at: u64,
+        refused: bool,
+    ) -> (Result<(), (usize, EmuError)>, Emulator, [u32; 2]) {
+        let mut e =
+            Emulator::new(EmulatorConfig { multi_plane_cut: mode, seed: 3, ..small_config() }).unwrap();
+        let g = e.geometry();
+        let pages = [g.page(BlockId(0), 1), g.page(BlockId(1), 1)];
+        if refused {
+            e.program_page(g.page(BlockId(1), 2), &[0x55; 4], &[]).unwrap();
+        }
+        let ops = pages.map(|page| ProgramOp { page, data: &[0x00; 256], spare: &[0x00; 4] });
+        e.schedule_power_cut(at);
+        let r = e.program_multi(&ops);
+        let set = pages.map(|p| ones(&e.peek_page(p).unwrap().0[..256]));
+        (r, e, set)
+    }
+
+    /// 2048 bits each cleared with p = 1/2: about 1024 remain set (sd ~ 23).
+    fn half(set: u32) -> bool {
+        (900..1150).contains(&set)
+    }
+
+    #[test]
+    fn whole_call_cut_tears_every_page_of_a_multi_plane_program() {
+        for at in 0..2 {
+            let (r, e, set) = cut_pair(MultiPlaneCut::WholeCall, at, false);
+            assert_eq!(r, Err((0, EmuError::PowerLoss)), "cut on op {at}");
+            assert!(!e.is_powered());
+            assert_eq!(e.ops_issued(), at + 1, "numbered up to the cut op");
+            assert_eq!((e.counters().power_cuts, e.counters().whole_call_cut_programs), (1, 1));
+            assert!(set.iter().all(|&s| half(s)), "cut on op {at}: {set:?}");
+            let g = e.geometry();
+            for b in 0..2 {
+                let p = g.page(BlockId(b), 1);
+                assert_eq!(e.program_count(p), Some(1), "each torn page counts against NOP");
+                let spare = ones(&e.peek_page(p).unwrap().1[..4]);
+                assert!(spare > 0 && spare < 32, "the spare is torn too: {spare}");
+            }
+            // Deterministic: the same seed and operations tear the same bits.
+            assert_eq!(cut_pair(MultiPlaneCut::WholeCall, at, false).2, set);
+        }
+        // The default: the op before the cut one completed, the ones after it untouched.
+        let (r, e, set) = cut_pair(MultiPlaneCut::CutOpOnly, 1, false);
+        assert_eq!(r, Err((1, EmuError::PowerLoss)));
+        assert!(set[0] == 0 && half(set[1]), "{set:?}");
+        assert_eq!(e.ops_issued(), 2);
+        assert_eq!(e.counters().whole_call_cut_programs, 0);
+        let (r, e, set) = cut_pair(MultiPlaneCut::CutOpOnly, 0, false);
+        assert_eq!(r, Err((0, EmuError::PowerLoss)));
+        assert!(half(set[0]) && set[1] == 2048, "{set:?}");
+        assert_eq!(e.program_count(e.geometry().page(BlockId(1), 1)), Some(0));
+        // A cut after the call: it completes under both.
+        for mode in [MultiPlaneCut::WholeCall, MultiPlaneCut::CutOpOnly] {
+            let (r, mut e, set) = cut_pair(mode, 2, false);
+            assert_eq!((r, set), (Ok(()), [0, 0]));
+            assert!(e.is_powered());
+            assert_eq!(e.erase_block(BlockId(3)).unwrap_err(), EmuError::PowerLoss, "the next op is cut");
+        }
+    }
+
+    #[test]
+    fn whole_call_cut_leaves_refused_ops_and_unpowered_calls_alone() {
+        // The order rule refuses block 1's op: only block 0's page is torn.
+        let (r, e, set) = cut_pair(MultiPlaneCut::WholeCall, 1, true);
+        assert_eq!(r, Err((0, EmuError::PowerLoss)));
+        assert!(half(set[0]) && set[1] == 2048, "{set:?}");
+        assert_eq!(e.program_count(e.geometry().page(BlockId(1), 1)), Some(0));
+        // No power: the call changes nothing.
+        let mut e =
+            Emulator::new(EmulatorConfig { multi_plane_cut: MultiPlaneCut::WholeCall, ..small_config() })
+                .unwrap();
+        let g = e.geometry();
+        e.power_cut_now();
+        e.schedule_power_cut(0);
+        let ops = [0, 1].map(|b| ProgramOp { page: g.page(BlockId(b), 0), data: &[0x00; 8], spare: &[] });
+        assert_eq!(e.program_multi(&ops).unwrap_err(), (0, EmuError::PowerLoss));
+        assert!((0..2).all(|b| e.program_count(g.page(BlockId(b), 0)) == Some(0)));
+        assert_eq!(e.counters().power_cuts, 1);
+    }
+
+    #[test]
+    fn whole_call_cut_partly_erases_every_block_of_a_multi_plane_erase() {
+        for (mode, at) in
+            [(MultiPlaneCut::WholeCall, 0), (MultiPlaneCut::WholeCall, 1), (MultiPlaneCut::CutOpOnly, 1)]
+        {
+            let mut e =
+                Emulator::new(EmulatorConfig { multi_plane_cut: mode, seed: 4, ..small_config() }).unwrap();
+            let g = e.geometry();
+            let zeros = vec![0u8; g.data_bytes as usize];
+            for b in 0..2 {
+                for p in 0..g.pages_per_block {
+                    e.program_page(g.page(BlockId(b), p), &zeros, &[0; 4]).unwrap();
+                }
+            }
+            e.schedule_power_cut(at);
+            let r = e.erase_multi(&[BlockId(0), BlockId(1)]);
+            let total = u64::from(g.data_bytes * g.pages_per_block * 8);
+            let set: Vec<u64> = (0..2)
+                .map(|b| {
+                    (0..g.pages_per_block)
+                        .map(|p| u64::from(ones(e.peek_page(g.page(BlockId(b), p)).unwrap().0)))
+                        .sum()
+                })
+                .collect();
+            let partly = |s: u64| s > total * 2 / 5 && s < total * 3 / 5;
+            if mode == MultiPlaneCut::WholeCall {
+                assert_eq!(r, Err((0, EmuError::PowerLoss)));
+                assert!(set.iter().all(|&s| partly(s)), "{set:?} of {total}");
+                assert_eq!((e.erase_count(BlockId(0)), e.erase_count(BlockId(1))), (Some(1), Some(1)));
+                assert_eq!(e.ops_issued(), 2 * g.pages_per_block as u64 + at + 1);
+                assert_eq!(e.counters().whole_call_cut_erases, 1);
+            } else {
+                assert_eq!(r, Err((1, EmuError::PowerLoss)));
+                assert!(set[0] == total && partly(set[1]), "{set:?} of {total}");
+            }
+        }
     }
 
     #[test]

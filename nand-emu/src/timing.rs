@@ -198,6 +198,12 @@ pub struct EmuCounters {
     pub erase_failures: u64,
     /// Power cuts (scheduled or immediate).
     pub power_cuts: u64,
+    /// Of `power_cuts`, those that tore a multi-plane program as a whole
+    /// ([`super::MultiPlaneCut::WholeCall`]).
+    pub whole_call_cut_programs: u64,
+    /// Of `power_cuts`, those that partly erased every block of a multi-plane erase
+    /// ([`super::MultiPlaneCut::WholeCall`]).
+    pub whole_call_cut_erases: u64,
     /// Operations refused by a rule (NOP, program order, set bits) without reaching the array.
     pub rejected: u64,
 }
