@@ -343,8 +343,22 @@ fn stacked_features_run_and_refusals_name_their_reason() {
     );
     assert!(r["features"]["wom"]["second_writes"].as_u64().unwrap() > 100, "{}", r["features"]);
     assert!(r["features"]["cdm"]["write_inserts"].as_u64().unwrap() > 0, "{}", r["features"]);
-    fails_with(
-        &["run", "--device", "wom", "--workload", "uniform", "--features", "wom+dedup"],
-        ftl_core::Refusal::WomWithDedup.reason(),
+    // wom stacks with dedup: duplicate content is shared, hot unique pages are second-written.
+    let r = run_and_check(
+        "stack-wom-dedup",
+        &[
+            "--device",
+            "wom",
+            "--workload",
+            "zipf:1",
+            "--writes",
+            "200000",
+            "--dup-ratio",
+            "0.3",
+            "--features",
+            "wom+dedup",
+        ],
     );
+    assert!(r["features"]["wom"]["second_writes"].as_u64().unwrap() > 100, "{}", r["features"]);
+    assert!(r["features"]["dedup"]["deduplicated"].as_u64().unwrap() > 1000, "{}", r["features"]);
 }
