@@ -13,8 +13,8 @@ cargo test --workspace --release
 # feature alone and the two stacks of issue #17. Each configuration attaches what it enables
 # (tests/src/stack.rs): `wom` second writes, `dedup` deduplication, `cdm` the NV cache,
 # `flex-ecc` FlexECC, `eti` the ETI classifier with two host streams; second writes are not
-# attached with dedup or flex-ecc (the core refuses those) nor with cdm (tests/tests/cdm.rs runs
-# that pair). The workspace run (every feature) attaches dedup + flex-ecc + cdm + eti.
+# attached with flex-ecc (the core refuses the pair) nor with cdm (tests/tests/cdm.rs runs that
+# pair); `wom,dedup,eti` stacks second writes with deduplication. The workspace run (every feature) attaches dedup + flex-ecc + cdm + eti.
 # Case counts are reduced here (FTL_CONFIG_CASES
 # proptest cases, FTL_CONFIG_CUTS random cuts per torture run, every FTL_CONFIG_STRIDE-th cut
 # point of the exhaustive torture); full counts: the workspace run.
@@ -25,7 +25,7 @@ export FTL_BLIP_SEEDS="${FTL_CONFIG_BLIP_SEEDS:-40}"
 suites=(--lib --test power_cuts --test plane_room --test model --test torture --test bit_errors)
 cargo test --release -p ftl-core -p ftl-tests --no-default-features "${suites[@]}" --test geometries --test anchor \
   --test copy_back
-for f in wom dedup flex-ecc eti cdm wom,eti dedup,flex-ecc,cdm,eti; do
+for f in wom dedup flex-ecc eti cdm wom,eti wom,dedup,eti dedup,flex-ecc,cdm,eti; do
   echo "== configuration: features ${f}"
   # `wom` alone attaches same-block second writes (tests/src/stack.rs `wom_layout`), `wom,eti`
   # the default two-plane pairs.

@@ -555,6 +555,10 @@ fn checks() -> Vec<(&'static str, Option<Check>)> {
         }),
         gated!("wom", "reuse.sw.parity_offset", sw_parity),
         gated!("dedup", "dedup::SHARED_MOVE", |_, v| eq(v, crate::dedup::shares::SHARED_MOVE as u64)),
+        gated!("dedup", "dedup::SHARED_MOVE_LOST", |_, v| eq(
+            v,
+            crate::dedup::shares::SHARED_MOVE_LOST as u64
+        )),
         gated!("dedup", "dedup::SHARE_JOURNAL", |_, v| eq(v, crate::dedup::shares::SHARE_JOURNAL as u64)),
         gated!("dedup", "dedup::RECORD_BYTES", share_records),
         gated!("dedup", "dedup::NO_OWNER", |_, v| eq(v, crate::dedup::shares::NO_OWNER as u64)),

@@ -317,11 +317,11 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             out.fill(0);
             return Ok(());
         };
-        if let Some(seq) = self.reuse_read_hook(lpn, page, out)? {
-            return self.nv_fill(lpn, out, seq);
-        }
         // A shared page's spare names its first owner (or where it moved from), not `lpn`.
         let (page, shared) = self.dedup_resolve(page);
+        if let Some(seq) = self.reuse_read_hook(lpn, page, shared, out)? {
+            return self.nv_fill(lpn, out, seq);
+        }
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
         self.counters.nand_reads += 1;

@@ -7,12 +7,13 @@
 # - the `cdm` device (in-order programming): baseline, ETI, dedup, the NV cache (5% of the
 #   logical pages, CDM), dedup + NV cache, and that stack under ETI;
 # - the `wom` device (second writes need out-of-order programming): baseline, ETI, wom (the
-#   paper's size rule), wom under ETI and MHF, the NV cache, and wom + NV cache.
+#   paper's size rule), wom under ETI and MHF, dedup, the NV cache, wom + NV cache, wom + dedup
+#   (and under ETI).
 # - the `cdm` device as FlexECC's cache in front of a disk (its cache manager writes the FTL,
 #   so these compare with flex-ecc alone): flex-ecc, under ETI, with dedup, with the NV cache,
 #   and dedup + NV cache (+ ETI).
 # Refused combinations are listed with their reason (sim::refusal, the FTL's refusals,
-# ftl_core::ext::refusal): wom + dedup, wom + the NV cache, wom + flex-ecc.
+# ftl_core::ext::refusal): wom + flex-ecc.
 # Three seeds each (preconditioning and synthetic workload); JSON in $COMPARE_RUNS (default
 # target/eval-compare); writes docs/eval/compare/README.md.
 set -euo pipefail
@@ -37,7 +38,8 @@ for seed in 1 2 3; do
       --configs baseline,baseline@eti,dedup,cdm,dedup+cdm,dedup+cdm@eti --json "$runs/stack-$name-s$seed.json"
     # shellcheck disable=SC2086
     "$sim" compare ${input[$name]} "${common[@]}" --device wom --seed "$seed" --nv-cache-percent 5 \
-      --configs baseline,baseline@eti,wom,wom@eti,wom@mhf,cdm,wom+cdm,wom+dedup,wom+flex-ecc --json "$runs/wom-$name-s$seed.json"
+      --configs baseline,baseline@eti,wom,wom@eti,wom@mhf,dedup,cdm,wom+cdm,wom+dedup,wom+dedup@eti,wom+flex-ecc \
+      --json "$runs/wom-$name-s$seed.json"
     # shellcheck disable=SC2086
     "$sim" compare ${input[$name]} "${common[@]}" --device cdm --seed "$seed" --nv-cache-percent 5 \
       --configs flex-ecc,flex-ecc@eti,dedup+flex-ecc,flex-ecc+cdm,dedup+flex-ecc+cdm,dedup+flex-ecc+cdm@eti --json "$runs/flex-$name-s$seed.json"

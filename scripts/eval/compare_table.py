@@ -13,8 +13,11 @@ GROUPS = {
     'stack': ('`cdm` device (NV cache: 5% of the logical pages, CDM)',
               ['baseline', 'baseline@eti', 'dedup', 'cdm', 'dedup+cdm', 'dedup+cdm@eti'],
               {'dedup+cdm': ['dedup', 'cdm'], 'dedup+cdm@eti': ['dedup', 'cdm', 'baseline@eti']}),
-    'wom': ('`wom` device (second writes)', ['baseline', 'baseline@eti', 'wom', 'wom@eti', 'wom@mhf', 'cdm', 'wom+cdm', 'wom+dedup', 'wom+flex-ecc'],
-            {'wom@eti': ['wom', 'baseline@eti'], 'wom+cdm': ['wom', 'cdm']}),
+    'wom': ('`wom` device (second writes)',
+            ['baseline', 'baseline@eti', 'wom', 'wom@eti', 'wom@mhf', 'dedup', 'cdm', 'wom+cdm', 'wom+dedup',
+             'wom+dedup@eti', 'wom+flex-ecc'],
+            {'wom@eti': ['wom', 'baseline@eti'], 'wom+cdm': ['wom', 'cdm'], 'wom+dedup': ['wom', 'dedup'],
+             'wom+dedup@eti': ['wom', 'dedup', 'baseline@eti']}),
     # FlexECC's setting: the device is a cache in front of a disk (its cache manager writes the
     # FTL), so its runs compare with FlexECC alone, not with the plain baseline.
     'flex': ('`cdm` device as FlexECC\'s cache (relative to `flex-ecc` alone)',

@@ -208,7 +208,10 @@ fn bad_input_gets_a_clear_message_and_a_failure_exit() {
     fails_with(&["run", "--workload", "uniform", "--read-ratio", "2"], "--read-ratio");
     fails_with(&["run", "--trace", "/nonexistent/trace.csv"], "/nonexistent/trace.csv");
     fails_with(&["run"], "--trace");
-    fails_with(&["run", "--workload", "uniform", "--features", "wom,dedup"], "second writes recycle blocks");
+    fails_with(
+        &["run", "--device", "wom", "--workload", "uniform", "--features", "wom,flex-ecc"],
+        "a second write replaces the page codec",
+    );
     // The default device programs pages in order: no second writes there.
     fails_with(&["run", "--workload", "uniform", "--features", "wom"], "--device wom");
     fails_with(&["run", "--workload", "uniform", "--classifier", "bogus"], "unknown classifier");
@@ -343,8 +346,22 @@ fn stacked_features_run_and_refusals_name_their_reason() {
     );
     assert!(r["features"]["wom"]["second_writes"].as_u64().unwrap() > 100, "{}", r["features"]);
     assert!(r["features"]["cdm"]["write_inserts"].as_u64().unwrap() > 0, "{}", r["features"]);
-    fails_with(
-        &["run", "--device", "wom", "--workload", "uniform", "--features", "wom+dedup"],
-        ftl_core::Refusal::WomWithDedup.reason(),
+    // wom stacks with dedup: duplicate content is shared, hot unique pages are second-written.
+    let r = run_and_check(
+        "stack-wom-dedup",
+        &[
+            "--device",
+            "wom",
+            "--workload",
+            "zipf:1",
+            "--writes",
+            "200000",
+            "--dup-ratio",
+            "0.3",
+            "--features",
+            "wom+dedup",
+        ],
     );
+    assert!(r["features"]["wom"]["second_writes"].as_u64().unwrap() > 100, "{}", r["features"]);
+    assert!(r["features"]["dedup"]["hits"].as_u64().unwrap() > 1000, "{}", r["features"]);
 }

@@ -59,7 +59,7 @@ use crate::policy::{Classifier, PageCodec, PolicySet, Stream, Temperature, Write
 use crate::{Error, Ftl};
 
 pub use rebuild::RebuildProgress;
-use shares::{PendingShares, ShareRecord, NO_OWNER, SHARED_MOVE, SHARE_JOURNAL};
+use shares::{PendingShares, ShareRecord, NO_OWNER, SHARED_MOVE, SHARED_MOVE_LOST, SHARE_JOURNAL};
 use table::Slot;
 use vmap::{VirtualEntry, VirtualMap, VIRTUAL_FLAG};
 
@@ -291,7 +291,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
 
     /// Replay: whether a data page with aux word `aux` is a shared page's relocation copy.
     pub(crate) fn dedup_is_move(&self, aux: u32) -> bool {
-        aux == shares::SHARED_MOVE
+        aux == shares::SHARED_MOVE || aux == shares::SHARED_MOVE_LOST
     }
 
     /// Replay: applies a journal page if it is a share journal (`Some(complete)`).
@@ -609,6 +609,11 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             self.ext.dedup.stats.unprobed += 1;
         }
         let t = self.policies.classifier().classify_page(lpn, temp);
+        // Second writes take the hot pages they can place; those are not indexed (a fingerprint
+        // names a first write, the only kind a share may map to).
+        if self.reuse_second_write_hook(lpn, page, t)? {
+            return Ok(());
+        }
         let written = self.first_write(lpn, t, page)?;
         if let (Some(ContentProbe::Miss(key)), Some(ix)) = (probe, self.ext.dedup.index.as_deref_mut()) {
             if key.hashed {
@@ -673,7 +678,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         Ok(match PageMeta::decode(&self.buf[d..d + META_LEN]) {
             SpareState::Valid(m)
                 if m.kind == PageKind::Data
-                    && m.aux != SHARED_MOVE
+                    && !self.dedup_is_move(m.aux)
                     && m.tag < self.cfg.logical_pages
                     && self.map.get(m.tag) == Some(p) =>
             {
@@ -697,7 +702,11 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         if self.policies.codec().decode(area, &spare[META_LEN..spare_len]).is_err() {
             return Ok(false);
         }
-        Ok(area[..] == data[..d])
+        // Second writes store first writes scrambled.
+        if self.reuse_unscramble_buf().is_none() {
+            return Ok(false);
+        }
+        Ok(self.buf[..d] == data[..d])
     }
 
     /// Maps `lpn` to the content of `target` and records it; false if the secondary map is full.
@@ -735,6 +744,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let old = self.map.set(lpn, Some(PageId(v | VIRTUAL_FLAG)));
         if let Some(o) = old.and_then(|o| self.dedup_unref(o)) {
             self.set_valid_bit(o, false);
+            // A second write's plane-1 half goes with it (as in `Ftl::remap`).
+            self.reuse_invalidate(o);
         }
         self.ext.dedup.pending.push(ShareRecord { lpn, page, owner });
         self.dirty = true;
@@ -765,8 +776,18 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             let (data, spare) = self.buf.split_at_mut(d);
             matches!(self.policies.codec().decode(data, &spare[META_LEN..spare_len]), Ok(n) if n > 0)
         };
-        let new =
-            self.append(plane, Stream::Gc, PageKind::Data, page.0, SHARED_MOVE, Source::Buffer { encode })?;
+        // With second writes the copy holds the content unscrambled (its tag is a physical page,
+        // no key): re-encoded, or, if the source's scrambler flags are lost, as stored and marked
+        // so that reads report it uncorrectable.
+        let (aux, encode) = match self.reuse_unscramble_buf() {
+            Some(unscrambled) => {
+                let lost = matches!(PageMeta::decode(&self.buf[d..d + META_LEN]),
+                    SpareState::Valid(m) if m.aux == SHARED_MOVE_LOST);
+                (if lost { SHARED_MOVE_LOST } else { SHARED_MOVE }, encode || unscrambled)
+            }
+            None => (SHARED_MOVE_LOST, encode),
+        };
+        let new = self.append(plane, Stream::Gc, PageKind::Data, page.0, aux, Source::Buffer { encode })?;
         // The copy names the page it came from, so replay needs every move since the checkpoint:
         // its block is kept (like a journal page's) until the next checkpoint.
         self.blocks.set_flags(self.geo.block_of(new), FLAG_LIVE_JOURNAL, true);

@@ -146,7 +146,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 return Err(Error::Corrupt);
             }
             let b = self.geo.block_of(p);
-            if self.blocks.state(b) != crate::blocks::BlockState::Used {
+            // (With second writes a recycled block keeps its valid pages and is `Open`.)
+            let state = self.blocks.state(b);
+            let open_ok = self.reuse_on() && state == crate::blocks::BlockState::Open;
+            if state != crate::blocks::BlockState::Used && !open_ok {
                 return Err(Error::Corrupt);
             }
             let w = &mut self.valid[p.0 as usize / 32];

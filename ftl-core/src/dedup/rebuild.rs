@@ -64,6 +64,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                     continue;
                 }
             }
+            // Second writes store first writes scrambled.
+            if self.reuse_unscramble_buf().is_none() {
+                continue;
+            }
             let location = shared.map_or(p.0, |v| v | VIRTUAL_FLAG);
             if let Some(ix) = self.ext.dedup.index.as_deref_mut() {
                 let key = ix.fingerprint(&self.buf[..d]);

@@ -13,7 +13,7 @@
 //! `owner` is the logical page that mapped `page` directly when it became shared, or
 //! [`NO_OWNER`]". Page data: `count: u32`, then `count` records of three `u32`s.
 
-pub use crate::ext::claims::{SHARED_MOVE, SHARE_JOURNAL};
+pub use crate::ext::claims::{SHARED_MOVE, SHARED_MOVE_LOST, SHARE_JOURNAL};
 /// The owner of a record whose content was already shared.
 pub const NO_OWNER: u32 = u32::MAX;
 /// Bytes per record on flash.

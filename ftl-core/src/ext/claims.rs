@@ -27,6 +27,12 @@ pub const SHARE_JOURNAL: u32 = 0x5348_524A;
 /// Aux word (deduplication) of a data page written by GC to relocate shared content; its tag is
 /// the physical page the content moved from.
 pub const SHARED_MOVE: u32 = 0x5348_4D56;
+/// Aux word (deduplication with second writes) of a relocation copy of shared content whose
+/// source was scrambled with flags GC could not read (its metadata no longer decoded): the copy
+/// holds the data as stored, and reads return `Error::Uncorrectable` rather than data that may
+/// still be scrambled. Its tag is the physical page the content moved from, as for
+/// [`SHARED_MOVE`].
+pub const SHARED_MOVE_LOST: u32 = 0x5348_4D4C;
 
 /// The extensions (and the core) as owners of claims.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -68,14 +74,33 @@ pub enum Aux {
 }
 
 impl Aux {
-    /// Whether a page could be read as carrying both claims.
-    const fn overlaps(self, other: Aux) -> bool {
+    /// Whether a page could be read as carrying both claims. `bits_a` / `bits_b`: every bit the
+    /// owner of `self` / `other` may set in this page kind's aux word (the union of its `Bits`
+    /// claims there): a value collides with a bit field when it is one of the field's words.
+    const fn overlaps(self, other: Aux, bits_a: u32, bits_b: u32) -> bool {
         match (self, other) {
             (Aux::Bits(a), Aux::Bits(b)) => a & b != 0,
-            (Aux::Bits(m), Aux::Value(v)) | (Aux::Value(v), Aux::Bits(m)) => v & m != 0,
+            (Aux::Bits(_), Aux::Value(v)) => v & !bits_a == 0,
+            (Aux::Value(v), Aux::Bits(_)) => v & !bits_b == 0,
             (Aux::Value(a), Aux::Value(b)) => a == b,
         }
     }
+}
+
+/// Every bit `owner` may set in the aux word of pages of `kind` (its `Bits` claims there).
+const fn bits_of(claims: &[Claim], owner: Owner, kind: PageKind) -> u32 {
+    let mut bits = 0;
+    let mut i = 0;
+    while i < claims.len() {
+        let c = claims[i];
+        if c.owner as u8 == owner as u8 && same_kind(c.kind, kind) {
+            if let Aux::Bits(m) = c.aux {
+                bits |= m;
+            }
+        }
+        i += 1;
+    }
+    bits
 }
 
 /// One claim: `owner` gives `aux` of pages of `kind` a meaning.
@@ -92,10 +117,11 @@ pub struct Claim {
 /// Every aux claim (docs/format.md, "Every aux value in use"). The core's plain pages carry 0,
 /// which no claim may take: a bit field must not include bit patterns of 0 (none can), a value
 /// must not be 0.
-pub const CLAIMS: [Claim; 5] = [
+pub const CLAIMS: [Claim; 6] = [
     Claim { owner: Owner::Wom, kind: PageKind::Data, aux: Aux::Bits(AUX_SCRAMBLED | AUX_COMPLEMENTED) },
     Claim { owner: Owner::Wom, kind: PageKind::Data, aux: Aux::Bits(AUX_FLAGS_LOST) },
     Claim { owner: Owner::Dedup, kind: PageKind::Data, aux: Aux::Value(SHARED_MOVE) },
+    Claim { owner: Owner::Dedup, kind: PageKind::Data, aux: Aux::Value(SHARED_MOVE_LOST) },
     Claim { owner: Owner::Dedup, kind: PageKind::Journal, aux: Aux::Value(SHARE_JOURNAL) },
     Claim { owner: Owner::Core, kind: PageKind::Journal, aux: Aux::Value(0) },
 ];
@@ -131,7 +157,8 @@ pub const fn first_conflict(claims: &[Claim], respect_refusals: bool) -> Option<
                 !matches!((a.owner, b.owner), (Owner::Core, Owner::Core)) && (a.owner as u8 != b.owner as u8);
             let together =
                 !respect_refusals || refusal(union(a.owner.stack(), b.owner.stack()), false).is_none();
-            if different && together && same_kind(a.kind, b.kind) && a.aux.overlaps(b.aux) {
+            let (bits_a, bits_b) = (bits_of(claims, a.owner, a.kind), bits_of(claims, b.owner, b.kind));
+            if different && together && same_kind(a.kind, b.kind) && a.aux.overlaps(b.aux, bits_a, bits_b) {
                 return Some((i, j));
             }
             j += 1;
@@ -150,27 +177,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stackable_claims_are_disjoint_and_the_refused_pair_is_why() {
+    fn every_pair_of_claims_is_disjoint_refusals_or_not() {
         assert_eq!(first_conflict(&CLAIMS, true), None);
-        // Second writes and deduplication would not be: SHARED_MOVE has the scrambler's bits.
-        let (i, j) = first_conflict(&CLAIMS, false).expect("a conflict without the refusals");
-        assert_eq!((CLAIMS[i].owner, CLAIMS[j].owner), (Owner::Wom, Owner::Dedup));
-        assert_ne!(SHARED_MOVE & (AUX_SCRAMBLED | AUX_COMPLEMENTED), 0);
+        // No refusal rests on the aux word: second writes and deduplication share data pages'
+        // aux (SHARED_MOVE has bits outside the scrambler's, so it is none of its words).
+        assert_eq!(first_conflict(&CLAIMS, false), None);
+        assert_ne!(SHARED_MOVE & !(AUX_SCRAMBLED | AUX_COMPLEMENTED | AUX_FLAGS_LOST), 0);
+        // A value that is one of the scrambler's words would be caught, even one that combines
+        // bits of its two claims.
+        let mut claims = CLAIMS;
+        claims[2].aux = Aux::Value(AUX_SCRAMBLED | AUX_FLAGS_LOST);
+        assert_eq!(first_conflict(&claims, false), Some((0, 2)));
     }
 
     #[test]
     fn a_new_claim_that_overlaps_a_stackable_one_is_caught() {
         // A hypothetical NV cache tag equal to the share journal's value.
-        let mut claims = [CLAIMS[0]; 6];
-        claims[..5].copy_from_slice(&CLAIMS);
-        claims[5] = Claim { owner: Owner::NvCache, kind: PageKind::Journal, aux: Aux::Value(SHARE_JOURNAL) };
-        assert_eq!(first_conflict(&claims, true), Some((3, 5)));
+        let mut claims = [CLAIMS[0]; 7];
+        claims[..6].copy_from_slice(&CLAIMS);
+        claims[6] = Claim { owner: Owner::NvCache, kind: PageKind::Journal, aux: Aux::Value(SHARE_JOURNAL) };
+        assert_eq!(first_conflict(&claims, true), Some((4, 6)));
         // The same value on a page kind nobody else claims is no conflict (on data pages it
         // would be: the NV cache stacks with second writes, whose scrambler flags it has).
-        claims[5].kind = PageKind::Map;
+        claims[6].kind = PageKind::Map;
         assert_eq!(first_conflict(&claims, true), None);
         // A technique may not claim the core's 0.
-        claims[5] = Claim { owner: Owner::FlexEcc, kind: PageKind::Data, aux: Aux::Value(0) };
-        assert_eq!(first_conflict(&claims, true), Some((5, 5)));
+        claims[6] = Claim { owner: Owner::FlexEcc, kind: PageKind::Data, aux: Aux::Value(0) };
+        assert_eq!(first_conflict(&claims, true), Some((6, 6)));
     }
 }

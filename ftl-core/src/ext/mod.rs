@@ -8,14 +8,15 @@
 //!
 //! **What combines** ([`Refusal`], checked before anything is written): every technique runs with
 //! every classifier and page codec, and deduplication, the NV cache and FlexECC stack in any
-//! subset; second writes stack with the NV cache, not with deduplication or FlexECC, and no
+//! subset; second writes stack with deduplication and the NV cache, not with FlexECC, and no
 //! technique runs on a flash-resident map (each refusal's reason is on its variant).
 //!
 //! **Stacking order** (the precedence, written here and nowhere else). Host read: the NV cache
-//! serves a cached page first; otherwise second writes read their own pages; otherwise
-//! deduplication resolves a shared page to its physical page, which the core reads and checks; the
-//! NV cache then keeps a copy. Host write: deduplication's write path, when attached, replaces the
-//! core's first write (it writes the pages it cannot share through the same frontier and codec,
+//! serves a cached page first; otherwise deduplication resolves a shared page to its physical
+//! page; second writes then read it (a second write decoded, a first write unscrambled with the
+//! logical page its metadata names), or without them the core reads and checks it; the NV cache
+//! then keeps a copy. Host write: deduplication's write path, when attached, replaces the core's
+//! (it shares what it can; a page it cannot share goes to second writes if they take it, else to
 //! `Ftl::first_write`); otherwise a write-back NV cache takes the page (it reaches flash when
 //! evicted), else second writes take the hot pages they can place; every page written to flash
 //! then goes to a write-through NV cache. FlexECC only chooses the page format: of host pages
@@ -49,10 +50,6 @@ use crate::{Config, Error, Ftl, Memory};
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
 pub enum Refusal {
-    /// Second writes with deduplication: a second write is keyed by its physical plane-0 page and
-    /// GC recycles its blocks in place, while a shared page's references and relocation records
-    /// name physical pages that recycling would reuse under them. Not ported.
-    WomWithDedup,
     /// Second writes with FlexECC: a second write replaces the page codec by the WOM code and its
     /// CRC, so there is no per-page codec format to switch.
     WomWithFlexEcc,
@@ -65,9 +62,6 @@ impl Refusal {
     /// The reason, in one line.
     pub fn reason(self) -> &'static str {
         match self {
-            Refusal::WomWithDedup => {
-                "wom with dedup: second writes recycle blocks in place under shared pages' physical references (not ported)"
-            }
             Refusal::WomWithFlexEcc => {
                 "wom with flex-ecc: a second write replaces the page codec, so there is no page format to switch"
             }
@@ -106,9 +100,6 @@ impl Stack {
 pub const fn refusal(stack: Stack, flash_map: bool) -> Option<Refusal> {
     if stack.any() && flash_map {
         return Some(Refusal::FlashResidentMap);
-    }
-    if stack.wom && stack.dedup {
-        return Some(Refusal::WomWithDedup);
     }
     if stack.wom && stack.flex_ecc {
         return Some(Refusal::WomWithFlexEcc);

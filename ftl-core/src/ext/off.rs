@@ -34,9 +34,21 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         &mut self,
         _lpn: u32,
         _page: PageId,
+        _shared: bool,
         _out: &mut [u8],
     ) -> Result<Option<u64>, Error> {
         Ok(None)
+    }
+    pub(crate) fn reuse_second_write_hook(
+        &mut self,
+        _lpn: u32,
+        _data: &[u8],
+        _t: crate::policy::Temperature,
+    ) -> Result<bool, Error> {
+        Ok(false)
+    }
+    pub(crate) fn reuse_unscramble_buf(&mut self) -> Option<bool> {
+        Some(false)
     }
     pub(crate) fn reuse_write_hook(
         &mut self,

@@ -101,6 +101,7 @@ const NIL: u32 = u32::MAX;
 /// Reads of a second write's metadata (or of the whole second write) before taking it as torn
 /// or lost: raw bit errors beyond what the codes correct are drawn anew by every read.
 pub(crate) const SW_META_READS: u32 = 4;
+use crate::ext::claims::SHARED_MOVE_LOST;
 pub use crate::ext::claims::{AUX_COMPLEMENTED, AUX_FLAGS_LOST, AUX_SCRAMBLED};
 
 /// Reuse state of a block (low nibble of its state byte).
@@ -488,17 +489,19 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     }
 
     /// Read hook: with second writes on, they read every mapped page (`Some(seq)`: `out` is
-    /// filled with the data of the write with sequence number `seq`).
+    /// filled with the data of the write with sequence number `seq`). `page` is physical
+    /// (deduplication resolved a shared page, `shared`).
     pub(crate) fn reuse_read_hook(
         &mut self,
         lpn: u32,
         page: PageId,
+        shared: bool,
         out: &mut [u8],
     ) -> Result<Option<u64>, Error> {
         if !self.reuse_on() {
             return Ok(None);
         }
-        self.reuse_read_page(lpn, page, out).map(Some)
+        self.reuse_read_page(lpn, page, shared, out).map(Some)
     }
 
     /// Write hook: with second writes on, they write every host page (as a second write or a
@@ -577,16 +580,28 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Writes one logical page with second writes on: a second write if the page is hot and a
     /// pair is available, else a scrambled first write.
     pub(crate) fn reuse_write_page(&mut self, lpn: u32, data: &[u8], t: Temperature) -> Result<(), Error> {
-        if t == Temperature::Hot {
-            if let Some((_, seq)) = self.try_second_write(lpn, data)? {
-                self.counters.host_write_pages += 1;
-                // The NV cache's copy, as after a first write.
-                self.nv_after_write(lpn, data, seq)?;
-                return Ok(());
-            }
+        if !self.reuse_second_write_hook(lpn, data, t)? {
+            self.first_write(lpn, t, data)?;
         }
-        self.first_write(lpn, t, data)?;
         Ok(())
+    }
+
+    /// A second write of host page `lpn` if it is hot and a pair takes it (true: written, mapped
+    /// and counted); false: the caller writes it as a first write.
+    pub(crate) fn reuse_second_write_hook(
+        &mut self,
+        lpn: u32,
+        data: &[u8],
+        t: Temperature,
+    ) -> Result<bool, Error> {
+        if t != Temperature::Hot || !self.reuse_on() {
+            return Ok(false);
+        }
+        let Some((_, seq)) = self.try_second_write(lpn, data)? else { return Ok(false) };
+        self.counters.host_write_pages += 1;
+        // The NV cache's copy, as after a first write.
+        self.nv_after_write(lpn, data, seq)?;
+        Ok(true)
     }
 
     /// Scrambles `data` (keyed by `lpn`) into the page buffer's data area; returns the `aux`
@@ -602,8 +617,16 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     }
 
     /// Reads a logical page mapped to `page` with second writes on; returns the write's sequence
-    /// number (a second write's own, from its second-write metadata).
-    pub(crate) fn reuse_read_page(&mut self, lpn: u32, page: PageId, out: &mut [u8]) -> Result<u64, Error> {
+    /// number (a second write's own, from its second-write metadata). A `shared` page
+    /// (deduplication) is a first write of its first owner, whose logical page keys the
+    /// scrambler, or a relocation copy GC wrote unscrambled.
+    pub(crate) fn reuse_read_page(
+        &mut self,
+        lpn: u32,
+        page: PageId,
+        shared: bool,
+        out: &mut [u8],
+    ) -> Result<u64, Error> {
         if self.reuse_is_second(page) {
             let (_, seq) = self.read_second(page, Some(lpn), out, true)?;
             if let Some(r) = self.ext.reuse.as_mut() {
@@ -615,11 +638,15 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let spare_len = META_LEN + self.codec_len;
         self.counters.nand_reads += 1;
         self.nand.read_page(page, out, &mut self.buf[d..d + spare_len])?;
-        let (aux, seq) = match PageMeta::decode(&self.buf[d..d + spare_len]) {
-            SpareState::Valid(m) if m.kind == PageKind::Data && m.tag == lpn => (m.aux, m.seq),
+        let (key, aux, seq) = match PageMeta::decode(&self.buf[d..d + spare_len]) {
+            SpareState::Valid(m) if m.kind == PageKind::Data && (m.tag == lpn || shared) => {
+                (m.tag, m.aux, m.seq)
+            }
             _ => return Err(Error::Uncorrectable { lpn }),
         };
-        if aux & AUX_FLAGS_LOST != 0 {
+        // A shared page's relocation copy holds its content unscrambled (`dedup_move_copy`).
+        let moved = shared && self.dedup_is_move(aux);
+        if (aux & AUX_FLAGS_LOST != 0 && !moved) || aux == SHARED_MOVE_LOST {
             return Err(Error::Uncorrectable { lpn });
         }
         let stored = &self.buf[d + META_LEN..d + spare_len];
@@ -632,7 +659,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                 }
             }
         }
-        self.unscramble(lpn, aux, out);
+        if !moved {
+            self.unscramble(key, aux, out);
+        }
         Ok(seq)
     }
 
@@ -648,7 +677,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let Some(r) = self.ext.reuse.as_mut() else { return Ok(None) };
         r.prefetched = None;
         let out = core::mem::take(&mut r.mem.page_a);
-        let read = self.reuse_read_page(lpn, page, &mut out[..d]);
+        let (page, shared) = self.dedup_resolve(page);
+        let read = self.reuse_read_page(lpn, page, shared, &mut out[..d]);
         if read.is_ok() {
             self.buf[..d].copy_from_slice(&out[..d]);
         }
@@ -660,6 +690,41 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             Err(Error::Uncorrectable { .. }) => Ok(Some(None)),
             Err(e) => Err(e),
         }
+    }
+
+    /// Undoes the first-write scrambler on the data page in the page buffer (its data decoded,
+    /// its metadata in the spare as read), keyed by the logical page the metadata names (a
+    /// shared page's first owner). `Some(true)`: the data area now holds the content;
+    /// `Some(false)`: it held it already (second writes off, or a page written unscrambled);
+    /// `None`: unknown (metadata that does not decode, or flags GC lost). Uses the host-read raw
+    /// buffer, so a prefetched pair stays.
+    pub(crate) fn reuse_unscramble_buf(&mut self) -> Option<bool> {
+        if !self.reuse_on() {
+            return Some(false);
+        }
+        let d = self.geo.data_bytes as usize;
+        let SpareState::Valid(m) = PageMeta::decode(&self.buf[d..d + META_LEN]) else { return None };
+        if m.kind == PageKind::Data && m.aux == SHARED_MOVE_LOST {
+            return None;
+        }
+        if m.kind != PageKind::Data || self.dedup_is_move(m.aux) {
+            return Some(false);
+        }
+        if m.aux & AUX_FLAGS_LOST != 0 {
+            return None;
+        }
+        if m.aux & AUX_SCRAMBLED == 0 {
+            return Some(false);
+        }
+        let r = self.ext.reuse.as_mut()?;
+        r.mem.page_c[..d].copy_from_slice(&self.buf[..d]);
+        r.codec.descramble(
+            m.tag as u64,
+            &r.mem.page_c[..d],
+            m.aux & AUX_COMPLEMENTED != 0,
+            &mut self.buf[..d],
+        );
+        Some(true)
     }
 
     /// Undoes the first-write scrambler on `data` in place (uses the page buffer's data area).
@@ -757,10 +822,12 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         // A page an earlier failed program left unvoided must not be followed by newer programs.
         self.settle_torn()?;
         // A trimmed page's old content is still what mount would find until the trim is
-        // journaled: journal before reprogramming any invalid page.
+        // journaled: journal before reprogramming any invalid page. The same for the pages share
+        // records (deduplication) made invalid: their records first.
         if !self.trims.is_empty() {
             self.write_journal()?;
         }
+        self.dedup_flush_pending(false)?;
         let d = self.geo.data_bytes as usize;
         let so = self.sw_offset();
         let mut new_pair_left = self.ext.reuse.as_ref().is_some_and(|r| r.cfg.retry_new_pair);
@@ -1209,6 +1276,13 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         if self.erases(victim) {
             self.collect(victim, crate::gc::Finish::Erase)?;
         } else {
+            // Its invalid pages may be second-written from now on: pages replay still needs
+            // (a journal page, a share journal, a shared page's relocation copy or the owner's
+            // write a share newer than the checkpoint rests on) are kept until the next
+            // checkpoint, as `finish_collect` keeps them from an erase.
+            if self.blocks.get(victim).flags() & crate::blocks::FLAG_LIVE_JOURNAL != 0 {
+                self.write_checkpoint()?;
+            }
             let geo = self.geo;
             self.blocks.set_state(victim, BlockState::Open);
             if let Some(r) = self.ext.reuse.as_mut() {
