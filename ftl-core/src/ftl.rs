@@ -368,11 +368,11 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                 self.note_write_programs(programs_before);
                 continue;
             }
-            if self.reuse_write_hook(l, chunk, t)? {
-                self.note_write_programs(programs_before);
-                continue;
+            // Second writes take the hot pages they can place (a first write is scrambled
+            // when they are on).
+            if !self.reuse_second_write_hook(l, chunk, t)? {
+                self.first_write(l, t, chunk)?;
             }
-            self.first_write(l, t, chunk)?;
             self.note_write_programs(programs_before);
         }
         self.finish_write()

@@ -311,57 +311,19 @@ fn stacked_features_run_and_refusals_name_their_reason() {
     let f = &r["features"];
     assert!(f["dedup"]["hits"].as_u64().unwrap() > 1000, "{f}");
     assert_eq!(f["cdm"]["write_inserts"].as_u64(), r["host_write_pages"].as_u64(), "{f}");
-    let r = run_and_check(
-        "stack-wom-eti",
-        &[
-            "--device",
-            "wom",
-            "--workload",
-            "zipf:1",
-            "--writes",
-            "200000",
-            "--features",
-            "wom",
-            "--classifier",
-            "eti",
-        ],
-    );
+    let wom_run = |name: &str, extra: &[&str]| {
+        let args = [&["--device", "wom", "--workload", "zipf:1", "--writes", "200000"][..], extra].concat();
+        run_and_check(name, &args)
+    };
+    let r = wom_run("stack-wom-eti", &["--features", "wom", "--classifier", "eti"]);
     assert!(r["features"]["wom"]["second_writes"].as_u64().unwrap() > 1000, "{}", r["features"]);
     assert!(r["features"]["eti"]["requests"].as_u64().unwrap() > 0, "{}", r["features"]);
     // wom stacks with the NV cache: both report, and second writes still happen.
-    let r = run_and_check(
-        "stack-wom-cdm",
-        &[
-            "--device",
-            "wom",
-            "--workload",
-            "zipf:1",
-            "--writes",
-            "200000",
-            "--features",
-            "wom+cdm",
-            "--nv-cache-pages",
-            "64",
-        ],
-    );
+    let r = wom_run("stack-wom-cdm", &["--features", "wom+cdm", "--nv-cache-pages", "64"]);
     assert!(r["features"]["wom"]["second_writes"].as_u64().unwrap() > 100, "{}", r["features"]);
     assert!(r["features"]["cdm"]["write_inserts"].as_u64().unwrap() > 0, "{}", r["features"]);
     // wom stacks with dedup: duplicate content is shared, hot unique pages are second-written.
-    let r = run_and_check(
-        "stack-wom-dedup",
-        &[
-            "--device",
-            "wom",
-            "--workload",
-            "zipf:1",
-            "--writes",
-            "200000",
-            "--dup-ratio",
-            "0.3",
-            "--features",
-            "wom+dedup",
-        ],
-    );
+    let r = wom_run("stack-wom-dedup", &["--dup-ratio", "0.3", "--features", "wom+dedup"]);
     assert!(r["features"]["wom"]["second_writes"].as_u64().unwrap() > 100, "{}", r["features"]);
     assert!(r["features"]["dedup"]["hits"].as_u64().unwrap() > 1000, "{}", r["features"]);
 }

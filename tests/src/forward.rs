@@ -27,6 +27,9 @@ use nand_hal::{
 
 use crate::CutControl;
 
+/// What a hook over the emulator returns (keeps the hooks' signatures on one line).
+pub type EmuResult<T = ()> = Result<T, nand_emu::EmuError>;
+
 /// The error type of a hook's device.
 type Err<H> = <<H as Hook>::Dev as ErrorType>::Error;
 

@@ -30,7 +30,7 @@ use nand_hal::{BlockId, EccRequirement, ErrorKind, Geometry, NandFlash};
 
 pub mod forward;
 pub mod stack;
-pub use forward::{CutHook, Forward, Hook};
+pub use forward::{CutHook, EmuResult, Forward, Hook};
 pub use stack::ExtParts;
 
 /// The FTL type the tests use: the baseline policies unless given others (e.g. a BCH codec).

@@ -15,10 +15,10 @@
 use ftl_core::blocks::BlockState;
 use ftl_core::Config;
 use ftl_tests::{
-    format, geometry, mount, random_workload, session, verify_all, Ctx, CutHook, Forward, Hook, Log, Model,
-    Outcome, Rng, Totals,
+    format, geometry, mount, random_workload, session, verify_all, Ctx, CutHook, EmuResult, Forward, Hook,
+    Log, Model, Outcome, Rng, Totals,
 };
-use nand_emu::{EmuError, Emulator, EmulatorConfig, FaultConfig};
+use nand_emu::{Emulator, EmulatorConfig, FaultConfig};
 use nand_hal::{BlockId, Geometry, NandFlash, PageId};
 
 /// Passes every operation to the emulator and records those that touch a factory-bad block
@@ -38,22 +38,16 @@ impl Spy {
 
 impl Hook for Spy {
     type Dev = Emulator;
-    fn program_page(
-        &mut self,
-        emu: &mut Emulator,
-        page: PageId,
-        data: &[u8],
-        spare: &[u8],
-    ) -> Result<(), EmuError> {
+    fn program_page(&mut self, emu: &mut Emulator, page: PageId, data: &[u8], spare: &[u8]) -> EmuResult {
         let b = emu.geometry().block_of(page);
         self.check(emu, "program", b);
         emu.program_page(page, data, spare)
     }
-    fn erase_block(&mut self, emu: &mut Emulator, block: BlockId) -> Result<(), EmuError> {
+    fn erase_block(&mut self, emu: &mut Emulator, block: BlockId) -> EmuResult {
         self.check(emu, "erase", block);
         emu.erase_block(block)
     }
-    fn mark_bad(&mut self, emu: &mut Emulator, block: BlockId) -> Result<(), EmuError> {
+    fn mark_bad(&mut self, emu: &mut Emulator, block: BlockId) -> EmuResult {
         self.check(emu, "mark_bad", block);
         emu.mark_bad(block)
     }

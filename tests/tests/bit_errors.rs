@@ -60,10 +60,10 @@ use ftl_core::policy::{
 use ftl_core::{Config, Error};
 use ftl_policies::flex_ecc::BchCodec;
 use ftl_tests::{
-    fill_page, format_with, geometry, identify, mount_with, random_workload, Env, Forward, Found, Hook, Op,
-    RandomCuts, Rng, Start, Verify,
+    fill_page, format_with, geometry, identify, mount_with, random_workload, EmuResult, Env, Forward, Found,
+    Hook, Op, RandomCuts, Rng, Start, Verify,
 };
-use nand_emu::{EmuError, Emulator, EmulatorConfig, FaultConfig};
+use nand_emu::{Emulator, EmulatorConfig, FaultConfig};
 use nand_hal::{BlockId, EccRequirement, Geometry, NandFlash, PageId};
 use proptest::prelude::*;
 
@@ -797,14 +797,8 @@ impl Marginal {
 
 impl Hook for Marginal {
     type Dev = Emulator;
-    fn read_page(
-        &mut self,
-        emu: &mut Emulator,
-        page: PageId,
-        data: &mut [u8],
-        spare: &mut [u8],
-    ) -> Result<(), EmuError> {
-        emu.read_page(page, data, spare)?;
+    fn read_page(&mut self, emu: &mut Emulator, page: PageId, data: &mut [u8], sp: &mut [u8]) -> EmuResult {
+        emu.read_page(page, data, sp)?;
         if Some(page) == self.target && !data.is_empty() {
             let flips = if self.reads == 0 { self.t } else { self.t + 1 };
             self.reads += 1;
@@ -814,13 +808,7 @@ impl Hook for Marginal {
         }
         Ok(())
     }
-    fn program_page(
-        &mut self,
-        emu: &mut Emulator,
-        page: PageId,
-        data: &[u8],
-        spare: &[u8],
-    ) -> Result<(), EmuError> {
+    fn program_page(&mut self, emu: &mut Emulator, page: PageId, data: &[u8], spare: &[u8]) -> EmuResult {
         self.last_program = Some(page);
         emu.program_page(page, data, spare)
     }

@@ -30,9 +30,9 @@ use ftl_core::{BlockInfo, Config, Error, FlatMap, Ftl, Memory, RamLayout};
 use ftl_testkit::MapChoice;
 use ftl_tests::{
     fill_page, format, geometry, identify, mount, random_workload, session, settle_all, verify_all, Ctx,
-    CutControl, FaultPlan, Faulty, Forward, Found, Hook, Log, Model, Op, Outcome, Rng, Verify,
+    CutControl, EmuResult, FaultPlan, Faulty, Forward, Found, Hook, Log, Model, Op, Outcome, Rng, Verify,
 };
-use nand_emu::{EmuError, Emulator, EmulatorConfig, FaultConfig};
+use nand_emu::{Emulator, EmulatorConfig, FaultConfig};
 use nand_hal::{BlockId, ErrorKind, Geometry, NandFlash, PageId};
 use proptest::prelude::*;
 
@@ -429,31 +429,19 @@ type Overlaid<'a> = Forward<&'a mut Emulator, Overlay>;
 
 impl Hook for Overlay {
     type Dev = Emulator;
-    fn read_page(
-        &mut self,
-        emu: &mut Emulator,
-        page: PageId,
-        data: &mut [u8],
-        spare: &mut [u8],
-    ) -> Result<(), EmuError> {
-        emu.read_page(page, data, spare)?;
+    fn read_page(&mut self, emu: &mut Emulator, page: PageId, data: &mut [u8], sp: &mut [u8]) -> EmuResult {
+        emu.read_page(page, data, sp)?;
         if let Some((d, s)) = self.pages.get(&page.0) {
             data.copy_from_slice(&d[..data.len()]);
-            spare.copy_from_slice(&s[..spare.len()]);
+            sp.copy_from_slice(&s[..sp.len()]);
         }
         Ok(())
     }
-    fn program_page(
-        &mut self,
-        emu: &mut Emulator,
-        page: PageId,
-        data: &[u8],
-        spare: &[u8],
-    ) -> Result<(), EmuError> {
+    fn program_page(&mut self, emu: &mut Emulator, page: PageId, data: &[u8], spare: &[u8]) -> EmuResult {
         self.pages.remove(&page.0);
         emu.program_page(page, data, spare)
     }
-    fn erase_block(&mut self, emu: &mut Emulator, block: BlockId) -> Result<(), EmuError> {
+    fn erase_block(&mut self, emu: &mut Emulator, block: BlockId) -> EmuResult {
         let ppb = emu.geometry().pages_per_block;
         for p in block.0 * ppb..(block.0 + 1) * ppb {
             self.pages.remove(&p);

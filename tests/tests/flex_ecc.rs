@@ -17,8 +17,8 @@ use ftl_core::policy::{Greedy, PageFormat, Policies, RequestSizeClassifier, Sing
 use ftl_core::{Config, Error, Extensions, Ftl};
 use ftl_policies::flex_ecc::{BchCodec, FlexCodec, ScrubConfig, Scrubber};
 use ftl_testkit::FtlMemory;
-use ftl_tests::{fill_page, geometry, identify, Forward, Found, Hook, Rng};
-use nand_emu::{EmuError, Emulator, EmulatorConfig};
+use ftl_tests::{fill_page, geometry, identify, EmuResult, Forward, Found, Hook, Rng};
+use nand_emu::{Emulator, EmulatorConfig};
 use nand_hal::{BlockId, Geometry, NandFlash, PageId};
 
 /// BCH t = 4 over the whole 512-byte page (m = 13).
@@ -74,14 +74,8 @@ impl Noise {
 
 impl Hook for Noise {
     type Dev = Emulator;
-    fn read_page(
-        &mut self,
-        emu: &mut Emulator,
-        page: PageId,
-        data: &mut [u8],
-        spare: &mut [u8],
-    ) -> Result<(), EmuError> {
-        emu.read_page(page, data, spare)?;
+    fn read_page(&mut self, emu: &mut Emulator, page: PageId, data: &mut [u8], sp: &mut [u8]) -> EmuResult {
+        emu.read_page(page, data, sp)?;
         if let Some(bits) = self.flips.get(&page.0) {
             for &b in bits {
                 if b / 8 < data.len() {
@@ -91,13 +85,7 @@ impl Hook for Noise {
         }
         Ok(())
     }
-    fn program_page(
-        &mut self,
-        emu: &mut Emulator,
-        page: PageId,
-        data: &[u8],
-        spare: &[u8],
-    ) -> Result<(), EmuError> {
+    fn program_page(&mut self, emu: &mut Emulator, page: PageId, data: &[u8], spare: &[u8]) -> EmuResult {
         emu.program_page(page, data, spare)?;
         if let SpareState::Valid(m) = PageMeta::decode(spare) {
             if m.kind == PageKind::Data {
@@ -106,7 +94,7 @@ impl Hook for Noise {
         }
         Ok(())
     }
-    fn erase_block(&mut self, emu: &mut Emulator, block: BlockId) -> Result<(), EmuError> {
+    fn erase_block(&mut self, emu: &mut Emulator, block: BlockId) -> EmuResult {
         emu.erase_block(block)?;
         let ppb = emu.geometry().pages_per_block;
         self.flips.retain(|&p, _| p / ppb != block.0);

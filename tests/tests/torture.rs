@@ -25,8 +25,8 @@ use ftl_core::policy::PolicySet;
 use ftl_core::Config;
 use ftl_testkit::MapChoice;
 use ftl_tests::{
-    fill_page, format, geometry, identify, mount, random_workload, Env, Forward, Found, Hook, Op, RandomCuts,
-    Rng, Start, Verify,
+    fill_page, format, geometry, identify, mount, random_workload, EmuResult, Env, Forward, Found, Hook, Op,
+    RandomCuts, Rng, Start, Verify,
 };
 use nand_emu::{EmuError, Emulator, EmulatorConfig, FaultConfig};
 use nand_hal::{Geometry, NandFlash, PageId};
@@ -39,13 +39,7 @@ struct TearNextProgram {
 
 impl Hook for TearNextProgram {
     type Dev = Emulator;
-    fn program_page(
-        &mut self,
-        emu: &mut Emulator,
-        page: PageId,
-        data: &[u8],
-        spare: &[u8],
-    ) -> Result<(), EmuError> {
+    fn program_page(&mut self, emu: &mut Emulator, page: PageId, data: &[u8], spare: &[u8]) -> EmuResult {
         if self.armed {
             self.armed = false;
             emu.program_page(page, &data[..data.len() / 2], spare)?;

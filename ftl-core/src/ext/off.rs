@@ -47,16 +47,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     ) -> Result<bool, Error> {
         Ok(false)
     }
+    #[cfg(feature = "dedup")]
     pub(crate) fn reuse_unscramble_buf(&mut self) -> Option<bool> {
         Some(false)
-    }
-    pub(crate) fn reuse_write_hook(
-        &mut self,
-        _lpn: u32,
-        _data: &[u8],
-        _t: crate::policy::Temperature,
-    ) -> Result<bool, Error> {
-        Ok(false)
     }
     pub(crate) fn reuse_invalidate(&mut self, _old: PageId) {}
     pub(crate) fn reuse_erased(&mut self, _b: BlockId) {}

@@ -504,16 +504,6 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         self.reuse_read_page(lpn, page, shared, out).map(Some)
     }
 
-    /// Write hook: with second writes on, they write every host page (as a second write or a
-    /// scrambled first write; true: written and mapped).
-    pub(crate) fn reuse_write_hook(&mut self, lpn: u32, data: &[u8], t: Temperature) -> Result<bool, Error> {
-        if !self.reuse_on() {
-            return Ok(false);
-        }
-        self.reuse_write_page(lpn, data, t)?;
-        Ok(true)
-    }
-
     /// GC hook: with second writes on, they decide what happens to `victim` (recycle or erase),
     /// or with no victim, erase a recycled block (`Some(collected)`); `None` when off.
     pub(crate) fn reuse_gc_hook(
@@ -576,15 +566,6 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
 
     // -----------------------------------------------------------------------------------------
     // Host writes and reads
-
-    /// Writes one logical page with second writes on: a second write if the page is hot and a
-    /// pair is available, else a scrambled first write.
-    pub(crate) fn reuse_write_page(&mut self, lpn: u32, data: &[u8], t: Temperature) -> Result<(), Error> {
-        if !self.reuse_second_write_hook(lpn, data, t)? {
-            self.first_write(lpn, t, data)?;
-        }
-        Ok(())
-    }
 
     /// A second write of host page `lpn` if it is hot and a pair takes it (true: written, mapped
     /// and counted); false: the caller writes it as a first write.
@@ -698,6 +679,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// `Some(false)`: it held it already (second writes off, or a page written unscrambled);
     /// `None`: unknown (metadata that does not decode, or flags GC lost). Uses the host-read raw
     /// buffer, so a prefetched pair stays.
+    #[cfg(feature = "dedup")]
     pub(crate) fn reuse_unscramble_buf(&mut self) -> Option<bool> {
         if !self.reuse_on() {
             return Some(false);
