@@ -36,15 +36,25 @@ run() { # name args configs tag seed [extra]
   # shellcheck disable=SC2086
   "$sim" compare $args "${common[@]}" --seed "$seed" --configs "$configs" "$@" --json "$out/runs/$name.$tag.s$seed.json"
 }
+# ONLY="heimdall-1370 zipf2" reruns those inputs only (the other rows keep their JSON in runs/);
+# PARTS="main nopacing" runs only those tables' runs (main, variants, sweep, planes1, nopacing).
+only=" ${ONLY:-} "
+parts=" ${PARTS:-main variants sweep planes1 nopacing} "
+want() { [[ "$parts" == *" $1 "* ]]; }
 for item in "${inputs[@]}"; do
   name=${item%%|*}; args=${item#*|}
+  if [ -n "${ONLY:-}" ] && [[ "$only" != *" $name "* ]]; then continue; fi
   for s in $(seq 1 "$seeds"); do
-    run "$name" "$args" "$main" main "$s" &
-    run "$name" "$args" "$variants" variants "$s" &
-    run "$name" "$args" "$sweep" sweep "$s" &
-    run "$name" "$args" baseline,baseline@mhf,baseline@eti,baseline@eti:guard,baseline@eti:guard:alt=mhf planes1 "$s" --planes 1 &
+    if want main; then run "$name" "$args" "$main" main "$s" & fi
+    if want variants; then run "$name" "$args" "$variants" variants "$s" & fi
+    if want sweep; then run "$name" "$args" "$sweep" sweep "$s" & fi
+    if want planes1; then
+      run "$name" "$args" baseline,baseline@mhf,baseline@eti,baseline@eti:guard,baseline@eti:guard:alt=mhf planes1 "$s" --planes 1 &
+    fi
     wait
-    run "$name" "$args" baseline,baseline@mhf,baseline@eti,baseline@eti:guard,baseline@eti:guard:alt=mhf nopacing "$s" --gc-pacing off
+    if want nopacing; then
+      run "$name" "$args" baseline,baseline@mhf,baseline@eti,baseline@eti:guard,baseline@eti:guard:alt=mhf nopacing "$s" --gc-pacing off
+    fi
   done
 done
 if [ -n "${ETI_PAPER:-}" ]; then
@@ -61,8 +71,8 @@ if [ -n "${ETI_PAPER:-}" ]; then
     "$out/runs/paper-zipf1.json" "${parts[@]}"
   rm -f "$out"/runs/paper-zipf1.*.tmp
 fi
-# The ETI run alone, for the plot of extents in use over time.
-"$sim" run --trace "$traces/msr_cuts_heimdall/msr.cut.per_10k.rw_40_60.1370.trace" --format heimdall --compact --fit \
+# The ETI run alone, for the plot of extents in use over time (not with ONLY or PARTS).
+[ -n "${ONLY:-}${PARTS:-}" ] || "$sim" run --trace "$traces/msr_cuts_heimdall/msr.cut.per_10k.rw_40_60.1370.trace" --format heimdall --compact --fit \
   --device caftl --op 7 --precondition eti --until-written 2 --features eti --quiet --plots "$out/heimdall-1370-eti"
 python3 scripts/eval/eti_report.py "$out" > "$out/README.md"
 echo "wrote $out/README.md"

@@ -70,7 +70,13 @@
 //! Two attempts to close that gap from the guard's side were measured and left out (5 seeds,
 //! Heimdall 1370 stayed at 1.03-1.04 x one stream): requiring 2-4 consecutive windows in favour
 //! before separating, and giving the ghosts the device's effective spare (anchor and checkpoint
-//! blocks out, 5.7% instead of 7%) and its GC reserve of 3 blocks per plane.
+//! blocks out, 5.7% instead of 7%) and its GC reserve of 3 blocks per plane. Three more were
+//! measured and left out (docs/eval/eti/README.md, "What was tried on the guard's side"): ghosts
+//! running paced GC's rules (they lose MSR hm_0's gain), a ghost of the guard's own answers, and
+//! weighing each candidate by the device's measured programs per ghost program while following
+//! it (Heimdall 1370 with MHF as alternative 1.004-1.016 x one stream, but Zipf 2 and MSR hm_0
+//! lose). The measured cause is paced GC's victim timing around cold-block openings it does not
+//! anticipate (same README).
 //!
 //! The ghost FTL is written here rather than taken from a crate: it is a few hundred lines tied
 //! to this FTL's frontier and plane rules, and no `no_std` crate offers a greedy FTL model.
