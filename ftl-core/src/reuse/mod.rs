@@ -804,12 +804,10 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         // A page an earlier failed program left unvoided must not be followed by newer programs.
         self.settle_torn()?;
         // A trimmed page's old content is still what mount would find until the trim is
-        // journaled: journal before reprogramming any invalid page. The same for the pages share
-        // records (deduplication) made invalid: their records first.
+        // journaled: journal before reprogramming any invalid page.
         if !self.trims.is_empty() {
             self.write_journal()?;
         }
-        self.dedup_flush_pending(false)?;
         let d = self.geo.data_bytes as usize;
         let so = self.sw_offset();
         let mut new_pair_left = self.ext.reuse.as_ref().is_some_and(|r| r.cfg.retry_new_pair);
@@ -875,6 +873,10 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                 }
             }
         };
+        // The same for the pages share records (deduplication) made invalid: their records
+        // first, once a pair takes the page (a flush at every attempt wrote a share-journal page
+        // per hot write when no pair was ready: 6x the journal pages on TPC-C).
+        self.dedup_flush_pending(false)?;
         let Some(r) = self.ext.reuse.as_mut() else { return Ok(None) };
         r.stats.retries += retries as u64;
         let seq = self.seq;
