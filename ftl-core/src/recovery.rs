@@ -121,6 +121,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.trims.clear();
         self.torn = crate::frontier::TornPages::NONE;
         self.resumed = 0;
+        self.resume_checked = u32::MAX;
         self.reuse_reset();
 
         // Step 0: the anchor. A clean record newest: nothing changed after its checkpoint. A
@@ -648,6 +649,15 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 };
                 if slots[i].is_none_or(|(_, p)| c.page < p) {
                     slots[i] = Some((c.block, c.page));
+                }
+            }
+        }
+        // Slot 0 resumes the GC frontier: it takes the block with more pages left (GC needs room
+        // to copy into; a host block that fills opens the next one after GC made room).
+        for slots in out.resume.iter_mut() {
+            if let [Some((_, a)), Some((_, b))] = *slots {
+                if b < a {
+                    slots.swap(0, 1);
                 }
             }
         }
