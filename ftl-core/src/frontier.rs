@@ -11,7 +11,14 @@
 //! Failures spend free blocks outside this accounting (a retry's block, a retirement's copies, a
 //! failed erase). When a plane has no free block left, its pages go to the same stream of another
 //! plane (an open frontier there, else the plane with the most free blocks), so `Error::NoSpace`
-//! means that no plane has a free block; `gc::retire_pending` then restores the reserves.
+//! means that no plane has a free block; `gc::retire_pending` then restores the reserves. GC
+//! itself, which needs a block to copy into before it frees one, then takes over an open
+//! host-side block as its frontier (`gc_take_host_block`).
+//!
+//! A block a mount resumed has each page checked erased before it is programmed (garbage there
+//! closes the block); the check runs where the page buffer is free, so that the block opened
+//! instead goes through GC, and reads a page up to three times, so that a raw bit error does not
+//! close a good block (see docs/design.md, "GC's block to copy into").
 //!
 //! [`Ftl::append`] programs one page with its metadata and codec bytes. A program failure voids
 //! the page, sends the block to retirement, and retries on a fresh block with a new sequence
