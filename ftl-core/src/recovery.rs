@@ -33,8 +33,7 @@
 //! 5. Valid counts, the bitmap and the lists are rebuilt from the map. Blocks without live data
 //!    (and no live journal page) become dirty (erased before use, since a cut may have left them
 //!    half-erased); in each plane the GC and host frontiers resume on the replayed blocks with the
-//!    most erased pages left (GC on the one with more), so a cut does not strand the free
-//!    reserve GC needs. A resumed page
+//!    most erased pages left, so a cut does not strand the free reserve GC needs. A resumed page
 //!    whose metadata reads erased but whose bytes are not all 0xFF (a program torn before its
 //!    metadata) is voided and skipped; if that void does not complete the block is not resumed
 //!    (a later replay would stop at that page). A program the chip refuses for its NOP (a page
@@ -650,15 +649,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 };
                 if slots[i].is_none_or(|(_, p)| c.page < p) {
                     slots[i] = Some((c.block, c.page));
-                }
-            }
-        }
-        // Slot 0 resumes the GC frontier: it takes the block with more pages left (GC needs room
-        // to copy into; a host block that fills opens the next one after GC made room).
-        for slots in out.resume.iter_mut() {
-            if let [Some((_, a)), Some((_, b))] = *slots {
-                if b < a {
-                    slots.swap(0, 1);
                 }
             }
         }

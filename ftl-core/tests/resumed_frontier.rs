@@ -117,8 +117,8 @@ fn a_read_error_on_an_erased_page_does_not_close_a_resumed_block() {
     let (m, mm) = mem.parts();
     let mut ftl: Ftl<'_, _, _, AnyMap<'_>> = Ftl::mount(dev, DefaultPolicies::default(), m, mm, cfg).unwrap();
     ftl.nand_mut().on = true;
-    // As many overwrites as logical pages, scattered: GC copies, and the resumed block (the GC
-    // frontier's: mount gives GC the one with the most room) fills up. After each write, no
+    // As many overwrites as logical pages, scattered: GC copies, and the resumed block (mount
+    // resumes the one partly written block on the GC stream) fills up. After each write, no
     // block the FTL closed holds erased pages (a resumed block closed at a read error would,
     // until GC collects it).
     for i in 0..n {
