@@ -40,6 +40,9 @@ pub struct Counters {
     /// Times a plane's GC stopped gaining room and its copies went to another plane (see
     /// `emigration.rs`; 0 unless a plane filled with valid pages).
     pub gc_emigrations: u64,
+    /// Open host-side blocks GC took over as its frontier when no plane had a block for it (see
+    /// `frontier.rs`, `gc_take_host_block`).
+    pub gc_host_blocks_taken: u64,
     /// Blocks collected for static wear leveling.
     pub wear_level_moves: u64,
     /// Checkpoints written.

@@ -62,6 +62,9 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     /// Frontiers (bit per frontier index) whose block mount resumed: their pages are checked
     /// erased before they are programmed (see `frontier::take_page`).
     pub(crate) resumed: u64,
+    /// The page of a resumed frontier `ensure_frontier` last checked erased (`u32::MAX`: none):
+    /// `take_page` does not read it again.
+    pub(crate) resume_checked: u32,
     pub(crate) wear: WearState,
     pub(crate) next_plane: u32,
     pub(crate) counters: Counters,
@@ -125,6 +128,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             ckpt: CheckpointState::default(),
             torn: crate::frontier::TornPages::NONE,
             resumed: 0,
+            resume_checked: u32::MAX,
             wear: WearState::default(),
             next_plane: 0,
             counters: Counters::default(),

@@ -134,6 +134,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.trims.clear();
         self.torn = crate::frontier::TornPages::NONE;
         self.resumed = 0;
+        self.resume_checked = u32::MAX;
         self.reuse_reset();
 
         // Step 0: the anchor. A clean record newest: nothing changed after its checkpoint. A

@@ -366,7 +366,7 @@ fn random_cuts_during_copy_back_gc() {
             ops.push(ftl_tests::Op::Remount);
         }
         let mut env = Env::with_policies(emu, cfg, DefaultPolicies::default());
-        env.cfg.gc_copy_back = true; // the harness's default is off (`FTL_TEST_COPY_BACK`)
+        env.cfg.gc_copy_back = true; // the harness default, kept also under `FTL_TEST_COPY_BACK=0`
         env.use_map(ftl_tests::map_choice(seed.is_multiple_of(2)));
         env.verify = Verify::Touched;
         env.random_cuts = Some(RandomCuts::within_600(seed ^ 0xC0B));
