@@ -377,18 +377,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let (plane, i) = loop {
             let plane = self.open_somewhere(plane, stream)?;
             let i = Self::frontier_index(plane, stream);
-            if self.resumed & (1 << i) == 0 {
+            if self.resumed_next_page_ok(i, true)? {
                 break (plane, i);
             }
-            let f = self.frontiers[i];
-            let page = self.geo.page(BlockId(f.block), f.next_page);
-            if core::mem::replace(&mut self.resume_checked, NIL) == page.0
-                || self.resumed_page_erased(page)?
-            {
-                break (plane, i);
-            }
-            self.resumed &= !(1 << i);
-            self.close_block(BlockId(f.block));
         };
         let _ = plane;
         let f = &mut self.frontiers[i];
@@ -431,21 +422,30 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// (a host stream's block only once the plane has its free reserve) rather than through
     /// `take_page`, which cannot run GC.
     fn check_resumed(&mut self, i: usize) -> Result<(), Error> {
+        self.resumed_next_page_ok(i, false).map(|_| ())
+    }
+
+    /// Whether the next page of frontier `i` may be programmed: true unless a mount resumed its
+    /// block and that page is not erased, in which case the block is closed (false). A check
+    /// passed where the page buffer was free is recorded (`resume_checked`) so that `take_page`,
+    /// which programs the page (`take`), does not read it again; `take` consumes the record.
+    fn resumed_next_page_ok(&mut self, i: usize, take: bool) -> Result<bool, Error> {
         let f = self.frontiers[i];
         if self.resumed & (1 << i) == 0 || f.block == NIL {
-            return Ok(());
+            return Ok(true);
         }
         let page = self.geo.page(BlockId(f.block), f.next_page);
-        if self.resume_checked == page.0 {
-            return Ok(());
+        let recorded =
+            if take { core::mem::replace(&mut self.resume_checked, NIL) } else { self.resume_checked };
+        if recorded == page.0 || self.resumed_page_erased(page)? {
+            if !take {
+                self.resume_checked = page.0;
+            }
+            return Ok(true);
         }
-        if self.resumed_page_erased(page)? {
-            self.resume_checked = page.0;
-        } else {
-            self.resumed &= !(1 << i);
-            self.close_block(BlockId(f.block));
-        }
-        Ok(())
+        self.resumed &= !(1 << i);
+        self.close_block(BlockId(f.block));
+        Ok(false)
     }
 
     /// GC's last resort when no plane has a GC block or a free block to open (host-side blocks
