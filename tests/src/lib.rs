@@ -1197,13 +1197,13 @@ impl Env {
 }
 
 impl<P> Env<P> {
-    /// Runs the FTL with `map` (before the first op: memory is reused by every mount). No
-    /// technique runs on the cached map (`ftl_core::ext::Refusal::FlashResidentMap`): with it
-    /// the stacked techniques are dropped.
+    /// Runs the FTL with `map` (before the first op: memory is reused by every mount). Of the
+    /// techniques only FlexECC runs on the cached map (`ftl_core::ext::Refusal::FlashResidentMap`):
+    /// with it the others are dropped.
     pub fn use_map(&mut self, map: MapChoice) {
         self.mem = FtlMemory::with_map(&self.emu.geometry(), &self.cfg, sized_map(map, &self.cfg));
         if map != MapChoice::Flat {
-            self.ext = ExtParts::none();
+            self.ext = ExtParts { flex: self.ext.flex.take(), ..ExtParts::none() };
         }
     }
 }

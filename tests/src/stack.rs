@@ -32,9 +32,10 @@
 //! small device) found a host write failing with `NoSpace`. The cause was in ftl-core, every
 //! build: host pages went to the planes in turn and GC copies within a plane, so valid pages
 //! piled up in one plane until its GC had nothing to gain (20 valid pages against 12). A plane
-//! in that state now takes no host page (`plane_stuck` in ftl-core's `frontier.rs`), and every
-//! build attaches what it enables. Second writes with the NV cache are tested in cdm.rs. No technique runs on the cached
-//! map (refused), so cached-map cases attach none and keep the build's policies; second writes
+//! in that state now moves its GC copies to another plane (ftl-core's `emigration.rs`), and
+//! every build attaches what it enables. Second writes with the NV cache are tested in cdm.rs. Of the techniques only FlexECC
+//! runs on the cached map (the others are refused), so cached-map cases attach FlexECC alone if
+//! the build has it, and keep the build's policies; second writes
 //! need two planes and pages programmed in any order, so other chips (bit_errors.rs's) run
 //! without them.
 //!

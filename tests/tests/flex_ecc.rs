@@ -17,7 +17,7 @@ use ftl_core::policy::{Greedy, PageFormat, Policies, RequestSizeClassifier, Sing
 use ftl_core::{Config, Error, Extensions, Ftl};
 use ftl_policies::flex_ecc::{BchCodec, FlexCodec, ScrubConfig, Scrubber};
 use ftl_testkit::FtlMemory;
-use ftl_tests::{fill_page, geometry, identify, EmuResult, Forward, Found, Hook, Rng};
+use ftl_tests::{fill_page, geometry, identify, map_choice, sized_map, EmuResult, Forward, Found, Hook, Rng};
 use nand_emu::{Emulator, EmulatorConfig};
 use nand_hal::{BlockId, Geometry, NandFlash, PageId};
 
@@ -42,10 +42,12 @@ fn policies() -> Pol {
 }
 
 /// Bit errors injected into the data area of chosen physical pages, and a record of where each
-/// logical page's newest copy was programmed.
+/// logical page's newest copy was programmed and how many copies of it were (a page address is
+/// reused once its block is erased, so only the count tells whether a copy moved since).
 struct Noise {
     flips: HashMap<u32, Vec<usize>>,
     latest: HashMap<u32, PageId>,
+    copies: HashMap<u32, u64>,
     rng: Rng,
 }
 
@@ -53,7 +55,8 @@ struct Noise {
 type Noisy = Forward<Emulator, Noise>;
 
 fn noisy(geo: Geometry) -> Noisy {
-    let noise = Noise { flips: HashMap::new(), latest: HashMap::new(), rng: Rng::new(7) };
+    let noise =
+        Noise { flips: HashMap::new(), latest: HashMap::new(), copies: HashMap::new(), rng: Rng::new(7) };
     Forward::new(Emulator::new(EmulatorConfig::new(geo)).unwrap(), noise)
 }
 
@@ -90,6 +93,7 @@ impl Hook for Noise {
         if let SpareState::Valid(m) = PageMeta::decode(spare) {
             if m.kind == PageKind::Data {
                 self.latest.insert(m.tag, page);
+                *self.copies.entry(m.tag).or_default() += 1;
             }
         }
         Ok(())
@@ -259,21 +263,24 @@ enum State {
     /// Written dirty (BCH), not flush-read since.
     Dirty,
     /// Flush-read while dirty (its copy is in the backing store): BCH until GC moves it, then CRC.
-    Marked(PageId),
+    /// (The number of copies of the page programmed when it was flush-read: see [`Noise`].)
+    Marked(u64),
     /// Written clean (CRC).
     Clean,
 }
 
 /// Random intents, host reads, flush-reads and injected errors against a model; GC runs often on
 /// this small device. Every read returns the model's content (from flash or the backing store)
-/// in the format the model expects.
+/// in the format the model expects. Odd seeds run the flat map, even ones the cached map (with
+/// a cache of a few map pages, so that map pages are written back and read in all the time).
 #[test]
 fn random_intents_flush_reads_and_gc_conversion_match_the_model() {
     for seed in 1..=6u64 {
         let g = geo();
         let c = cfg(&g);
         let mut noise = noisy(g);
-        let mut mem = FtlMemory::new(&g, &c);
+        let cached = seed.is_multiple_of(2);
+        let mut mem = FtlMemory::with_map(&g, &c, sized_map(map_choice(cached), &c));
         let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
         let (map, m) = mem.parts();
         let mut ftl = Ftl::format_with(
@@ -310,7 +317,7 @@ fn random_intents_flush_reads_and_gc_conversion_match_the_model() {
                 }
                 6 => {
                     // The cache manager flush-reads dirty pages only.
-                    let cur = ftl.nand_mut().hook.latest.get(&lpn).copied();
+                    let cur = ftl.nand_mut().hook.copies.get(&lpn).copied();
                     if !matches!(model.get(&lpn), None | Some((_, State::Dirty)))
                         && !matches!(model.get(&lpn), Some((_, State::Marked(p))) if Some(*p) == cur)
                     {
@@ -324,7 +331,7 @@ fn random_intents_flush_reads_and_gc_conversion_match_the_model() {
                             assert_eq!(identify(lpn, &buf), Found::Content(Some(id)));
                             if st == State::Dirty {
                                 disk.pages.insert(lpn, id);
-                                model.insert(lpn, (id, State::Marked(ftl.nand_mut().hook.latest[&lpn])));
+                                model.insert(lpn, (id, State::Marked(ftl.nand_mut().hook.copies[&lpn])));
                             }
                         }
                     }
@@ -334,7 +341,7 @@ fn random_intents_flush_reads_and_gc_conversion_match_the_model() {
                     if let Some(&(_, st)) = model.get(&lpn) {
                         let detecting = match st {
                             State::Clean => true,
-                            State::Marked(p) => ftl.nand_mut().hook.latest[&lpn] != p,
+                            State::Marked(p) => ftl.nand_mut().hook.copies[&lpn] != p,
                             State::Dirty => false,
                         };
                         let k = if detecting { 1 + rng.below(2 * T as u64) } else { 1 + rng.below(T as u64) };
@@ -344,7 +351,7 @@ fn random_intents_flush_reads_and_gc_conversion_match_the_model() {
                     }
                 }
                 _ => {
-                    let cur = ftl.nand_mut().hook.latest.get(&lpn).copied();
+                    let cur = ftl.nand_mut().hook.copies.get(&lpn).copied();
                     let r = ftl.read_or_fetch(lpn, &mut buf, &mut disk).unwrap();
                     match model.get(&lpn).copied() {
                         None => assert_eq!(r, Served::Flash(PageRead::Unmapped)),
@@ -354,7 +361,7 @@ fn random_intents_flush_reads_and_gc_conversion_match_the_model() {
                                 Found::Content(Some(id)),
                                 "seed {seed} step {step}"
                             );
-                            let moved = |p: PageId| cur != Some(p);
+                            let moved = |p: u64| cur != Some(p);
                             let want = match st {
                                 State::Dirty => PageFormat::Correcting,
                                 State::Clean => PageFormat::Detecting,
@@ -388,6 +395,9 @@ fn random_intents_flush_reads_and_gc_conversion_match_the_model() {
         }
         let fc = *ftl.flex_counters();
         assert!(fc.converted > 0 && converted_seen > 0, "seed {seed}: GC never converted a page: {fc:?}");
+        if cached {
+            assert!(ftl.counters().map_page_writes > 0 && ftl.counters().map_page_reads > 0, "seed {seed}");
+        }
         assert!(fc.served_from_backing > 0, "seed {seed}: {fc:?}");
         assert!(ftl.counters().gc_blocks > 0);
     }
@@ -593,17 +603,20 @@ fn scrubber_verifies_in_gaps_prefetches_in_long_gaps_and_refreshes_bch_pages() {
 /// Power cuts at many points while GC converts flush-read pages to CRC: after the remount every
 /// page that was flushed before (and not rewritten) reads back good, with its content, in a
 /// format it may have (a converted page CRC, an unconverted or clean-written one as written).
+/// Every other cut runs (and mounts) the cached map.
 #[test]
 fn power_cuts_during_gc_conversion_lose_nothing() {
     let g = geo();
     let c = cfg_pages(&g, FULL);
     let mut cuts_fired = 0;
     let mut converted_seen = 0;
-    for k in (5..600).step_by(23) {
+    for (i, k) in (5..600).step_by(23).enumerate() {
+        // Every other cut on the cached map (written and mounted with it).
+        let choice = map_choice(i % 2 == 1);
         let mut noise = noisy(g);
         let mut buf = vec![0u8; PAGE];
         {
-            let mut mem = FtlMemory::new(&g, &c);
+            let mut mem = FtlMemory::with_map(&g, &c, sized_map(choice, &c));
             let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
             let (map, m) = mem.parts();
             let mut ftl = Ftl::format_with(
@@ -643,7 +656,7 @@ fn power_cuts_during_gc_conversion_lose_nothing() {
         }
         noise.dev.restore_power();
         noise.dev.cancel_power_cut();
-        let mut mem = FtlMemory::new(&g, &c);
+        let mut mem = FtlMemory::with_map(&g, &c, sized_map(choice, &c));
         let (map, m) = mem.parts();
         let mut ftl = Ftl::mount(&mut noise, policies(), map, m, c).unwrap();
         for l in 0..40 {

@@ -17,7 +17,7 @@
 //! - Regressions for bugs these tests found, with deterministic reproductions.
 //!
 //! The exhaustive and random runs stack what the build enables ([`ftl_tests::stack`]: its
-//! policies, its techniques and the chip they need; the cached-map runs attach no technique),
+//! policies, its techniques and the chip they need; the cached-map runs attach only FlexECC, the one technique that runs there),
 //! and the random workloads write shared contents too (duplicates for deduplication).
 
 use ftl_core::meta::{PageKind, PageMeta, SpareState};
@@ -250,7 +250,7 @@ fn exhaustive_cut_points_single_plane() {
 /// map write-backs, map-page GC and checkpoints that store the directory.
 #[test]
 fn exhaustive_cut_points_cached_map() {
-    // The baseline policies: no technique runs on the cached map, and with the policies of
+    // The baseline policies (of the techniques only FlexECC runs on the cached map), and with the policies of
     // the dedup,flex-ecc,cdm,eti build (FlexECC's codec, ETI, two host streams) a host write
     // on this 4-page-block device fails with NoSpace (cut at device op 1453).
     exhaustive_with(2, 0.5, 0.5, ftl_tests::CACHED, Env::new);

@@ -8,8 +8,8 @@
 //!
 //! **What combines** ([`Refusal`], checked before anything is written): every technique runs with
 //! every classifier and page codec, and deduplication, the NV cache and FlexECC stack in any
-//! subset; second writes stack with deduplication and the NV cache, not with FlexECC, and no
-//! technique runs on a flash-resident map (each refusal's reason is on its variant).
+//! subset; second writes stack with deduplication and the NV cache, not with FlexECC; on a
+//! flash-resident (cached) map only FlexECC runs (each refusal's reason is on its variant).
 //!
 //! **Stacking order** (the precedence, written here and nowhere else). Host read: the NV cache
 //! serves a cached page first; otherwise deduplication resolves a shared page to its physical
@@ -53,8 +53,10 @@ pub enum Refusal {
     /// Second writes with FlexECC: a second write replaces the page codec by the WOM code and its
     /// CRC, so there is no per-page codec format to switch.
     WomWithFlexEcc,
-    /// Any technique on a flash-resident (cached) map: each keeps per-page state keyed by the
-    /// map's words or reconciles the whole map at mount. Not ported.
+    /// Second writes, deduplication or the NV cache on a flash-resident (cached) map: each keeps
+    /// per-page state keyed by the map's words or reconciles the whole map at mount. Not ported.
+    /// (FlexECC runs there: its marks are per logical page in RAM, lost at a cut by design, and
+    /// it reads the map only through the core's lookups.)
     FlashResidentMap,
 }
 
@@ -65,7 +67,9 @@ impl Refusal {
             Refusal::WomWithFlexEcc => {
                 "wom with flex-ecc: a second write replaces the page codec, so there is no page format to switch"
             }
-            Refusal::FlashResidentMap => "techniques run on the flat map only (the cached map is not ported)",
+            Refusal::FlashResidentMap => {
+                "wom, dedup and the NV cache run on the flat map only (the cached map is not ported to them)"
+            }
         }
     }
 }
@@ -89,16 +93,10 @@ pub struct Stack {
     pub flex_ecc: bool,
 }
 
-impl Stack {
-    const fn any(self) -> bool {
-        self.wom || self.dedup || self.nv_cache || self.flex_ecc
-    }
-}
-
 /// Whether the FTL runs `stack` (on a flash-resident map if `flash_map`): `None`, or why not.
 /// The one place combinations are decided; the simulator asks it too.
 pub const fn refusal(stack: Stack, flash_map: bool) -> Option<Refusal> {
-    if stack.any() && flash_map {
+    if (stack.wom || stack.dedup || stack.nv_cache) && flash_map {
         return Some(Refusal::FlashResidentMap);
     }
     if stack.wom && stack.flex_ecc {

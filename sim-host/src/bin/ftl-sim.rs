@@ -407,7 +407,7 @@ struct RunOpts {
     #[arg(long, default_value = "off")]
     multi_plane: String,
     /// Mapping table: flat (one word per logical page in RAM) or cached (map pages on flash
-    /// behind a RAM cache of --map-cache-kib; no technique runs with it yet).
+    /// behind a RAM cache of --map-cache-kib; of the techniques only flex-ecc runs with it).
     #[arg(long, default_value = "flat")]
     map: String,
     /// Map cache size in KiB (with --map cached; default 16).
