@@ -1,8 +1,8 @@
 //! Picks the memory layout of the platform (`board` or `qemu` feature) and passes the linker
 //! scripts: cortex-m-rt's `link.x` (which includes `memory.x`) and, for the board, defmt's.
-//! Sets `cfg(flat_map)` when the build keeps the flat map (see src/bundle.rs): with any
-//! technique feature (ftl-core refuses them on the cached map) or the `flat-map` measurement
-//! build.
+//! Sets `cfg(flat_map)` when the build keeps the flat map (see src/bundle.rs): with `cdm`,
+//! `dedup` or `wom` (ftl-core refuses them on the cached map; `eti` and `flex-ecc` run on it) or
+//! the `flat-map` measurement build.
 
 use std::{env, fs, path::PathBuf};
 
@@ -21,7 +21,7 @@ fn main() {
     fs::copy(layout, out.join("memory.x")).expect("copy the memory layout");
     println!("cargo:rustc-link-search={}", out.display());
     println!("cargo:rustc-check-cfg=cfg(flat_map)");
-    let flat = ["ETI", "FLEX_ECC", "CDM", "DEDUP", "WOM", "FLAT_MAP"]
+    let flat = ["CDM", "DEDUP", "WOM", "FLAT_MAP"]
         .iter()
         .any(|f| env::var_os(format!("CARGO_FEATURE_{f}")).is_some());
     if flat {

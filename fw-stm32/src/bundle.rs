@@ -13,8 +13,9 @@
 //! | `flat-map` | measurement build: the flat map instead of the cached map (no map misses) |
 //!
 //! The map: [`AppMap`], ftl-core's cached map (the map on flash behind a RAM cache whose size the
-//! platform picks) by default; the flat map with any technique feature, which ftl-core refuses
-//! on the cached map, and with the `flat-map` measurement build (build.rs sets `cfg(flat_map)`).
+//! platform picks) by default and with `eti` or `flex-ecc`; the flat map with `cdm`, `dedup` or
+//! `wom`, which ftl-core refuses on the cached map, and with the `flat-map` measurement build
+//! (build.rs sets `cfg(flat_map)`).
 
 use core::mem::size_of;
 
@@ -407,9 +408,10 @@ impl AttachBuffers {
 /// the size the platform picks, no valid-page bitmap), the default.
 #[cfg(not(flat_map))]
 pub type AppMap<'a> = ftl_core::CachedMap<'a>;
-/// The mapping table with a technique feature or `flat-map`: the flat map (4 bytes per logical
-/// page in RAM, and the valid-page bitmap). ftl-core refuses the techniques on the cached map
-/// (`Error::Config`), so their builds keep this one.
+/// The mapping table with `cdm`, `dedup`, `wom` or `flat-map`: the flat map (4 bytes per logical
+/// page in RAM, and the valid-page bitmap). ftl-core refuses those techniques on the cached map
+/// (`Error::Unsupported`), so their builds keep this one; `eti` and `flex-ecc` run on the cached
+/// map.
 #[cfg(flat_map)]
 pub type AppMap<'a> = FlatMap<'a>;
 
