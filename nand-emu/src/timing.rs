@@ -677,11 +677,11 @@ impl super::Emulator {
         self.timing.read_priority.as_ref().map_or((0, 0), |rp| (rp.prioritized, rp.overtaken))
     }
 
-    /// With read priority on: operations made final (they no longer move) that end later than
-    /// when first placed, and the sum of those delays in ns: how late completions reported to
-    /// the caller were (see `timing/read_priority.rs`); (0, 0) without it.
+    /// With read priority on: operations that end later than when first placed (as placed now)
+    /// and the sum of those delays in ns: how late completions reported to the caller were
+    /// (see `timing/read_priority.rs`); (0, 0) without it.
     pub fn read_priority_moved(&self) -> (u64, u64) {
-        self.timing.read_priority.as_ref().map_or((0, 0), |rp| rp.moved)
+        self.timing.read_priority.as_ref().map_or((0, 0), |rp| rp.moved())
     }
 
     /// Controller computation on data already read (or before data is programmed): the value

@@ -150,7 +150,7 @@ pub(super) struct ReadPriority {
     /// Operations placed again behind a priority read.
     pub(super) overtaken: u64,
     /// Committed operations that end later than first placed, and the sum of those delays (ns).
-    pub(super) moved: (u64, u64),
+    moved: (u64, u64),
 }
 
 impl ReadPriority {
@@ -168,6 +168,13 @@ impl ReadPriority {
             overtaken: 0,
             moved: (0, 0),
         }
+    }
+
+    /// Operations that end later than first placed, and the sum of those delays (ns): those
+    /// committed and those still movable, as placed now.
+    pub(super) fn moved(&self) -> (u64, u64) {
+        let pending = self.pending.iter().flatten().filter(|op| op.end > op.first_end);
+        pending.fold(self.moved, |(n, ns), op| (n + 1, ns.saturating_add(op.end - op.first_end)))
     }
 
     pub(super) fn open_window(&mut self, start: u64) {
