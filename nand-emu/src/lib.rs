@@ -75,7 +75,7 @@ pub use copy_back::NATIVE_COPY_BACK;
 pub use error::EmuError;
 pub use faults::FaultConfig;
 pub use power::MultiPlaneCut;
-pub use timing::{EmuCounters, Scheduling, TimingParams};
+pub use timing::{EmuCounters, Scheduling, TimingParams, WindowEnds};
 
 use faults::FaultState;
 use power::PowerState;

@@ -46,6 +46,13 @@
 //! issued later. A read that does not fit queues as before (it would delay the later operation,
 //! whose time is already placed).
 //!
+//! **Read priority** ([`super::Emulator::set_read_priority`], off by default; `read_priority.rs`):
+//! the CAFTL paper's SSD and MQSim's scheduler serve reads before queued writes. With it on, a
+//! read issued while [`super::Emulator::prioritize_reads`] is on (the simulator's host reads) is
+//! placed before every operation on its channel that has not begun at its issue, and those are
+//! placed again behind it; operations in progress are not suspended. Without it, everything
+//! above holds unchanged (operations in issue order); with it, idle-time filling is not used.
+//!
 //! A caller may shape the next operation once ([`super::Emulator::shape_next_op`],
 //! [`super::Emulator::hold_next_read`]): move another number of bytes over the bus (a copy-back
 //! moves none or only the spare), start no earlier than a given time (a copy's program waits for
@@ -65,6 +72,11 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+mod read_priority;
+
+pub use read_priority::WindowEnds;
+use read_priority::{Kind, ReadPriority};
 
 /// How the planes of a LUN and the buses of the channels are scheduled (see the module doc).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -327,6 +339,8 @@ pub(crate) struct TimingState {
     bus_holes: Vec<VecDeque<(u64, u64)>>,
     /// Reads placed in such an interval.
     pub(crate) backfilled_reads: u64,
+    /// Read priority, when on (`read_priority.rs`; `None`: off, the default).
+    read_priority: Option<ReadPriority>,
 }
 
 impl TimingState {
@@ -350,6 +364,7 @@ impl TimingState {
             plane_holes: vec![VecDeque::new(); planes],
             bus_holes: vec![VecDeque::new(); channels.max(1)],
             backfilled_reads: 0,
+            read_priority: None,
         }
     }
 
@@ -435,6 +450,9 @@ impl TimingState {
 
     pub(crate) fn open_window(&mut self) {
         self.window_end = self.now;
+        if let Some(rp) = self.read_priority.as_mut() {
+            rp.open_window(self.now);
+        }
     }
 
     pub(crate) fn window_end(&self) -> u64 {
@@ -513,6 +531,9 @@ impl TimingState {
     /// Reads of `ops` = (device-wide plane, bytes out) on LUN `lun`, their tR in parallel, then
     /// their transfers out one after the other.
     pub(crate) fn read(&mut self, lun: usize, ops: &[(usize, u64)]) {
+        if self.read_priority.is_some() {
+            return self.issue_prioritized(Kind::Read, lun, ops);
+        }
         if self.backfill_read(lun, ops) {
             return;
         }
@@ -542,6 +563,9 @@ impl TimingState {
     /// Programs of `ops` = (device-wide plane, bytes in) on LUN `lun`: their transfers in one
     /// after the other, then their tPROG in parallel.
     pub(crate) fn program(&mut self, lun: usize, ops: &[(usize, u64)]) {
+        if self.read_priority.is_some() {
+            return self.issue_prioritized(Kind::Program, lun, ops);
+        }
         let len = self.xfer_total(ops);
         let ready = self.start_at(lun, ops);
         self.note_plane_holes(ops, ready);
@@ -560,6 +584,9 @@ impl TimingState {
 
     /// Erases on LUN `lun`'s planes of `ops` (the byte counts are ignored), in parallel.
     pub(crate) fn erase(&mut self, lun: usize, ops: &[(usize, u64)]) {
+        if self.read_priority.is_some() {
+            return self.issue_prioritized(Kind::Erase, lun, ops);
+        }
         let start = self.start_at(lun, ops);
         self.note_plane_holes(ops, start);
         let end = start.saturating_add(self.params.t_bers_ns);
@@ -605,6 +632,56 @@ impl super::Emulator {
     /// Reads placed in idle time left before delayed operations (see [`Self::set_delay_source`]).
     pub fn backfilled_reads(&self) -> u64 {
         self.timing.backfilled_reads
+    }
+
+    /// Turns read priority on or off (off by default; see the module doc and
+    /// `timing/read_priority.rs`). With it on, a read issued while [`Self::prioritize_reads`] is
+    /// on goes before every program, erase and other read on its channel that has not begun at
+    /// its issue, and those move behind it; an operation in progress is not suspended. Only
+    /// timing changes: the data a read returns is the data as of its issue order. Turning it on
+    /// starts from the operations placed so far (they do not move); turning it off keeps every
+    /// placement.
+    pub fn set_read_priority(&mut self, on: bool) {
+        let t = &mut self.timing;
+        t.read_priority = match (on, t.read_priority.take()) {
+            (true, Some(rp)) => Some(rp),
+            (true, None) => Some(ReadPriority::new(t)),
+            (false, _) => None,
+        };
+    }
+
+    /// With read priority on: the completion of each window ([`Self::open_window`]) as its
+    /// operations are placed now, shared (they move later when reads go before them, after
+    /// [`Self::window_completion_ns`] reported them); `None` without read priority.
+    pub fn window_ends(&self) -> Option<Arc<std::sync::Mutex<WindowEnds>>> {
+        self.timing.read_priority.as_ref().map(|rp| rp.windows.clone())
+    }
+
+    /// Whether read priority is on ([`Self::set_read_priority`]).
+    pub fn read_priority(&self) -> bool {
+        self.timing.read_priority.is_some()
+    }
+
+    /// With read priority on: whether reads issued from now on have priority (the simulator's
+    /// host reads) or are queued in order with programs and erases (GC, read-modify-write).
+    /// Without read priority it has no effect.
+    pub fn prioritize_reads(&mut self, on: bool) {
+        if let Some(rp) = self.timing.read_priority.as_mut() {
+            rp.reads = on;
+        }
+    }
+
+    /// With read priority on: (priority reads that went ahead of at least one queued operation,
+    /// operations they went ahead of, counted once per read); (0, 0) without it.
+    pub fn read_priority_counts(&self) -> (u64, u64) {
+        self.timing.read_priority.as_ref().map_or((0, 0), |rp| (rp.prioritized, rp.overtaken))
+    }
+
+    /// With read priority on: operations that end later than when first placed (as placed now)
+    /// and the sum of those delays in ns: how late completions reported to the caller were
+    /// (see `timing/read_priority.rs`); (0, 0) without it.
+    pub fn read_priority_moved(&self) -> (u64, u64) {
+        self.timing.read_priority.as_ref().map_or((0, 0), |rp| rp.moved())
     }
 
     /// Controller computation on data already read (or before data is programmed): the value

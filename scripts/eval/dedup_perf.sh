@@ -4,7 +4,7 @@
 # sweep 304-934 MHz at 16 MiB (Figure 11), and the speed-ups of sampling, pre-hashing and the
 # dynamic switch at 2 MiB (Figures 13-16), all from ftl-sim's measured latencies.
 # Writes docs/eval/dedup/perf.md (the JSON reports go to out/eval/dedup_perf/).
-# Usage: bash scripts/eval/dedup_perf.sh   (about 3.5 minutes; needs cargo and python3)
+# Usage: bash scripts/eval/dedup_perf.sh   (about 4.5 minutes; needs cargo and python3)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=docs/eval/dedup
@@ -18,9 +18,22 @@ sim=${CARGO_TARGET_DIR:-target}/release/ftl-sim
 # 512 MiB at 25% OP, filled once with distinct data, then uniform reads and writes (half each) of
 # 1-64 pages (4-256 KiB), 5% duplicate content, arriving open loop at a mean interval of ARRIVAL
 # microseconds (3000: write-intensive, the processor near saturation at 304 MHz; 6000: moderate).
+# The paper's SSD gives reads priority over writes (--read-priority on: a host read's flash reads
+# go before queued programs and erases; one in progress is not suspended); the np_ runs repeat the
+# buffer sweep and 304 MHz without it (every operation in issue order) to show its effect.
 for arrival in 3000 6000; do
-  w="--device caftl --luns 8 --blocks 2048 --op 25 --precondition seq --workload uniform --writes 3000 \
+  w0="--device caftl --luns 8 --blocks 2048 --op 25 --precondition seq --workload uniform --writes 3000 \
      --read-ratio 0.5 --request-pages 1-64 --dup-ratio 0.05 --arrival-us $arrival"
+  w="$w0 --read-priority on"
+  for mib in 2 8 16; do
+    $sim run $w0 --write-buffer-mib $mib --json "$json/np_a${arrival}_b${mib}_baseline.json" --quiet
+    for cfg in dedup:nosample:noprehash dedup:nosample:noprehash:mhz=1000000000; do
+      name=$(echo "$cfg" | tr ':=' '_-')
+      $sim run $w0 --write-buffer-mib $mib --features "$cfg" --json "$json/np_a${arrival}_b${mib}_$name.json" --quiet
+    done
+  done
+  $sim run $w0 --write-buffer-mib 16 --features "dedup:nosample:noprehash:mhz=304" \
+    --json "$json/np_a${arrival}_b16_mhz304.json" --quiet
   for mib in 2 4 8 16; do
     $sim run $w --write-buffer-mib $mib --json "$json/a${arrival}_b${mib}_baseline.json" --quiet
     # The paper's Figure 10 runs without the acceleration methods.

@@ -172,6 +172,12 @@ struct DeviceArgs {
     /// bus). See nand-emu/src/timing.rs.
     #[arg(long)]
     scheduling: Option<String>,
+    /// Override: read priority of the timing model: on (a host read's NAND reads go before the
+    /// programs and erases queued on their channel that have not begun; one in progress is not
+    /// suspended; the CAFTL paper's SSD, MQSim's scheduler) or off (the presets' default: every
+    /// operation in issue order). Changes timing only. See nand-emu/src/timing/read_priority.rs.
+    #[arg(long)]
+    read_priority: Option<String>,
     /// Over-provisioning in percent (physical = logical x (1 + OP/100)); the preset's default
     /// otherwise.
     #[arg(long)]
@@ -208,6 +214,7 @@ impl DeviceArgs {
             channels: None,
             luns_per_channel: None,
             scheduling: None,
+            read_priority: None,
             op: Some(op),
             fit,
             op_beyond_reserve: false,
@@ -813,6 +820,13 @@ fn base_config(
     dev.geometry = flags.apply(dev.geometry)?;
     if let Some(s) = &device.scheduling {
         dev.timing.scheduling = s.parse().map_err(|e| format!("--scheduling: {e}"))?;
+    }
+    if let Some(s) = &device.read_priority {
+        dev.read_priority = match s.as_str() {
+            "on" => true,
+            "off" => false,
+            _ => return Err(format!("--read-priority: unknown value '{s}' (expected on or off)")),
+        };
     }
     if let Some(x) = device.xfer_ns_per_byte {
         if !(x.is_finite() && (0.0..=1000.0).contains(&x)) {

@@ -14,7 +14,9 @@
 //! | `flexecc` | the FlexECC paper's 8-chip SSD scaled to 256 MiB: 8 LUNs of 2 planes, one data path per chip, 4 KiB pages, 15% OP | 25 us / 200 us / 1.5 ms, 1.25 ns/byte, plane queues |
 //!
 //! Every preset but `wom-ssd` and `flexecc` has one LUN; all use the timing model's plane queues
-//! ([`crate::emulator::Scheduling::PlaneQueues`]; `--scheduling luns` switches to LUN queues).
+//! ([`crate::emulator::Scheduling::PlaneQueues`]; `--scheduling luns` switches to LUN queues) and
+//! serve operations in issue order (`--read-priority on`: host reads go before queued programs
+//! and erases, `Emulator::set_read_priority`).
 //!
 //! Sources of the paper presets (the papers' text is in the project's shared papers folder; the
 //! tables with the flash parameters did not survive extraction in either):
@@ -116,6 +118,9 @@ pub struct Device {
     /// Channels the LUNs share (`EmulatorConfig::channels`; 0: one per LUN) unless `--channels`
     /// says.
     pub channels: u32,
+    /// Host reads go before queued programs and erases (`Emulator::set_read_priority`; off in
+    /// every preset, `--read-priority on`).
+    pub read_priority: bool,
 }
 
 const SLC_4K: Geometry = Geometry {
@@ -141,24 +146,28 @@ impl Preset {
                 timing: TimingParams::MT29F4G08,
                 default_op_percent: 7.0,
                 channels: 0,
+                read_priority: false,
             },
             Preset::Anchor => Device {
                 geometry: g2k,
                 timing: TimingParams::MT29F4G08,
                 default_op_percent: 7.0,
                 channels: 0,
+                read_priority: false,
             },
             Preset::Small => Device {
                 geometry: Geometry { blocks_per_plane: 128, ..g2k },
                 timing: TimingParams::MT29F4G08,
                 default_op_percent: 7.0,
                 channels: 0,
+                read_priority: false,
             },
             Preset::Caftl => Device {
                 geometry: SLC_4K,
                 timing: TimingParams::CAFTL_PAPER,
                 default_op_percent: 7.0,
                 channels: 0,
+                read_priority: false,
             },
             Preset::Eti => Device {
                 geometry: Geometry {
@@ -170,6 +179,7 @@ impl Preset {
                 timing: TimingParams::CAFTL_PAPER,
                 default_op_percent: 7.0,
                 channels: 0,
+                read_priority: false,
             },
             Preset::Cdm => Device {
                 geometry: Geometry { blocks_per_plane: 8192, ..SLC_4K },
@@ -177,6 +187,7 @@ impl Preset {
                 timing: TimingParams { t_xfer_ps_per_byte: 100_000_000 / 4096, ..TimingParams::CAFTL_PAPER },
                 default_op_percent: 15.0,
                 channels: 0,
+                read_priority: false,
             },
             Preset::Wom => Device {
                 geometry: Geometry {
@@ -188,6 +199,7 @@ impl Preset {
                 timing: TimingParams::CAFTL_PAPER,
                 default_op_percent: 7.0,
                 channels: 0,
+                read_priority: false,
             },
             Preset::WomFastBus => Device {
                 timing: TimingParams { t_xfer_ps_per_byte: 5_000, ..TimingParams::CAFTL_PAPER },
@@ -202,6 +214,7 @@ impl Preset {
                 timing: TimingParams { t_xfer_ps_per_byte: 1_250, ..TimingParams::CAFTL_PAPER },
                 default_op_percent: 15.0,
                 channels: 0,
+                read_priority: false,
             },
         }
     }

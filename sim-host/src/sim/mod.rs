@@ -9,7 +9,9 @@
 //! (GC and checkpoint work included, so GC is charged to the requests it delays) starts when its
 //! plane (or, with `--scheduling luns`, its LUN) and its channel's bus are free (the timing model
 //! in `emulator/timing.rs`); the request completes when the last of them does. Requests in flight
-//! overlap wherever they use different planes, LUNs and channels. Partial
+//! overlap wherever they use different planes, LUNs and channels. With `--read-priority on` the
+//! NAND reads of a host read request go before the operations queued on their channel that have
+//! not begun at the arrival (`Emulator::set_read_priority`; off by default). Partial
 //! pages of a write are read first (read-modify-write) and counted.
 //!
 //! Every configuration runs through one loop ([`pipeline`]); what differs is its front end: the
@@ -620,7 +622,9 @@ fn emulator(cfg: &SimConfig, store_data: bool) -> Result<Emulator, String> {
     ec.stored_blocks = ftl_core::anchor::ANCHOR_BLOCKS;
     ec.timing = cfg.device.timing;
     ec.channels = cfg.device.channels;
-    Emulator::new(ec).map_err(|e| e.to_string())
+    let mut emu = Emulator::new(ec).map_err(|e| e.to_string())?;
+    emu.set_read_priority(cfg.device.read_priority);
+    Ok(emu)
 }
 
 /// A run's FTL configuration: `cfg`'s logical pages and mount pool. Static wear leveling checks a

@@ -159,6 +159,13 @@ where
         ext = ext.flex(&mut flex_marks, FlexConfig { refresh_threshold: cfg.flex.refresh_threshold });
     }
     let mut ftl = open_ftl(cfg, nand, policies, map, m, fcfg, ext)?;
+    // With read priority, programs move later after their request saw its completion: the write
+    // buffer follows the emulator's window completions.
+    if let (Front::Direct(d), Some(w)) = (&mut front, ftl.nand().emu().window_ends()) {
+        if let Some(wb) = d.wbuf.as_mut() {
+            wb.follow(w);
+        }
+    }
 
     precondition(cfg, &mut ftl, &mut tech.dsim)?;
     let origin = ftl.nand().emu().idle_at_ns();
@@ -205,12 +212,24 @@ where
             }
             meas.t0 = arrival;
         }
+        // With read priority (`--read-priority on`), the reads a host read issues go before
+        // queued programs and erases; every other read (GC, read-modify-write, background
+        // work) queues in order.
+        let host_read = req.op == Op::Read;
         let host_done = match &mut front {
-            Front::Direct(d) => d.serve(cfg, &mut ftl, &mut tech, &req, span, arrival)?,
+            Front::Direct(d) => {
+                ftl.nand_mut().emu_mut().prioritize_reads(host_read);
+                let done = d.serve(cfg, &mut ftl, &mut tech, &req, span, arrival);
+                ftl.nand_mut().emu_mut().prioritize_reads(false);
+                done?
+            }
             Front::Cache(f) => {
                 let nv_before = ftl.nv_counters();
                 f.before_request(&mut ftl, &mut tech.dsim, arrival)?;
-                let done = f.serve(&mut ftl, &mut tech.dsim, &req, span, arrival)?;
+                ftl.nand_mut().emu_mut().prioritize_reads(host_read);
+                let done = f.serve(&mut ftl, &mut tech.dsim, &req, span, arrival);
+                ftl.nand_mut().emu_mut().prioritize_reads(false);
+                let done = done?;
                 let only = ftl.nv_cache().map_or(0, |c| c.only_copies());
                 done + tech.nv_run.request(nv_before, ftl.nv_counters(), only)
             }
@@ -275,6 +294,18 @@ where
         .chain(ftl.reuse_stats().map(|s| ("wom".to_string(), wom::report(&s, &wom_cfg, &cfg.wom, wom_r))))
         .chain(dedup_report.map(|r| ("dedup".to_string(), r)))
         .chain(flex_report.map(|r| ("flex_ecc".to_string(), serde_json::to_value(&r).unwrap_or_default())))
+        .chain(cfg.device.read_priority.then(|| {
+            let (reads, overtaken) = ftl.nand().emu().read_priority_counts();
+            let (moved, moved_ns) = ftl.nand().emu().read_priority_moved();
+            let (r0, o0, m0, n0) = meas.read_priority_base;
+            let v = serde_json::json!({
+                "prioritized_reads": reads - r0,
+                "operations_overtaken": overtaken - o0,
+                "operations_moved_later": moved - m0,
+                "mean_move_us": (moved_ns - n0) as f64 / 1000.0 / (moved - m0).max(1) as f64,
+            });
+            ("read_priority".to_string(), v)
+        }))
         .collect();
     let mut report = Report::from_run(RunStats {
         cfg,
@@ -365,6 +396,8 @@ struct Measuring {
     /// Cumulative (host pages written, NAND programs).
     samples: Vec<(u64, u64)>,
     classifier_series: Vec<(f64, u64)>,
+    /// The emulator's read-priority counts at the start (reads, overtaken, moved, moved ns).
+    read_priority_base: (u64, u64, u64, u64),
 }
 
 impl Measuring {
@@ -394,6 +427,11 @@ impl Measuring {
             write_latency: Latencies::default(),
             samples: Vec::new(),
             classifier_series: Vec::new(),
+            read_priority_base: {
+                let ((r, o), (m, n)) =
+                    (ftl.nand().emu().read_priority_counts(), ftl.nand().emu().read_priority_moved());
+                (r, o, m, n)
+            },
         }
     }
 }

@@ -44,6 +44,8 @@ pub struct DeviceReport {
     pub channels: u32,
     /// The timing model's scheduling: `planes` or `luns`.
     pub scheduling: &'static str,
+    /// Host reads go before queued programs and erases (`--read-priority`).
+    pub read_priority: bool,
 }
 
 /// Everything a run measured (the measured part only; preconditioning excluded).
@@ -153,6 +155,7 @@ impl DeviceReport {
             luns: geo.luns,
             channels: if cfg.device.channels == 0 { geo.luns } else { cfg.device.channels },
             scheduling: timing.scheduling.name(),
+            read_priority: cfg.device.read_priority,
         }
     }
 }

@@ -19,22 +19,38 @@
 //! the whole write before the next request, so those operations are placed before a read that
 //! arrives while the write is still being hashed; the emulator lets such a read use the idle
 //! time they leave on its plane and bus if it fits there (`nand_emu` delayed operations), and
-//! queues it behind them otherwise.
+//! queues it behind them otherwise (with read priority it goes before them: they have not begun).
 //!
-//! Simplifications (stated in docs/eval/dedup/README.md): reads are not given priority over flash
-//! operations already issued; the buffer transfer itself costs no time.
+//! With read priority (`--read-priority on`, `nand_emu` `set_read_priority`) a host read's flash
+//! reads go before programs queued earlier, which then end later than the completion the
+//! simulator saw when it issued them: the buffer follows the emulator's window completions
+//! ([`WriteBuffer::follow`], `nand_emu::WindowEnds`) and holds a request's pages until its
+//! operations really end.
+//!
+//! Simplifications (stated in docs/eval/dedup/README.md): without `--read-priority on` reads are
+//! not given priority over flash operations already issued; the buffer transfer itself costs no
+//! time.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use crate::emulator::WindowEnds;
+
+/// No completion window (the release time is final).
+const NO_WINDOW: u64 = u64::MAX;
 
 /// The buffer and the hash processor (all times in ns).
 #[derive(Debug)]
 pub struct WriteBuffer {
     capacity: u64,
-    /// (release time, pages), earliest release first.
-    held: VecDeque<(u64, u64)>,
+    /// (release time, pages, completion window), earliest release first; a release time is
+    /// raised to its window's completion when it is reached ([`Self::follow`]).
+    held: VecDeque<(u64, u64, u64)>,
     occupied: u64,
-    /// Logical page -> when its newest buffered write leaves the buffer.
-    resident: HashMap<u32, u64>,
+    /// Logical page -> (when its newest buffered write leaves the buffer, that write's window).
+    resident: HashMap<u32, (u64, u64)>,
+    /// The emulator's window completions, followed with read priority.
+    windows: Option<Arc<Mutex<WindowEnds>>>,
     /// The latest admission so far (admission is FIFO).
     last_admit: u64,
     /// The latest arrival so far (arrivals come in time order).
@@ -51,6 +67,7 @@ impl WriteBuffer {
             held: VecDeque::new(),
             occupied: 0,
             resident: HashMap::new(),
+            windows: None,
             last_admit: 0,
             last_arrival: 0,
             cpu_free: 0,
@@ -68,19 +85,54 @@ impl WriteBuffer {
         self.occupied
     }
 
-    fn release_until(&mut self, t: u64) {
-        while let Some(&(r, p)) = self.held.front() {
-            if r > t {
-                break;
+    /// Holds each request's pages until its completion window (the emulator's, opened when the
+    /// request's flash work was issued) ends, as `windows` reports it when the release is
+    /// reached, not only until the completion given to [`Self::hold`] (read priority moves
+    /// queued programs later after they were issued).
+    pub fn follow(&mut self, windows: Arc<Mutex<WindowEnds>>) {
+        self.windows = Some(windows);
+    }
+
+    /// Release time `r` of window `w` as of now: raised to the window's completion.
+    fn current_release(&self, r: u64, w: u64) -> u64 {
+        match (&self.windows, w) {
+            (Some(ws), w) if w != NO_WINDOW => {
+                ws.lock().ok().and_then(|ws| ws.end_of(w)).map_or(r, |e| r.max(e))
             }
-            self.held.pop_front();
-            self.occupied -= p;
+            _ => r,
         }
+    }
+
+    /// Releases the earliest held request if it leaves by `t`, its release time first raised
+    /// to its window's completion (a raised one is put back in order); returns its release time.
+    fn release_first(&mut self, t: u64) -> Option<u64> {
+        loop {
+            let &(r, _, _) = self.held.front()?;
+            if r > t {
+                return None;
+            }
+            let (r, p, w) = self.held.pop_front()?;
+            let c = self.current_release(r, w);
+            if c == r {
+                self.occupied -= p;
+                return Some(r);
+            }
+            self.insert_held(c, p, w);
+        }
+    }
+
+    fn insert_held(&mut self, release: u64, pages: u64, w: u64) {
+        let at = self.held.partition_point(|&(r, _, _)| r <= release);
+        self.held.insert(at, (release, pages, w));
+    }
+
+    fn release_until(&mut self, t: u64) {
+        while self.release_first(t).is_some() {}
     }
 
     /// Whether logical page `lpn` is in the buffer at `t` (a read of it is served there).
     pub fn holds(&self, lpn: u32, t: u64) -> bool {
-        self.resident.get(&lpn).is_some_and(|&r| r > t)
+        self.resident.get(&lpn).is_some_and(|&(r, w)| r > t || self.current_release(r, w) > t)
     }
 
     /// When a request of `pages` arriving at `t` enters the buffer: no earlier than the previous
@@ -95,8 +147,7 @@ impl WriteBuffer {
         let mut at = t.max(self.last_admit);
         self.release_until(at);
         while self.occupied + need > self.capacity {
-            let Some((r, p)) = self.held.pop_front() else { break };
-            self.occupied -= p;
+            let Some(r) = self.release_first(u64::MAX) else { break };
             at = at.max(r);
         }
         self.last_admit = at;
@@ -108,18 +159,20 @@ impl WriteBuffer {
         admitted.max(self.cpu_free)
     }
 
-    /// A request's `pages` occupy the buffer until `release`; for a write, `lpns` are the logical
-    /// pages it holds and the hash processor is busy until `cpu_busy_until`.
+    /// A request's `pages` occupy the buffer until `release` (or, with [`Self::follow`], until
+    /// the emulator's current window ends, if later); for a write, `lpns` are the logical pages
+    /// it holds and the hash processor is busy until `cpu_busy_until`.
     pub fn hold(&mut self, release: u64, pages: u64, lpns: &[u32], cpu_busy_until: Option<u64>) {
         let pages = pages.min(self.capacity);
+        let w =
+            self.windows.as_ref().and_then(|ws| ws.lock().ok().map(|ws| ws.current())).unwrap_or(NO_WINDOW);
         if pages > 0 {
-            let at = self.held.partition_point(|&(r, _)| r <= release);
-            self.held.insert(at, (release, pages));
+            self.insert_held(release, pages, w);
             self.occupied += pages;
         }
         for &l in lpns {
-            let r = self.resident.entry(l).or_insert(0);
-            *r = (*r).max(release);
+            let r = self.resident.entry(l).or_insert((0, w));
+            *r = (r.0.max(release), w);
         }
         if let Some(c) = cpu_busy_until {
             self.cpu_free = self.cpu_free.max(c);
@@ -127,7 +180,9 @@ impl WriteBuffer {
         // Pages released before the latest arrival cannot serve a later read.
         if self.resident.len() > 4 * self.capacity as usize {
             let now = self.last_arrival;
-            self.resident.retain(|_, r| *r > now);
+            let mut resident = std::mem::take(&mut self.resident);
+            resident.retain(|_, &mut (r, w)| r > now || self.current_release(r, w) > now);
+            self.resident = resident;
         }
     }
 }
@@ -165,5 +220,39 @@ mod tests {
         b.hold(400, 4, &[], None);
         assert_eq!(b.admit(260, 9), 400);
         assert_eq!(b.occupied_at(400), 0);
+    }
+
+    /// With read priority the emulator moves a write's programs later after the simulator saw
+    /// its completion: the buffer holds its pages until its window's completion as it is when
+    /// the release comes due. Without [`WriteBuffer::follow`] the release is the one given.
+    #[test]
+    fn releases_follow_the_windows_completion() {
+        for follow in [false, true] {
+            let windows = Arc::new(Mutex::new(WindowEnds::new()));
+            let mut b = WriteBuffer::new(4);
+            if follow {
+                b.follow(windows.clone());
+            }
+            // Window 1: a write of 3 pages (lpn 0..3) whose programs end at 100 when issued.
+            windows.lock().unwrap().open(0);
+            windows.lock().unwrap().note(1, 100);
+            assert_eq!(b.admit(0, 3), 0);
+            b.hold(100, 3, &[0, 1, 2], Some(10));
+            // Window 2: a read of one page, done at 40 (reads are not moved).
+            windows.lock().unwrap().open(5);
+            windows.lock().unwrap().note(2, 40);
+            assert_eq!(b.admit(5, 1), 5);
+            b.hold(40, 1, &[], None);
+            // Later reads went first: window 1's programs now end at 180.
+            windows.lock().unwrap().note(1, 180);
+            // Page 0 is still buffered at 150 only when followed.
+            assert_eq!(b.holds(0, 150), follow);
+            assert!(!b.holds(0, 180));
+            // A write of 2 pages at 50: the read left at 40 (3 + 2 > 4 still), then it waits for
+            // the first write: 100 as given, 180 as it really ends.
+            windows.lock().unwrap().open(50);
+            assert_eq!(b.admit(50, 2), if follow { 180 } else { 100 });
+            assert_eq!(b.occupied_at(180), 0);
+        }
     }
 }
