@@ -297,7 +297,8 @@ pub struct ReuseMemory<'m> {
     pub page_a: &'m mut [u8],
     /// Raw page buffer of the plane-1 half.
     pub page_b: &'m mut [u8],
-    /// Raw page buffer for host reads of second writes (which leave a prefetched pair alone).
+    /// Raw page buffer for host reads of second writes (which leave a prefetched pair alone) and
+    /// the scratch of descrambling a first write.
     pub page_c: &'m mut [u8],
 }
 
@@ -443,6 +444,20 @@ impl<'m> Reuse<'m> {
 
     fn partner(&self, b: BlockId) -> Option<BlockId> {
         self.mem.pair.get(b.0 as usize).copied().filter(|&p| p != NIL).map(BlockId)
+    }
+
+    /// Undoes the first-write scrambler on a page's `data` in place: keyed by `key` (the logical
+    /// page its metadata names; a shared page's first owner), complemented if `aux` says so.
+    /// False (`data` untouched) if `aux` says it was written unscrambled. The host-read raw
+    /// buffer is the scratch, so a prefetched pair stays.
+    fn unscramble(&mut self, key: u32, aux: u32, data: &mut [u8]) -> bool {
+        if aux & AUX_SCRAMBLED == 0 {
+            return false;
+        }
+        let Some(stored) = self.mem.page_c.get_mut(..data.len()) else { return false };
+        stored.copy_from_slice(data);
+        self.codec.descramble(key as u64, stored, aux & AUX_COMPLEMENTED != 0, data);
+        true
     }
 }
 
@@ -641,7 +656,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             }
         }
         if !moved {
-            self.unscramble(key, aux, out);
+            if let Some(r) = self.ext.reuse.as_mut() {
+                r.unscramble(key, aux, out);
+            }
         }
         Ok(seq)
     }
@@ -695,30 +712,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         if m.aux & AUX_FLAGS_LOST != 0 {
             return None;
         }
-        if m.aux & AUX_SCRAMBLED == 0 {
-            return Some(false);
-        }
         let r = self.ext.reuse.as_mut()?;
-        r.mem.page_c[..d].copy_from_slice(&self.buf[..d]);
-        r.codec.descramble(
-            m.tag as u64,
-            &r.mem.page_c[..d],
-            m.aux & AUX_COMPLEMENTED != 0,
-            &mut self.buf[..d],
-        );
-        Some(true)
-    }
-
-    /// Undoes the first-write scrambler on `data` in place (uses the page buffer's data area).
-    fn unscramble(&mut self, lpn: u32, aux: u32, data: &mut [u8]) {
-        if aux & AUX_SCRAMBLED == 0 {
-            return;
-        }
-        let d = self.geo.data_bytes as usize;
-        if let Some(r) = self.ext.reuse.as_mut() {
-            self.buf[..d].copy_from_slice(data);
-            r.codec.descramble(lpn as u64, &self.buf[..d], aux & AUX_COMPLEMENTED != 0, data);
-        }
+        Some(r.unscramble(m.tag, m.aux, &mut self.buf[..d]))
     }
 
     /// The (plane-0, plane-1) pages of the second write one of whose halves is `page` (in a
