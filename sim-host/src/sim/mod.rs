@@ -489,11 +489,17 @@ fn waf_series(samples: &[(u64, u64)], logical_pages: u32, points: usize) -> Vec<
     out
 }
 
+/// Whether the emulator keeps page data: where something reads it back (deduplication compares
+/// contents; a cached map reads its map pages).
+pub(crate) fn stores_data(cfg: &SimConfig) -> bool {
+    cfg.features.contains(&Feature::Dedup) || matches!(cfg.map, MapChoice::Cached { .. })
+}
+
 /// Runs `cfg` with `classifier` and `placement` (greedy GC) through the one run loop
 /// ([`pipeline`]), on the device and page codec the techniques need: the emulator and no data
 /// codec (metadata only), or with FlexECC its bit-error and decode model ([`ecc_model`]) in front
 /// of the emulator and its two-format codec. The emulator keeps page data where something reads
-/// it back (deduplication compares contents; a cached map reads its map pages).
+/// it back ([`stores_data`]).
 fn run_with<K: Classifier + Observed, L: Placement>(
     cfg: &SimConfig,
     classifier: K,
@@ -501,8 +507,7 @@ fn run_with<K: Classifier + Observed, L: Placement>(
     requests: impl Iterator<Item = Request>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<SimOutput, String> {
-    let store_data = cfg.features.contains(&Feature::Dedup) || matches!(cfg.map, MapChoice::Cached { .. });
-    let mut emu = emulator(cfg, store_data)?;
+    let mut emu = emulator(cfg, stores_data(cfg))?;
     if !cfg.features.contains(&Feature::FlexEcc) {
         let policies = Policies { codec: NullCodec, classifier, victim: Greedy, placement };
         return pipeline::run(cfg, policies, &mut emu, None, requests, progress);

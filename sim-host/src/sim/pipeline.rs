@@ -96,7 +96,8 @@ where
     let (map, m) = mem.parts();
     let mut reuse_buffers = wom::ReuseBuffers::new(&geo);
     let mut wom_codec = wom::SimulatedWom::new(&geo, 0, cfg.wom.success_permille, cfg.wom.attempts, cfg.seed)
-        .with_compute_ns(cfg.wom.encode_ns, cfg.wom.decode_ns);
+        .with_compute_ns(cfg.wom.encode_ns, cfg.wom.decode_ns)
+        .keep_data(super::stores_data(cfg));
     let wom_cfg = wom::enabled(cfg).map(|(prefetch, layout)| ftl_core::reuse::ReuseConfig {
         prefetch,
         layout,

@@ -5,6 +5,7 @@
 //! instead of encoding data the emulator does not store, and charges each encoding attempt and
 //! each decoding on the emulator's clock ([`crate::emulator::Emulator::set_compute_source`]).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -19,8 +20,12 @@ pub use ftl_testkit::reuse::{polar_wom, PolarWom, POLAR_W};
 pub use ftl_testkit::ReuseBuffers;
 
 /// The simulator's second-write codec: each encoding attempt succeeds with probability
-/// `success_permille / 1000` (independently, as the paper models its retries), data is not
-/// encoded (the emulator stores none in metadata-only mode) and reads decode to zeros.
+/// `success_permille / 1000` (independently, as the paper models its retries) and data is not
+/// encoded. In metadata-only mode (the emulator stores no data) reads decode to zeros; where the
+/// emulator keeps page data ([`Self::keep_data`]: deduplication, a cached map) the codec keeps
+/// each second write's message by its first page and decodes it back, so that GC's rewrites of
+/// second writes and deduplication's content checks see the data the host wrote (decoding to
+/// zeros wrote zero contents back at every GC rewrite).
 ///
 /// First writes are scrambled as the real codec scrambles them (`ftl_policies::wom`'s
 /// scrambler, keyed by logical page, complemented past half the cells): the FTL marks them
@@ -39,6 +44,8 @@ pub struct SimulatedWom {
     encode_ns: u64,
     decode_ns: u64,
     compute: Arc<AtomicU64>,
+    /// Second writes' messages by their first page (with [`Self::keep_data`]).
+    messages: Option<HashMap<u64, Vec<u8>>>,
 }
 
 impl SimulatedWom {
@@ -61,7 +68,15 @@ impl SimulatedWom {
             encode_ns: 0,
             decode_ns: 0,
             compute: Arc::new(AtomicU64::new(0)),
+            messages: None,
         }
+    }
+
+    /// Keeps each second write's message and decodes it back (`on`: the emulator keeps page
+    /// data), or decodes to zeros (metadata-only runs, the default).
+    pub fn keep_data(mut self, on: bool) -> Self {
+        self.messages = on.then(HashMap::new);
+        self
     }
 
     /// Charges `encode_ns` per encoding attempt and `decode_ns` per decoding to the counter
@@ -108,14 +123,17 @@ impl SecondWriteCodec for SimulatedWom {
     }
     fn encode(
         &mut self,
-        _key: u64,
-        _message: &[u8],
+        key: u64,
+        message: &[u8],
         _a: &mut [u8],
         _b: &mut [u8],
     ) -> Result<u32, SecondWriteError> {
         for retry in 0..self.attempts {
             self.charge(self.encode_ns);
             if self.rng.random_range(0..1000) < self.success_permille {
+                if let Some(m) = self.messages.as_mut() {
+                    m.insert(key, message.to_vec());
+                }
                 return Ok(retry);
             }
         }
@@ -123,13 +141,16 @@ impl SecondWriteCodec for SimulatedWom {
     }
     fn decode(
         &mut self,
-        _key: u64,
+        key: u64,
         _a: &mut [u8],
         _b: &mut [u8],
         out: &mut [u8],
     ) -> Result<(), SecondWriteError> {
         self.charge(self.decode_ns);
-        out.fill(0);
+        match self.messages.as_ref().and_then(|m| m.get(&key)) {
+            Some(msg) if msg.len() == out.len() => out.copy_from_slice(msg),
+            _ => out.fill(0),
+        }
         Ok(())
     }
 }
@@ -272,6 +293,28 @@ mod tests {
             assert!(programmed_permille(&stored) <= 500, "lpn {lpn}: {}", programmed_permille(&stored));
             codec.descramble(lpn as u64, &stored, complemented, &mut back);
             assert_eq!(back, page, "lpn {lpn}");
+        }
+    }
+
+    /// With the emulator keeping data, a second write decodes to its message (the latest one
+    /// encoded at that first page); in metadata-only runs to zeros.
+    #[test]
+    fn second_writes_decode_to_their_message_where_data_is_kept() {
+        let geo = Preset::Wom.device().geometry;
+        let d = geo.data_bytes as usize;
+        let (mut a, mut b, mut out) = (vec![0xFFu8; d], vec![0xFFu8; d], vec![0u8; d]);
+        let msg = |k: u64| (0..d).map(|i| (i as u64 * 31 + k) as u8).collect::<Vec<u8>>();
+        for keep in [true, false] {
+            // Every attempt succeeds, so each encode stores its message.
+            let mut codec = SimulatedWom::new(&geo, 0, 1000, 1, 1).keep_data(keep);
+            for (key, k) in [(10u64, 1u64), (11, 2), (10, 3)] {
+                codec.encode(key, &msg(k), &mut a, &mut b).unwrap();
+            }
+            for (key, k) in [(10u64, 3u64), (11, 2)] {
+                codec.decode(key, &mut a, &mut b, &mut out).unwrap();
+                let want = if keep { msg(k) } else { vec![0u8; d] };
+                assert_eq!(out, want, "keep {keep} key {key}");
+            }
         }
     }
 }
