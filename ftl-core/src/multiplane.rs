@@ -36,17 +36,23 @@
 //! request ([`Ftl::write`] of several pages, or [`Ftl::write_many`]) that land on the planes of
 //! one LUN on the same stream are a *stripe*. In [`StripeOrder::PlaneFirst`] order (the default)
 //! those are consecutive pages. In [`StripeOrder::ChannelFirst`] order consecutive pages go to
-//! different LUNs, and a stripe is the pages of the request that land on one LUN within one
-//! round of the rotation (pages `j, j + luns, ...` of the round, on consecutive planes of that
-//! LUN): a request of `luns` pages or fewer is one single-plane program on each of that many LUNs
-//! (and channels), a longer one fills each LUN's planes with one multi-plane program, so the
-//! multi-plane programs stay while the LUNs work in parallel. The stripes of a round are
-//! written LUN by LUN (so a request's pages are programmed out of logical order; a batch that
-//! names one logical page twice in a round is written page by page, in order); nothing is
+//! different LUNs: the pages of one call, a round's worth (`total_planes`) at a time, go to each
+//! LUN in rotation order, each taking as many consecutive pages as it has slots among them,
+//! on those planes of it: a *stripe*. A request of `luns` pages or fewer is one
+//! single-plane program on each of that many LUNs (and channels); a longer one (or a batch of
+//! requests, [`Ftl::write_many`]) fills each LUN's planes with one multi-plane program, so the
+//! multi-plane programs stay while the LUNs work in parallel. A stripe whose frontiers had
+//! drifted writes the pages that line them up again, and the pages it did not take go to the
+//! next LUN, and what no LUN took to the first LUN of the round's worth: a drifted LUN then
+//! takes an odd number of pages once, which lines its planes up (were every LUN always given
+//! the same even count, a drift of one page could never be made up), and two drifted LUNs leave
+//! a whole stripe for the first. A batch that names one logical page
+//! twice in a round is written page by page, in order. Nothing is
 //! acknowledged before the call returns, so the power-loss contract below is unchanged.
 //! [`Ftl::read`] in that order reads up to one round of pages at a time, grouped by LUN and
-//! page offset, so a stripe still reads back with one multi-plane read. When the host frontiers of a stripe's planes are at
-//! the same page offset, the stripe is programmed by one `program_multi` (each page with its own
+//! page offset, so a stripe still reads back with one multi-plane read.
+//!
+//! When the host frontiers of a stripe's planes are at the same page offset, the stripe is programmed by one `program_multi` (each page with its own
 //! sequence number, in plane order); otherwise its pages are programmed one by one, the first
 //! ones to the plane(s) lagging behind, so that the frontiers line up again (drift comes from a
 //! program failure's retry, a spill to another plane, or a classifier sending pages of one stripe
@@ -295,9 +301,15 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     }
 
     /// [`StripeOrder::ChannelFirst`] striping of pages `i..n` (see the module doc): they take
-    /// the rotation slots from `next_plane` to the end of the round; the ones of them that land
-    /// on one LUN (consecutive planes of it, every `luns`-th page) are one stripe, the LUNs
-    /// taken in slot order. Returns how many pages it wrote (at least one).
+    /// the rotation slots from `next_plane` on, at most one round's worth (`total_planes`
+    /// slots, each plane once, wrapping past the round's end); each LUN of the window, in slot
+    /// order, takes as many of the pages, in page order, as it has slots in the window: one
+    /// stripe over those planes of it (two if they wrap past its last plane and do not cover
+    /// all of them). A stripe whose frontiers had drifted writes only the pages that line them
+    /// up again (`write_stripe`); the pages it left go to the next LUN, and what no LUN of the
+    /// window took goes to the window's first LUN (so a drifted LUN takes an odd number of pages
+    /// once and lines up, and two of them leave a whole stripe). Returns how many pages it wrote
+    /// (all of the window).
     fn write_round_channel_first<'d>(
         &mut self,
         i: usize,
@@ -305,48 +317,84 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         page: &impl Fn(usize) -> (u32, &'d [u8]),
         temp: RequestTemp,
     ) -> Result<usize, Error> {
-        let total = self.geo.total_planes();
-        let luns = self.geo.luns.max(1) as usize;
+        let total = self.geo.total_planes().max(1);
+        let luns = self.geo.luns.max(1);
+        let ppl = self.geo.planes_per_lun.max(1);
         let s = self.next_plane;
-        let w = (total.saturating_sub(s).max(1) as usize).min(n - i).min(MAX_TOTAL_PLANES);
+        let w = (total as usize).min(n - i).min(MAX_TOTAL_PLANES);
         // Classified in page order, as the plane-first path does.
         let mut streams = [Stream::Host; MAX_TOTAL_PLANES];
         for (j, st) in streams.iter_mut().enumerate().take(w) {
             *st = self.stripe_stream(page(i + j).0, temp);
         }
         if (1..w).any(|j| (0..j).any(|q| page(i + q).0 == page(i + j).0)) {
-            // A logical page twice in the round (`write_many`): in order, one page at a time,
+            // A logical page twice in the window (`write_many`): in order, one page at a time,
             // so that the later copy wins.
             for (j, &st) in streams.iter().enumerate().take(w) {
                 let before = self.counters.nand_programs;
-                let plane = self.plane_at(s + j as u32);
+                let plane = self.plane_at((s + j as u32) % total);
                 self.first_write_to(page(i + j).0, st, plane, page(i + j).1)?;
                 self.note_write_programs(before);
             }
-        } else {
-            for l in 0..w.min(luns) {
-                // The round's pages on the LUN of slot `s + l`: `l`, `l + luns`, ... (at most
-                // `planes_per_lun <= MAX_PLANES`), on consecutive planes from `p0`.
-                let mut lpns = [0u32; MAX_PLANES];
-                let mut st = [Stream::Host; MAX_PLANES];
-                let mut idx = [0usize; MAX_PLANES];
-                let mut k = 0;
-                for j in (l..w).step_by(luns).take(MAX_PLANES) {
-                    (lpns[k], st[k], idx[k]) = (page(i + j).0, streams[j], j);
-                    k += 1;
+            self.next_plane = (s + w as u32) % total;
+            return Ok(w);
+        }
+        let mut used = 0;
+        for l in 0..(w as u32).min(luns) {
+            // The LUN of slot `s + l` has the window's slots `s + l, s + l + luns, ...`: its
+            // planes from row `r0` on, wrapping past its last plane.
+            let slot = (s + l) % total;
+            let (lun, r0) = (slot % luns, slot / luns % ppl);
+            let cnt = (w as u32 - l).div_ceil(luns).min(ppl);
+            let k = cnt.min((w - used) as u32);
+            if k == 0 {
+                break;
+            }
+            // (first plane, pages) of the stripe(s): one run of rows, or the LUN's every plane.
+            let parts = if r0 + k <= ppl {
+                [(r0, k), (0, 0)]
+            } else if k == ppl {
+                [(0, k), (0, 0)]
+            } else {
+                [(r0, ppl - r0), (0, r0 + k - ppl)]
+            };
+            for (row, m) in parts {
+                let m = m as usize;
+                if m == 0 {
+                    continue;
                 }
-                let p0 = self.plane_at(s + l as u32);
-                let mut done = 0;
-                while done < k {
-                    let before = self.counters.nand_programs;
-                    let off = done;
-                    let data = |q: usize| page(i + idx[off + q]).1;
-                    done += self.write_stripe(p0, &lpns[off..k], &st[off..k], data)?.max(1);
-                    self.note_write_programs(before);
+                let mut lpns = [0u32; MAX_PLANES];
+                for (q, lpn) in lpns.iter_mut().enumerate().take(m) {
+                    *lpn = page(i + used + q).0;
+                }
+                let before = self.counters.nand_programs;
+                let off = used;
+                let data = |q: usize| page(i + off + q).1;
+                let done = self.write_stripe(lun * ppl + row, &lpns[..m], &streams[off..off + m], data)?;
+                self.note_write_programs(before);
+                used += done;
+                if done < m {
+                    // Drifted: the rest goes to the next LUN.
+                    break;
                 }
             }
         }
-        self.next_plane = (s + w as u32) % total.max(1);
+        // Pages the drifted stripes left: to the window's first LUN, whole stripes of its planes
+        // where there are enough (two drifted LUNs lined up and its planes still in line).
+        let first = (s % total) % luns;
+        while used < w {
+            let m = (ppl as usize).min(w - used);
+            let mut lpns = [0u32; MAX_PLANES];
+            for (q, lpn) in lpns.iter_mut().enumerate().take(m) {
+                *lpn = page(i + used + q).0;
+            }
+            let before = self.counters.nand_programs;
+            let off = used;
+            let data = |q: usize| page(i + off + q).1;
+            used += self.write_stripe(first * ppl, &lpns[..m], &streams[off..off + m], data)?.max(1);
+            self.note_write_programs(before);
+        }
+        self.next_plane = (s + w as u32) % total;
         Ok(w)
     }
 

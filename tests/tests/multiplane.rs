@@ -842,18 +842,25 @@ fn batches_realign_drifted_frontiers() {
 }
 
 /// Where consecutive host pages go, by hand for 2 LUNs x 2 planes (device planes: LUN 0's are
-/// 0 and 1, LUN 1's 2 and 3): plane first 0 1 2 3, channel first 0 2 1 3; with multi-plane
-/// programs on, an 8-page write channel first is one two-plane program per LUN and round (4),
-/// and reads back with 4 multi-plane reads.
+/// 0 and 1, LUN 1's 2 and 3). One page at a time: plane first 0 1 2 3, channel first 0 2 1 3.
+/// With multi-plane programs on, channel first: 2-page writes (one round takes two of them) put
+/// their pages on both LUNs (0 2, then 1 3: no multi-plane program); an 8-page write gives each
+/// LUN two consecutive pages per round, one two-plane program each (0 1 2 3 0 1 2 3, 4 programs).
+/// Either way the 8 pages read back with 4 multi-plane reads (a channel-first read groups a
+/// round's pages by LUN and page offset, and the 2-page writes left sibling pages at one offset).
 #[test]
 fn channel_first_places_consecutive_pages_on_alternate_luns() {
     let geo = Geometry { luns: 2, ..geometry(8, 16, 2) };
     let pb = geo.data_bytes as usize;
-    for (order, multi, want) in [
-        (StripeOrder::PlaneFirst, false, [0, 1, 2, 3, 0, 1, 2, 3]),
-        (StripeOrder::ChannelFirst, false, [0, 2, 1, 3, 0, 2, 1, 3]),
-        (StripeOrder::PlaneFirst, true, [0, 1, 2, 3, 0, 1, 2, 3]),
-        (StripeOrder::ChannelFirst, true, [0, 2, 1, 3, 0, 2, 1, 3]),
+    let (pf, cf) = (StripeOrder::PlaneFirst, StripeOrder::ChannelFirst);
+    // (order, multi-plane, pages per write, planes of lpn 0..8, multi-plane programs)
+    for (order, multi, per, want, programs) in [
+        (pf, false, 1, [0, 1, 2, 3, 0, 1, 2, 3], 0),
+        (cf, false, 1, [0, 2, 1, 3, 0, 2, 1, 3], 0),
+        (cf, false, 8, [0, 2, 1, 3, 0, 2, 1, 3], 0),
+        (pf, true, 2, [0, 1, 2, 3, 0, 1, 2, 3], 4),
+        (cf, true, 2, [0, 2, 1, 3, 0, 2, 1, 3], 0),
+        (cf, true, 8, [0, 1, 2, 3, 0, 1, 2, 3], 4),
     ] {
         let mut cfg = Config::with_logical_pages(&geo, 100);
         cfg.stripe_order = order;
@@ -866,23 +873,20 @@ fn channel_first_places_consecutive_pages_on_alternate_luns() {
             fill_page(l as u32, 7 + l as u64, p);
         }
         f.reset_counters();
-        if multi {
-            f.write(0, &data).unwrap();
-        } else {
-            for (l, p) in data.chunks(pb).enumerate() {
-                f.write(l as u32, p).unwrap();
-            }
+        for (w, chunk) in data.chunks(per * pb).enumerate() {
+            f.write((w * per) as u32, chunk).unwrap();
         }
         let planes: Vec<u32> =
             (0..8).map(|l| geo.plane_index(geo.block_of(f.mapped_page(l).expect("mapped")))).collect();
-        assert_eq!(planes, want, "{order:?}, multi-plane {multi}");
+        let case = format!("{order:?}, multi-plane {multi}, {per}-page writes");
+        assert_eq!(planes, want, "{case}");
         let c = *f.counters();
-        assert_eq!((c.nand_programs, c.multi_plane_programs), (8, if multi { 4 } else { 0 }), "{order:?}");
+        assert_eq!((c.nand_programs, c.multi_plane_programs), (8, programs), "{case}");
         let mut back = vec![0u8; 8 * pb];
         f.read(0, &mut back).unwrap();
-        assert_eq!(f.counters().multi_plane_reads, if multi { 4 } else { 0 }, "{order:?}");
+        assert_eq!(f.counters().multi_plane_reads, if multi { 4 } else { 0 }, "{case}");
         for (l, p) in back.chunks(pb).enumerate() {
-            assert_eq!(identify(l as u32, p), Found::Content(Some(7 + l as u64)), "{order:?} lpn {l}");
+            assert_eq!(identify(l as u32, p), Found::Content(Some(7 + l as u64)), "{case}: lpn {l}");
         }
     }
 }

@@ -30,6 +30,7 @@ pub mod metrics;
 pub mod nand;
 mod pipeline;
 pub mod plot;
+pub mod program_log;
 pub mod report;
 pub mod wom;
 pub mod write_buffer;
@@ -429,6 +430,16 @@ pub struct SimConfig {
     pub gc_pacing: bool,
     /// Multi-plane erases, programs and reads (`ftl_core::multiplane`; on by default).
     pub multi_plane: bool,
+    /// The order host pages visit the planes in (`ftl_core::Config::stripe_order`).
+    pub stripe_order: ftl_core::StripeOrder,
+    /// Batching of queued writes (see `pipeline`, `DirectFront::serve_batch`): writes that are
+    /// queued together (arrive at one instant in the closed loop) go to the FTL as one
+    /// `Ftl::write_many`. Off by default.
+    pub batch: bool,
+    /// Tests: every written page carries (its logical page, the request's index), and at the end
+    /// every logical page is read back and checked against the last request that wrote it (the
+    /// emulator then keeps page data). The run fails on a mismatch.
+    pub check_data: bool,
     /// The map: flat, or on flash behind a cache of a given size.
     pub map: MapChoice,
     /// The classifiers' parameters.
@@ -499,7 +510,9 @@ fn run_with<K: Classifier + Observed, L: Placement>(
     requests: impl Iterator<Item = Request>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<SimOutput, String> {
-    let store_data = cfg.features.contains(&Feature::Dedup) || matches!(cfg.map, MapChoice::Cached { .. });
+    let store_data = cfg.features.contains(&Feature::Dedup)
+        || matches!(cfg.map, MapChoice::Cached { .. })
+        || cfg.check_data;
     let mut emu = emulator(cfg, store_data)?;
     if !cfg.features.contains(&Feature::FlexEcc) {
         let policies = Policies { codec: NullCodec, classifier, victim: Greedy, placement };
@@ -648,6 +661,7 @@ fn ftl_config(cfg: &SimConfig) -> Config {
     // without FlexECC the FTL's real copy-backs run on the emulator, which charges them (tR,
     // the page out, only the spare in, tPROG).
     fcfg.gc_copy_back = cfg.flex.copy_back != ecc_model::CopyBack::Off;
+    fcfg.stripe_order = cfg.stripe_order;
     fcfg
 }
 
