@@ -16,7 +16,7 @@ use sim_host::workload::{generate, Pattern, RequestPages, WorkloadSpec};
 fn config(batch: bool, order: ftl_core::StripeOrder) -> SimConfig {
     let mut device = Preset::Small.device();
     device.geometry.luns = 4;
-    device.geometry.blocks_per_plane = 48;
+    device.geometry.blocks_per_plane = 64;
     device.channels = 2;
     device.timing.scheduling = Scheduling::LunQueues;
     SimConfig {
@@ -54,7 +54,7 @@ fn run(cfg: &SimConfig, pages: RequestPages) -> serde_json::Value {
         request_pages: pages,
         read_ratio: 0.2,
         seed: 9,
-        ..WorkloadSpec::new(Pattern::Uniform, 6000)
+        ..WorkloadSpec::new(Pattern::Uniform, 12000)
     };
     let w = generate(&spec, cfg.logical_pages() as u64, cfg.device.geometry.data_bytes as u64).unwrap();
     let mut out = simulate(cfg, w, &mut |_| {}).unwrap_or_else(|e| panic!("{}: {e}", cfg.label));
@@ -89,18 +89,21 @@ fn batching_keeps_the_data_and_the_counters() {
             let (w0, w1) = (off["waf"].as_f64().unwrap(), on["waf"].as_f64().unwrap());
             assert!((w1 - w0).abs() / w0 < 0.05, "{case}: WAF {w0} unbatched, {w1} batched");
             assert_eq!((u(&off, "batches"), u(&off, "batched_requests")), (0, 0), "{case}");
-            assert!(u(&on, "batches") > 100, "{case}: {on}");
+            // Mixed sizes complete together less often than single pages.
+            let least = if matches!(pages, RequestPages::Fixed(1)) { 100 } else { 20 };
+            assert!(u(&on, "batches") > least, "{case}: {on}");
             assert!(u(&on, "batched_requests") >= 2 * u(&on, "batches"), "{case}");
             // Every write still has its own response time, none shorter than one program.
-            let t_prog_ns = on["t_prog_us"].as_f64().unwrap() * 1000.0;
-            assert!(u(&on, "min_write_ns") as f64 >= t_prog_ns, "{case}: {}", u(&on, "min_write_ns"));
+            let t_prog_ns = config(true, order).device.timing.t_prog_ns;
+            assert!(u(&on, "min_write_ns") >= t_prog_ns, "{case}: {}", u(&on, "min_write_ns"));
         }
-        // One-page writes pair up only when batched.
-        let off = run(&config(false, order), RequestPages::Fixed(1));
-        let on = run(&config(true, order), RequestPages::Fixed(1));
-        assert_eq!(u(&off, "multi_plane_programs"), 0, "{order:?}");
-        assert!(u(&on, "multi_plane_programs") > 100, "{order:?}: {on}");
     }
+    // One-page writes pair up in multi-plane programs only when batched (plane-first order: the
+    // two pages of a pair take the two planes of one LUN; channel first puts them on two LUNs).
+    let off = run(&config(false, PlaneFirst), RequestPages::Fixed(1));
+    let on = run(&config(true, PlaneFirst), RequestPages::Fixed(1));
+    assert_eq!(u(&off, "multi_plane_programs"), 0);
+    assert!(u(&on, "multi_plane_programs") > 100, "{on}");
 }
 
 #[test]
