@@ -111,6 +111,8 @@ fn batching_refuses_what_it_does_not_model() {
     let mut cfg = config(true, ftl_core::StripeOrder::PlaneFirst);
     cfg.features = vec![Feature::Eti];
     let w = generate(&WorkloadSpec::new(Pattern::Uniform, 10), cfg.logical_pages() as u64, 2048).unwrap();
-    let err = simulate(&cfg, w, &mut |_| {}).err().expect("refused");
+    let Err(err) = simulate(&cfg, w, &mut |_| {}) else {
+        panic!("batching with a technique must be refused");
+    };
     assert!(err.contains("--batch"), "{err}");
 }
