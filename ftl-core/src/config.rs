@@ -41,6 +41,43 @@ pub struct Config {
     /// program and cheaper (-13% per move on the MT29F4G08's timings); `false` for a part whose
     /// copy-back one distrusts, or to compare against the plain path (the simulator's default).
     pub gc_copy_back: bool,
+    /// The order host pages visit the planes in (see [`StripeOrder`]). Default
+    /// [`StripeOrder::PlaneFirst`].
+    pub stripe_order: StripeOrder,
+}
+
+/// The order consecutive host pages visit the device-wide planes in (`ftl.rs`, `plane_at`).
+/// Host pages take rotation slots `0, 1, 2, ...` (modulo the device's planes); a slot's plane:
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum StripeOrder {
+    /// Slot `i` is plane `i` (`lun * planes_per_lun + plane`): the planes of LUN 0, then LUN 1,
+    /// ... Consecutive pages fill a LUN's planes together (one multi-plane program).
+    #[default]
+    PlaneFirst,
+    /// Slot `i` is plane `(i % luns) * planes_per_lun + (i / luns) % planes_per_lun`: one page
+    /// on each LUN (and so, LUN `l` being on channel `l % channels`, on each channel) before the
+    /// next plane of any (MQSim's CWDP order). With multi-plane programs on, the pages of one
+    /// request (or batch) that land on one LUN within one round are programmed together
+    /// (`multiplane.rs`).
+    ChannelFirst,
+}
+
+impl StripeOrder {
+    /// The device-wide plane (`lun * planes_per_lun + plane`) of rotation slot `slot`
+    /// (`< geometry.total_planes()`).
+    #[inline]
+    pub const fn plane(self, geometry: &Geometry, slot: u32) -> u32 {
+        match self {
+            StripeOrder::PlaneFirst => slot,
+            StripeOrder::ChannelFirst => {
+                let luns = if geometry.luns == 0 { 1 } else { geometry.luns };
+                let ppl = if geometry.planes_per_lun == 0 { 1 } else { geometry.planes_per_lun };
+                (slot % luns) * ppl + (slot / luns) % ppl
+            }
+        }
+    }
 }
 
 impl Config {
@@ -75,6 +112,7 @@ impl Config {
             checkpoint_interval_blocks: if max_interval < 64 { max_interval } else { 64 },
             mount_pool_blocks: RECOMMENDED_MOUNT_POOL_BLOCKS,
             gc_copy_back: true,
+            stripe_order: StripeOrder::PlaneFirst,
         }
     }
 
@@ -198,6 +236,33 @@ mod tests {
         // No room left for GC.
         assert_eq!(Config { logical_pages: g.total_pages(), ..c }.validate(&g, 4), Err(Error::Config));
         assert_eq!(Config { gc_free_threshold: 1, ..c }.validate(&g, 4), Err(Error::Config));
+    }
+
+    /// The rotation's planes, written out by hand. 2 LUNs x 2 planes (device planes L0P0 = 0,
+    /// L0P1 = 1, L1P0 = 2, L1P1 = 3): plane first visits 0 1 2 3; channel first alternates the
+    /// LUNs, plane 0 of each then plane 1 of each: 0 2 1 3.
+    #[test]
+    fn stripe_orders_visit_the_planes_in_the_documented_order() {
+        let g = Geometry { planes_per_lun: 2, luns: 2, ..Geometry::MT29F4G08 };
+        fn seq<const N: usize>(o: StripeOrder, g: &Geometry) -> [u32; N] {
+            assert_eq!(g.total_planes() as usize, N);
+            core::array::from_fn(|i| o.plane(g, i as u32))
+        }
+        assert_eq!(seq::<4>(StripeOrder::PlaneFirst, &g), [0, 1, 2, 3]);
+        assert_eq!(seq::<4>(StripeOrder::ChannelFirst, &g), [0, 2, 1, 3]);
+        // 4 LUNs x 2 planes: LUN l's planes are 2l and 2l + 1.
+        let g4 = Geometry { luns: 4, ..g };
+        assert_eq!(seq::<8>(StripeOrder::ChannelFirst, &g4), [0, 2, 4, 6, 1, 3, 5, 7]);
+        // 2 LUNs x 4 planes: each LUN's planes in order, the LUNs alternating.
+        let g24 = Geometry { planes_per_lun: 4, ..g };
+        assert_eq!(seq::<8>(StripeOrder::ChannelFirst, &g24), [0, 4, 1, 5, 2, 6, 3, 7]);
+        // One LUN: both orders are the plane order.
+        let g1 = Geometry { luns: 1, ..g24 };
+        assert_eq!(seq::<4>(StripeOrder::ChannelFirst, &g1), [0, 1, 2, 3]);
+        // Every order is a permutation of the planes (each visited once a round).
+        let mut v = seq::<16>(StripeOrder::ChannelFirst, &Geometry { luns: 8, ..g });
+        v.sort_unstable();
+        assert_eq!(v, core::array::from_fn::<u32, 16, _>(|i| i as u32));
     }
 
     /// Regression (audit F2): for every plane count the FTL drives, the default interval is one

@@ -18,7 +18,7 @@ use nand_hal::{BlockId, Geometry, NandFlash, PageId};
 
 use crate::blocks::{BlockInfo, BlockState, BlockTable};
 use crate::checkpoint::CheckpointState;
-use crate::config::{Config, RamLayout, MAX_TOTAL_PLANES};
+use crate::config::{Config, RamLayout, StripeOrder, MAX_TOTAL_PLANES};
 use crate::frontier::{Frontier, STREAMS};
 use crate::journal::PendingTrims;
 use crate::map::{FlatMap, MappingTable};
@@ -66,6 +66,8 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     /// `take_page` does not read it again.
     pub(crate) resume_checked: u32,
     pub(crate) wear: WearState,
+    /// The next host page's rotation slot (`0..total_planes`); its plane is
+    /// [`Ftl::plane_at`]`(next_plane)`, the slot itself in [`StripeOrder::PlaneFirst`] order.
     pub(crate) next_plane: u32,
     pub(crate) counters: Counters,
     pub(crate) codec_len: usize,
@@ -213,6 +215,16 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         &self.geo
     }
 
+    /// The physical page logical page `lpn` is mapped to, as far as the map has it in RAM (the
+    /// flat map always; a flash-resident map answers `None` for an entry it has not cached), or
+    /// `None` if unmapped or out of range. For tools and the simulator's timing of requests.
+    pub fn mapped_page(&self, lpn: u32) -> Option<PageId> {
+        if lpn >= self.cfg.logical_pages {
+            return None;
+        }
+        self.map.get(lpn)
+    }
+
     /// Operation counters.
     pub fn counters(&self) -> &Counters {
         &self.counters
@@ -278,7 +290,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let pb = self.geo.data_bytes as usize;
         let reads_before = self.counters.nand_reads;
         let mut r = Ok(());
-        if n > 1 && self.multi_io_on() {
+        if n > 1 && self.multi_io_on() && self.cfg.stripe_order == StripeOrder::ChannelFirst {
+            r = self.read_rounds(lpn, buf);
+        } else if n > 1 && self.multi_io_on() {
             // Multi-plane reads where the pages allow (see `multiplane.rs`), a stripe at a time.
             let ppl = nand_hal::MAX_PLANES;
             let mut chunks = buf.chunks_exact_mut(pb).enumerate();
@@ -400,8 +414,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// program (scrambled first when second writes are on), the remap, and the NV cache's copy.
     pub(crate) fn first_write(&mut self, lpn: u32, t: Temperature, data: &[u8]) -> Result<PageId, Error> {
         let Destination::FirstWrite(stream) = self.policies.placement().place(lpn, t);
-        let plane = self.next_plane;
-        self.next_plane = (self.next_plane + 1) % self.geo.total_planes();
+        let plane = self.take_next_plane();
         self.gc_pace(plane)?;
         let plane = self.ensure_frontier(plane, stream)?;
         self.map_fault_in_for_write(lpn)?;
@@ -423,6 +436,21 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         // `append` gave the page the sequence number just before `self.seq`.
         self.nv_after_write(lpn, data, self.seq - 1)?;
         Ok(page)
+    }
+
+    /// The device-wide plane of rotation slot `slot` (`< total_planes`) in the configured
+    /// [`StripeOrder`].
+    #[inline]
+    pub(crate) fn plane_at(&self, slot: u32) -> u32 {
+        self.cfg.stripe_order.plane(&self.geo, slot)
+    }
+
+    /// The plane of the next rotation slot, and the rotation moves on by one.
+    #[inline]
+    pub(crate) fn take_next_plane(&mut self) -> u32 {
+        let plane = self.plane_at(self.next_plane);
+        self.next_plane = (self.next_plane + 1) % self.geo.total_planes();
+        plane
     }
 
     /// Records the programs one host page write caused (its own, GC's, checkpoints', journals').

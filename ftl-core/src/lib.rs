@@ -58,7 +58,9 @@ pub mod reuse;
 pub mod wear;
 
 pub use blocks::BlockInfo;
-pub use config::{checkpoint_blocks, Config, RamLayout, MAX_TOTAL_PLANES, RECOMMENDED_MOUNT_POOL_BLOCKS};
+pub use config::{
+    checkpoint_blocks, Config, RamLayout, StripeOrder, MAX_TOTAL_PLANES, RECOMMENDED_MOUNT_POOL_BLOCKS,
+};
 pub use counters::Counters;
 pub use error::Error;
 pub use ext::{Extensions, Refusal, Stack};

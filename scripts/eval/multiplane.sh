@@ -7,6 +7,12 @@
 # (--scheduling luns), 1 LUN or 4 LUNs on 2 channels; filled sequentially first. Workloads:
 # 32 KiB (8-page) uniform random writes, 4 KiB random writes (only the erases can pair), 32 KiB
 # random reads. Writes docs/eval/multiplane/table.md (a minute or two).
+#
+# Then the stripe order and batching (issue #20, the rest): 32 KiB random writes and reads and
+# 4 KiB random writes on 4 LUNs / 2 channels and 8 LUNs / 4 channels at queue depth 1 and 16,
+# multi-plane off and on, each run with --stripe plane-first and channel-first, --batch off and
+# on (batching takes writes only; a read run is the same with it on). Writes
+# docs/eval/multiplane/stripe.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=docs/eval/multiplane
@@ -15,16 +21,16 @@ cargo build --release -q -p sim-host --bin ftl-sim
 sim=${CARGO_TARGET_DIR:-target}/release/ftl-sim
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-run() { # multi-plane luns channels queue-depth pages read-ratio writes
+run() { # multi-plane luns channels queue-depth pages read-ratio writes [more ftl-sim options]
   "$sim" run --device flexecc --blocks 1024 --luns "$2" --channels "$3" --scheduling luns \
     --workload uniform --request-pages "$5" --read-ratio "$6" --writes "$7" --queue-depth "$4" \
-    --precondition seq --multi-plane "$1" --quiet --json "$tmp/r.json"
+    --precondition seq --multi-plane "$1" "${@:8}" --quiet --json "$tmp/r.json"
   python3 - "$tmp/r.json" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
 print(round(d['requests'] / d['simulated_seconds']), round(d['write_latency_us']['mean'], 1),
       round(d['read_latency_us']['mean'], 1), d['multi_plane_programs'], d['multi_plane_reads'],
-      d['multi_plane_erases'], round(d['waf'], 3))
+      d['multi_plane_erases'], round(d['waf'], 3), d['batched_requests'])
 EOF
 }
 {
@@ -35,11 +41,46 @@ EOF
     for lc in "1 1" "4 2"; do
       set -- $lc
       for qd in 1 16; do
-        read -r i0 w0 r0 _ _ _ a0 <<< "$(run off "$1" "$2" "$qd" "$pages" "$rr" "$writes")"
-        read -r i1 w1 r1 mp mr me a1 <<< "$(run on "$1" "$2" "$qd" "$pages" "$rr" "$writes")"
+        read -r i0 w0 r0 _ _ _ a0 _ <<< "$(run off "$1" "$2" "$qd" "$pages" "$rr" "$writes")"
+        read -r i1 w1 r1 mp mr me a1 _ <<< "$(run on "$1" "$2" "$qd" "$pages" "$rr" "$writes")"
         echo "| $name | $1 / $2 | $qd | $i0 | $i1 | $(python3 -c "print(f'{$i1 / $i0:.2f}')") | $w0 / $w1 | $r0 / $r1 | $mp / $mr / $me | $a0 / $a1 |"
       done
     done
   done
 } > "$out/table.md"
 cat "$out/table.md"
+
+# Stripe order x batching. Per row: IOPS and mean response (writes, or reads for the read
+# workload) of plane-first (PF) / channel-first (CF), unbatched and batched; multi-plane
+# programs and reads; the share of write requests that went in a batch of two or more.
+{
+  echo "| workload | LUNs / channels | QD | multi-plane | IOPS PF / CF | CF x | IOPS batched PF / CF | resp. PF / CF (us) | resp. batched PF / CF (us) | mp programs PF / CF / batched PF / CF | mp reads PF / CF | batched share PF / CF | WAF PF / CF / batched PF / CF |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  for w in "32 KiB random writes|8|0|5000" "32 KiB random reads|8|0.998|20" "4 KiB random writes|1|0|40000"; do
+    IFS='|' read -r name pages rr writes <<< "$w"
+    for lc in "4 2" "8 4"; do
+      set -- $lc
+      for qd in 1 16; do
+        for mpl in off on; do
+          declare -A I W P M A B
+          for st in plane-first channel-first; do
+            for b in off on; do
+              read -r i wr rd mp mr _ a bq <<< "$(run "$mpl" "$1" "$2" "$qd" "$pages" "$rr" "$writes" --stripe "$st" --batch "$b")"
+              k="$st/$b"
+              I[$k]=$i; P[$k]=$mp; M[$k]=$mr; A[$k]=$a
+              if [ "$rr" = 0 ]; then
+                W[$k]=$wr; B[$k]=$(python3 -c "print(f'{$bq / $writes:.2f}')")
+              else
+                W[$k]=$rd; B[$k]=-
+              fi
+            done
+          done
+          x=$(python3 -c "print(f'{${I[channel-first/off]} / ${I[plane-first/off]}:.2f}')")
+          echo "| $name | $1 / $2 | $qd | $mpl | ${I[plane-first/off]} / ${I[channel-first/off]} | $x | ${I[plane-first/on]} / ${I[channel-first/on]} | ${W[plane-first/off]} / ${W[channel-first/off]} | ${W[plane-first/on]} / ${W[channel-first/on]} | ${P[plane-first/off]} / ${P[channel-first/off]} / ${P[plane-first/on]} / ${P[channel-first/on]} | ${M[plane-first/off]} / ${M[channel-first/off]} | ${B[plane-first/on]} / ${B[channel-first/on]} | ${A[plane-first/off]} / ${A[channel-first/off]} / ${A[plane-first/on]} / ${A[channel-first/on]} |"
+          unset I W P M A B
+        done
+      done
+    done
+  done
+} > "$out/stripe.md"
+cat "$out/stripe.md"

@@ -37,12 +37,19 @@
 //!   cut at each of its operations: every page that needed correction is copied in the end.
 //! - `batches_realign_drifted_frontiers`: after cuts leave the planes' host frontiers at
 //!   different offsets, batches line them up again and multi-plane programs resume.
+//!
+//! Channel-first striping (`Config::stripe_order`, `StripeOrder::ChannelFirst`):
+//! - `channel_first_places_consecutive_pages_on_alternate_luns`: the planes consecutive pages
+//!   land on, against the order written out by hand, with multi-plane programs off and on.
+//! - `exhaustive_cuts_channel_first`: the exhaustive cut run on 2 LUNs x 2 planes, both cut
+//!   semantics; `batch_api_matches_model_channel_first` and every third seed of
+//!   `batch_model_reaches_cuts_in_multi_plane_programs`: the batch model on 2 LUNs.
 
 use ftl_core::meta::{void_zeros, PageKind, PageMeta, SpareState, META_LEN, VOID_STRONG_ZEROS};
 use ftl_core::policy::{
     DefaultPolicies, Greedy, PageCodec, Policies, PolicySet, RequestSizeClassifier, SingleHostStream,
 };
-use ftl_core::{Config, Error};
+use ftl_core::{Config, Error, StripeOrder};
 use ftl_policies::flex_ecc::BchCodec;
 use ftl_tests::{
     fill_page, format, format_with, geometry, identify, is_power_loss, mount, mount_with, random_workload,
@@ -110,8 +117,14 @@ impl CutRuns {
 /// [`striped_workload`] on `geo` cut at every device operation (every `FTL_TORTURE_STRIDE`-th),
 /// each cut followed by a recovery mount that is itself cut at a varying point.
 fn exhaustive_cuts(geo: Geometry, cut: MultiPlaneCut) -> CutRuns {
+    exhaustive_cuts_in(geo, cut, StripeOrder::PlaneFirst)
+}
+
+/// [`exhaustive_cuts`] with the host pages striped in `order`.
+fn exhaustive_cuts_in(geo: Geometry, cut: MultiPlaneCut, order: StripeOrder) -> CutRuns {
     let mut cfg = Config::with_logical_pages(&geo, 32);
     cfg.checkpoint_interval_blocks = 4;
+    cfg.stripe_order = order;
     let ops = striped_workload(cfg.logical_pages, &mut Rng::new(11));
     let mut dry = Env::new(emulator(geo, 0.5, 1, false, cut), cfg);
     dry.verify = Verify::Touched;
@@ -130,15 +143,15 @@ fn exhaustive_cuts(geo: Geometry, cut: MultiPlaneCut) -> CutRuns {
         env.mount_cut = Some(((k * 0x9E37_79B9) % 400) as u32);
         env.emu.schedule_power_cut(k);
         let s = env.run(&ops, Start::Format).unwrap_or_else(|e| {
-            panic!("{} planes, {cut:?}: cut at device op {k} of {n}: {e}", geo.planes_per_lun)
+            panic!("{} planes, {order:?}, {cut:?}: cut at device op {k} of {n}: {e}", geo.planes_per_lun)
         });
         assert!(s.format_cut || s.cuts >= 1, "cut at op {k} of {n} never fired");
         runs.cuts += 1;
         runs.add(&env);
     }
     eprintln!(
-        "{} planes, {cut:?}: {} cut points of {n}; {runs:?}; dry-run counters {t:?}",
-        geo.planes_per_lun, runs.cuts
+        "{} LUNs x {} planes, {order:?}, {cut:?}: {} cut points of {n}; {runs:?}; dry-run counters {t:?}",
+        geo.luns, geo.planes_per_lun, runs.cuts
     );
     runs
 }
@@ -146,6 +159,20 @@ fn exhaustive_cuts(geo: Geometry, cut: MultiPlaneCut) -> CutRuns {
 #[test]
 fn exhaustive_cuts_in_multi_plane_ops() {
     exhaustive_cuts(geometry(4, 12, 2), MultiPlaneCut::CutOpOnly);
+}
+
+/// Channel-first striping (consecutive pages on different LUNs, each LUN's pages of a request
+/// in one multi-plane program) on 2 LUNs x 2 planes, cut at every device operation, under both
+/// emulator semantics of a cut multi-plane call.
+#[test]
+fn exhaustive_cuts_channel_first() {
+    let geo = Geometry { luns: 2, ..geometry(4, 12, 2) };
+    for cut in [MultiPlaneCut::CutOpOnly, MultiPlaneCut::WholeCall] {
+        let r = exhaustive_cuts_in(geo, cut, StripeOrder::ChannelFirst);
+        if cut == MultiPlaneCut::WholeCall {
+            assert!(r.whole_programs > 20, "the cuts must land in multi-plane programs: {r:?}");
+        }
+    }
 }
 
 /// The chip that tears every page of a multi-plane program (and partly erases every block of a
@@ -539,10 +566,23 @@ struct Reached {
 }
 
 fn run_batches(planes: u32, steps: &[Step], seed: u64, cut: MultiPlaneCut) -> Result<Reached, TestCaseError> {
+    run_batches_in(planes, 1, StripeOrder::PlaneFirst, steps, seed, cut)
+}
+
+/// [`run_batches`] on `luns` LUNs with the host pages striped in `order`.
+fn run_batches_in(
+    planes: u32,
+    luns: u32,
+    order: StripeOrder,
+    steps: &[Step],
+    seed: u64,
+    cut: MultiPlaneCut,
+) -> Result<Reached, TestCaseError> {
     let mut reached = Reached::default();
-    let geo = geometry(4, 16, planes);
+    let geo = Geometry { luns, ..geometry(4, 16, planes) };
     let mut cfg = Config::with_logical_pages(&geo, 48);
     cfg.checkpoint_interval_blocks = 4;
+    cfg.stripe_order = order;
     let mut emu = emulator(geo, [0.5, 0.999, 0.01][(seed % 3) as usize], seed, false, cut);
     let mut mem = ftl_tests::test_memory(&geo, &cfg);
     let logical = cfg.logical_pages;
@@ -672,6 +712,19 @@ proptest! {
         let cut = if whole { MultiPlaneCut::WholeCall } else { MultiPlaneCut::CutOpOnly };
         run_batches(planes, &steps, seed, cut)?;
     }
+
+    /// The same model with channel-first striping over 2 LUNs (batches and requests striped
+    /// across the LUNs, each LUN's share of a round in one multi-plane program).
+    #[test]
+    fn batch_api_matches_model_channel_first(
+        steps in prop::collection::vec(step(48), 1..120),
+        planes in prop::sample::select(vec![2u32, 4]),
+        whole in any::<bool>(),
+        seed in 0..1000u64,
+    ) {
+        let cut = if whole { MultiPlaneCut::WholeCall } else { MultiPlaneCut::CutOpOnly };
+        run_batches_in(planes, 2, StripeOrder::ChannelFirst, &steps, seed, cut)?;
+    }
 }
 
 /// The model test's steps reach what it is about: cuts inside batches, multi-plane programs and
@@ -695,8 +748,11 @@ fn batch_model_reaches_cuts_in_multi_plane_programs() {
             })
             .collect();
         for (m, cut) in [MultiPlaneCut::CutOpOnly, MultiPlaneCut::WholeCall].into_iter().enumerate() {
-            let r = run_batches([2, 4][seed as usize % 2], &steps, seed, cut)
-                .unwrap_or_else(|e| panic!("seed {seed}, {cut:?}: {e}"));
+            // Every third seed on 2 LUNs striped channel first.
+            let (luns, order) =
+                if seed % 3 == 2 { (2, StripeOrder::ChannelFirst) } else { (1, StripeOrder::PlaneFirst) };
+            let r = run_batches_in([2, 4][seed as usize % 2], luns, order, &steps, seed, cut)
+                .unwrap_or_else(|e| panic!("seed {seed}, {order:?}, {cut:?}: {e}"));
             total[m].cuts_in_batches += r.cuts_in_batches;
             total[m].multi_programs += r.multi_programs;
             total[m].multi_reads += r.multi_reads;
@@ -783,4 +839,54 @@ fn batches_realign_drifted_frontiers() {
         assert_eq!(identify(l, &p), Found::Content(want), "lpn {l}");
     }
     let _ = f.nand().geometry();
+}
+
+/// Where consecutive host pages go, by hand for 2 LUNs x 2 planes (device planes: LUN 0's are
+/// 0 and 1, LUN 1's 2 and 3). One page at a time: plane first 0 1 2 3, channel first 0 2 1 3.
+/// With multi-plane programs on, channel first: 2-page writes (one round takes two of them) put
+/// their pages on both LUNs (0 2, then 1 3: no multi-plane program); an 8-page write gives each
+/// LUN two consecutive pages per round, one two-plane program each (0 1 2 3 0 1 2 3, 4 programs).
+/// Either way the 8 pages read back with 4 multi-plane reads (a channel-first read groups a
+/// round's pages by LUN and page offset, and the 2-page writes left sibling pages at one offset).
+#[test]
+fn channel_first_places_consecutive_pages_on_alternate_luns() {
+    let geo = Geometry { luns: 2, ..geometry(8, 16, 2) };
+    let pb = geo.data_bytes as usize;
+    let (pf, cf) = (StripeOrder::PlaneFirst, StripeOrder::ChannelFirst);
+    // (order, multi-plane, pages per write, planes of lpn 0..8, multi-plane programs)
+    for (order, multi, per, want, programs) in [
+        (pf, false, 1, [0, 1, 2, 3, 0, 1, 2, 3], 0),
+        (cf, false, 1, [0, 2, 1, 3, 0, 2, 1, 3], 0),
+        (cf, false, 8, [0, 2, 1, 3, 0, 2, 1, 3], 0),
+        (pf, true, 2, [0, 1, 2, 3, 0, 1, 2, 3], 4),
+        (cf, true, 2, [0, 2, 1, 3, 0, 2, 1, 3], 0),
+        (cf, true, 8, [0, 1, 2, 3, 0, 1, 2, 3], 4),
+    ] {
+        let mut cfg = Config::with_logical_pages(&geo, 100);
+        cfg.stripe_order = order;
+        let mut emu = emulator(geo, 0.5, 1, false, MultiPlaneCut::CutOpOnly);
+        let mut mem = ftl_tests::test_memory(&geo, &cfg);
+        let mut f = format(&mut emu, &mut mem, cfg).unwrap();
+        f.set_multi_plane(multi);
+        let mut data = vec![0u8; 8 * pb];
+        for (l, p) in data.chunks_mut(pb).enumerate() {
+            fill_page(l as u32, 7 + l as u64, p);
+        }
+        f.reset_counters();
+        for (w, chunk) in data.chunks(per * pb).enumerate() {
+            f.write((w * per) as u32, chunk).unwrap();
+        }
+        let planes: Vec<u32> =
+            (0..8).map(|l| geo.plane_index(geo.block_of(f.mapped_page(l).expect("mapped")))).collect();
+        let case = format!("{order:?}, multi-plane {multi}, {per}-page writes");
+        assert_eq!(planes, want, "{case}");
+        let c = *f.counters();
+        assert_eq!((c.nand_programs, c.multi_plane_programs), (8, programs), "{case}");
+        let mut back = vec![0u8; 8 * pb];
+        f.read(0, &mut back).unwrap();
+        assert_eq!(f.counters().multi_plane_reads, if multi { 4 } else { 0 }, "{case}");
+        for (l, p) in back.chunks(pb).enumerate() {
+            assert_eq!(identify(l as u32, p), Found::Content(Some(7 + l as u64)), "{case}: lpn {l}");
+        }
+    }
 }

@@ -292,8 +292,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Writes slot `v` (an only copy) to flash as a normal write and maps it; the slot is clean
     /// afterwards.
     fn nv_write_back(&mut self, v: u32) -> Result<(), Error> {
-        let plane = self.next_plane;
-        self.next_plane = (self.next_plane + 1) % self.geo.total_planes();
+        let plane = self.take_next_plane();
         // GC may run here (it only marks slots as only copies; it never frees one).
         let plane = self.ensure_frontier(plane, Stream::Host)?;
         let d = self.geo.data_bytes as usize;

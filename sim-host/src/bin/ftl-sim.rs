@@ -413,6 +413,16 @@ struct RunOpts {
     /// (erases, programs and reads of sibling planes together, the library's default).
     #[arg(long, default_value = "off")]
     multi_plane: String,
+    /// The order consecutive host pages visit the planes in (ftl_core::StripeOrder):
+    /// plane-first (the planes of LUN 0, then LUN 1, ...; the default) or channel-first (one
+    /// page on each LUN, so each channel, before the next plane of any: MQSim's CWDP order).
+    #[arg(long, default_value = "plane-first")]
+    stripe: String,
+    /// Batching of queued writes: off (one request at a time, the default) or on (whole-page
+    /// writes queued at one instant in the closed loop, up to --queue-depth, go to the FTL as
+    /// one Ftl::write_many; each still completes when its own pages are programmed).
+    #[arg(long, default_value = "off")]
+    batch: String,
     /// Mapping table: flat (one word per logical page in RAM) or cached (map pages on flash
     /// behind a RAM cache of --map-cache-kib; of the techniques only flex-ecc runs with it).
     #[arg(long, default_value = "flat")]
@@ -908,6 +918,17 @@ fn base_config(
             "off" => false,
             other => return Err(format!("--multi-plane {other}: expected on or off")),
         },
+        stripe_order: match opts.stripe.as_str() {
+            "plane-first" => ftl_core::StripeOrder::PlaneFirst,
+            "channel-first" => ftl_core::StripeOrder::ChannelFirst,
+            other => return Err(format!("--stripe {other}: expected plane-first or channel-first")),
+        },
+        batch: match opts.batch.as_str() {
+            "on" => true,
+            "off" => false,
+            other => return Err(format!("--batch {other}: expected on or off")),
+        },
+        check_data: false,
         map: MapChoice::Flat,
         classifier_opts: ClassifierOpts {
             eti_alpha: opts.classifier.eti_alpha,
@@ -1336,6 +1357,8 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         closed_loop: true,
         gc_pacing: "on".into(),
         multi_plane: "off".into(),
+        stripe: "plane-first".into(),
+        batch: "off".into(),
         map: "flat".into(),
         map_cache_kib: None,
         write_buffer_mib: None,
@@ -1398,6 +1421,8 @@ fn map_table(quick: bool) -> Result<(), String> {
             closed_loop: true,
             gc_pacing: "on".into(),
             multi_plane: "off".into(),
+            stripe: "plane-first".into(),
+            batch: "off".into(),
             map: map.into(),
             map_cache_kib: None,
             write_buffer_mib: None,

@@ -191,6 +191,8 @@ fn decode_log_header(h: &[u8]) -> Option<(u64, u64, Config)> {
         mount_pool_blocks: ftl_core::RECOMMENDED_MOUNT_POOL_BLOCKS,
         // Not stored either: the library's default.
         gc_copy_back: true,
+        // Not stored: where new pages go is no property of the image (the library's default).
+        stripe_order: ftl_core::StripeOrder::PlaneFirst,
     };
     Some((u64_at(8), u64_at(16), config))
 }

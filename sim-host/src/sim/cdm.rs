@@ -296,6 +296,9 @@ mod tests {
             classifier_opts: Default::default(),
             gc_pacing: true,
             multi_plane: false,
+            stripe_order: Default::default(),
+            batch: false,
+            check_data: false,
             map: crate::memory::MapChoice::Flat,
             write_buffer_bytes: None,
             // Like for like: with a cache attached every mount surveys and no pool records are

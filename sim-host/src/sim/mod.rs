@@ -32,6 +32,7 @@ pub mod metrics;
 pub mod nand;
 mod pipeline;
 pub mod plot;
+pub mod program_log;
 pub mod report;
 pub mod wom;
 pub mod write_buffer;
@@ -431,6 +432,16 @@ pub struct SimConfig {
     pub gc_pacing: bool,
     /// Multi-plane erases, programs and reads (`ftl_core::multiplane`; on by default).
     pub multi_plane: bool,
+    /// The order host pages visit the planes in (`ftl_core::Config::stripe_order`).
+    pub stripe_order: ftl_core::StripeOrder,
+    /// Batching of queued writes (see `pipeline`, `DirectFront::serve_batch`): writes that are
+    /// queued together (arrive at one instant in the closed loop) go to the FTL as one
+    /// `Ftl::write_many`. Off by default.
+    pub batch: bool,
+    /// Tests: every written page carries (its logical page, the request's index), and at the end
+    /// every logical page is read back and checked against the last request that wrote it (the
+    /// emulator then keeps page data). The run fails on a mismatch.
+    pub check_data: bool,
     /// The map: flat, or on flash behind a cache of a given size.
     pub map: MapChoice,
     /// The classifiers' parameters.
@@ -490,9 +501,9 @@ fn waf_series(samples: &[(u64, u64)], logical_pages: u32, points: usize) -> Vec<
 }
 
 /// Whether the emulator keeps page data: where something reads it back (deduplication compares
-/// contents; a cached map reads its map pages).
+/// contents; a cached map reads its map pages; `check_data` reads every page at the end).
 pub(crate) fn stores_data(cfg: &SimConfig) -> bool {
-    cfg.features.contains(&Feature::Dedup) || matches!(cfg.map, MapChoice::Cached { .. })
+    cfg.features.contains(&Feature::Dedup) || matches!(cfg.map, MapChoice::Cached { .. }) || cfg.check_data
 }
 
 /// Runs `cfg` with `classifier` and `placement` (greedy GC) through the one run loop
@@ -657,6 +668,7 @@ fn ftl_config(cfg: &SimConfig) -> Config {
     // without FlexECC the FTL's real copy-backs run on the emulator, which charges them (tR,
     // the page out, only the spare in, tPROG).
     fcfg.gc_copy_back = cfg.flex.copy_back != ecc_model::CopyBack::Off;
+    fcfg.stripe_order = cfg.stripe_order;
     fcfg
 }
 

@@ -34,6 +34,7 @@ use super::ecc_model::SharedModel;
 use super::flexecc::FlexFront;
 use super::metrics::Latencies;
 use super::nand::SimNand;
+use super::program_log::ProgramLog;
 use super::report::{self, Report, RunStats};
 use super::{ftl_config, open_ftl, waf_series, wom, write_buffer, AddressMode, Feature, Observed};
 use super::{Precondition, SimConfig, SimOutput};
@@ -89,6 +90,18 @@ where
     let geo = cfg.device.geometry;
     let page_bytes = geo.data_bytes as u64;
     let dedup_on = cfg.features.contains(&Feature::Dedup);
+    if (cfg.batch || cfg.check_data)
+        && (model.is_some()
+            || !cfg.features.is_empty()
+            || cfg.nv_cache.is_some()
+            || cfg.write_buffer_bytes.is_some()
+            || cfg.open_loop
+            || cfg.address == AddressMode::Compact)
+    {
+        return Err("--batch on (and the data check) needs the plain FTL (no technique, no NV cache, no \
+                    write buffer), a closed loop and strict or wrapped addresses"
+            .into());
+    }
     let fcfg = ftl_config(cfg);
     // The host's pages (the FTL may have more: dedup's out-of-line scratch range, see ftl_config).
     let n = cfg.logical_pages();
@@ -159,7 +172,7 @@ where
     if matches!(front, Front::Cache(_)) {
         ext = ext.flex(&mut flex_marks, FlexConfig { refresh_threshold: cfg.flex.refresh_threshold });
     }
-    let mut ftl = open_ftl(cfg, nand, policies, map, m, fcfg, ext)?;
+    let mut ftl = open_ftl(cfg, ProgramLog::new(nand), policies, map, m, fcfg, ext)?;
     // With read priority, programs move later after their request saw its completion: the write
     // buffer follows the emulator's window completions.
     if let (Front::Direct(d), Some(w)) = (&mut front, ftl.nand().emu().window_ends()) {
@@ -186,8 +199,14 @@ where
     let mut requests_done = 0u64;
     let sample_every = (n as u64 / 50).max(1);
     let mut next_sample = sample_every;
+    // Batching (`cfg.batch`): the writes queued with the current one, and each request's
+    // (operation, completion).
+    let mut batch: Vec<(Request, PageSpan)> = Vec::new();
+    let mut completions: Vec<(Op, u64)> = Vec::new();
+    let mut batches = (0u64, 0u64);
+    let mut requests = requests.peekable();
 
-    for req in requests {
+    while let Some(req) = requests.next() {
         if warmup > 0 && requests_done == warmup {
             meas = Measuring::start(&mut ftl, &mut tech, &mut front);
             next_sample = sample_every;
@@ -213,16 +232,50 @@ where
             }
             meas.t0 = arrival;
         }
+        // Writes queued at this instant too (closed loop: a free slot of the queue, or a request
+        // that completed now) join this one, up to the queue depth, while they are whole pages of
+        // logical pages no other member writes and the write limit allows.
+        batch.clear();
+        if cfg.batch && req.op == Op::Write && batchable(span, n) {
+            let mut pages = span.pages;
+            let mut ranges = vec![lpn_range(span, n)];
+            while batch.len() + 1 < arrivals.queue_depth {
+                let Some(next) = requests.peek() else {
+                    break;
+                };
+                let Some(ns) = page_span(next.offset, next.len, page_bytes) else {
+                    break;
+                };
+                let r = lpn_range(ns, n);
+                let fits = next.op == Op::Write
+                    && batchable(ns, n)
+                    && ranges.iter().all(|q| r.end <= q.start || q.end <= r.start)
+                    && cfg.write_limit_pages.is_none_or(|l| host_written + pages < l);
+                if !fits || !arrivals.also_at(arrival, batch.len() + 1) {
+                    break;
+                }
+                pages += ns.pages;
+                ranges.push(r);
+                let next = requests.next().ok_or("batch: request vanished")?;
+                batch.push((next, ns));
+            }
+        }
+        completions.clear();
         // With read priority (`--read-priority on`), the reads a host read issues go before
         // queued programs and erases; every other read (GC, read-modify-write, background
         // work) queues in order.
         let host_read = req.op == Op::Read;
-        let host_done = match &mut front {
+        match &mut front {
+            Front::Direct(d) if !batch.is_empty() => {
+                d.serve_batch(cfg, &mut ftl, (&req, span), &batch, arrival, &mut completions)?;
+                batches.0 += 1;
+                batches.1 += batch.len() as u64 + 1;
+            }
             Front::Direct(d) => {
                 ftl.nand_mut().emu_mut().prioritize_reads(host_read);
                 let done = d.serve(cfg, &mut ftl, &mut tech, &req, span, arrival);
                 ftl.nand_mut().emu_mut().prioritize_reads(false);
-                done?
+                completions.push((req.op, done?));
             }
             Front::Cache(f) => {
                 let nv_before = ftl.nv_counters();
@@ -232,26 +285,28 @@ where
                 ftl.nand_mut().emu_mut().prioritize_reads(false);
                 let done = done?;
                 let only = ftl.nv_cache().map_or(0, |c| c.only_copies());
-                done + tech.nv_run.request(nv_before, ftl.nv_counters(), only)
+                completions.push((req.op, done + tech.nv_run.request(nv_before, ftl.nv_counters(), only)));
             }
-        };
+        }
         // Background work after the request: the prefetch of the next pair of invalid pages
         // (its reads queue on the planes and delay only requests that arrive meanwhile).
         if tech.prefetch {
             ftl.prefetch_second_write().map_err(|e| format!("prefetch: {e}"))?;
         }
-        let latency = host_done - arrival;
-        match req.op {
-            Op::Read => meas.read_latency.push(latency),
-            Op::Write => meas.write_latency.push(latency),
-        }
-        arrivals.done(arrival, host_done);
-        requests_done += 1;
-        if requests_done > warmup {
-            meas.requests += 1;
-        }
-        if requests_done.is_multiple_of(4096) {
-            progress(requests_done);
+        for &(op, host_done) in &completions {
+            let latency = host_done - arrival;
+            match op {
+                Op::Read => meas.read_latency.push(latency),
+                Op::Write => meas.write_latency.push(latency),
+            }
+            arrivals.done(arrival, host_done);
+            requests_done += 1;
+            if requests_done > warmup {
+                meas.requests += 1;
+            }
+            if requests_done.is_multiple_of(4096) {
+                progress(requests_done);
+            }
         }
         let hw = front.host_pages(&ftl).1;
         if hw >= next_sample {
@@ -326,7 +381,13 @@ where
         wall_seconds: wall_s,
         ftl_ram_bytes: ftl.ram_bytes(),
         features,
+        batches,
     });
+    if cfg.check_data {
+        if let Front::Direct(d) = &front {
+            d.check_data(&mut ftl)?;
+        }
+    }
     if let (Some(spec), Some(c), Some(nv)) = (cfg.nv_cache, ftl.nv_counters(), ftl.nv_cache()) {
         let (k, v) = tech.nv_run.report(&spec, geo.data_bytes, &c, nv.only_copies());
         report.features.insert(k, v);
@@ -506,11 +567,45 @@ impl Arrivals {
         }
     }
 
+    /// Closed loop: whether the next request arrives at `t` too, `pending` requests having
+    /// arrived at `t` and not been `done` yet (they complete later than `t`): it does if a slot
+    /// of the queue is free, or an in-flight request completed at `t` (its slot is taken here).
+    fn also_at(&mut self, t: u64, pending: usize) -> bool {
+        if self.open_loop || self.interarrival_ns > 0 || t < self.last_arrival {
+            return false;
+        }
+        if self.inflight.len() + pending < self.queue_depth {
+            return true;
+        }
+        if self.inflight.peek() == Some(&Reverse(t)) {
+            self.inflight.pop();
+            return true;
+        }
+        false
+    }
+
     /// A request that arrived at `arrival` completes (for the host) at `done`.
     fn done(&mut self, arrival: u64, done: u64) {
         self.inflight.push(Reverse(done));
         self.last_arrival = self.last_arrival.max(arrival);
     }
+}
+
+/// Whether a write of `span` can join a batch: whole pages, one run of logical pages (no wrap).
+fn batchable(span: PageSpan, n: u32) -> bool {
+    !span.partial_head && !span.partial_tail && span.first_page % n as u64 + span.pages <= n as u64
+}
+
+/// The logical pages of a [`batchable`] span (strict or wrapped addresses).
+fn lpn_range(span: PageSpan, n: u32) -> std::ops::Range<u64> {
+    let first = span.first_page % n as u64;
+    first..first + span.pages
+}
+
+/// The first 8 bytes of a page `check_data` writes: the request's index (from 1) and the
+/// logical page.
+fn stamp(request: u64, lpn: u32) -> u64 {
+    request << 32 | lpn as u64
 }
 
 /// The host's pages are the FTL's logical pages.
@@ -524,6 +619,10 @@ struct DirectFront {
     buf: Vec<u8>,
     /// Partial pages read for read-modify-write.
     rmw_pages: u64,
+    /// Requests served so far (the stamp of `SimConfig::check_data`).
+    served: u64,
+    /// With `check_data`: each logical page's expected stamp (0: zeros).
+    expect: Vec<u64>,
 }
 
 impl DirectFront {
@@ -535,7 +634,130 @@ impl DirectFront {
             lpns: Vec::new(),
             buf: vec![0u8; page_bytes as usize * 64],
             rmw_pages: 0,
+            served: 0,
+            expect: if cfg.check_data { vec![0; cfg.logical_pages() as usize] } else { Vec::new() },
         }
+    }
+
+    /// Stamps the pages of `data` (logical pages `lpns`) for `check_data` as the current request.
+    fn stamp_pages(&mut self, lpns: &[u32], data: &mut [u8], page_bytes: usize) {
+        if self.expect.is_empty() {
+            return;
+        }
+        for (&l, page) in lpns.iter().zip(data.chunks_exact_mut(page_bytes)) {
+            let s = stamp(self.served, l);
+            page[..8].copy_from_slice(&s.to_le_bytes());
+            self.expect[l as usize] = s;
+        }
+    }
+
+    /// `SimConfig::check_data`: every logical page reads back as the last request that wrote it
+    /// wrote it (zeros if none did since the precondition).
+    fn check_data<N: SimNand, P: PolicySet, M: MappingTable>(
+        &self,
+        ftl: &mut Ftl<'_, N, P, M>,
+    ) -> Result<(), String> {
+        let mut page = vec![0u8; ftl.page_bytes() as usize];
+        let mut bad = 0u64;
+        let mut first = None;
+        for (l, &want) in self.expect.iter().enumerate() {
+            ftl.read(l as u32, &mut page).map_err(|e| format!("data check: read of {l}: {e}"))?;
+            let got = u64::from_le_bytes(page[..8].try_into().unwrap_or([0; 8]));
+            if got != want {
+                bad += 1;
+                first.get_or_insert((l, got, want));
+            }
+        }
+        match first {
+            None => Ok(()),
+            Some((l, got, want)) => Err(format!(
+                "data check: {bad} of {} logical pages differ; page {l} holds {got:#x}, expected {want:#x}",
+                self.expect.len()
+            )),
+        }
+    }
+
+    /// Serves the writes `first` and `rest` (whole pages of distinct logical pages, see
+    /// [`batchable`]) queued at `arrival` as one `Ftl::write_many`, and pushes each request's
+    /// completion: when its own pages' programs complete (its pages may share multi-plane
+    /// programs with the other requests' pages); the work the FTL does after the last of the
+    /// batch's pages (`finish_write`: a checkpoint, wear leveling) counts against the request
+    /// that page belongs to, as it would against the last request without batching.
+    fn serve_batch<N: SimNand, P: PolicySet, M: MappingTable>(
+        &mut self,
+        cfg: &SimConfig,
+        ftl: &mut Ftl<'_, ProgramLog<N>, P, M>,
+        first: (&Request, PageSpan),
+        rest: &[(Request, PageSpan)],
+        arrival: u64,
+        completions: &mut Vec<(Op, u64)>,
+    ) -> Result<(), String> {
+        let pb = ftl.page_bytes() as usize;
+        let n = cfg.logical_pages();
+        // Each request's logical pages, in order, and where they start in `all`.
+        let mut all: Vec<u32> = Vec::new();
+        let mut starts = Vec::with_capacity(rest.len() + 2);
+        for (req, span) in std::iter::once(first).chain(rest.iter().map(|(r, s)| (r, *s))) {
+            self.map_pages(cfg, req, span, n)?;
+            starts.push(all.len());
+            all.extend_from_slice(&self.lpns);
+        }
+        starts.push(all.len());
+        if self.buf.len() < all.len() * pb {
+            self.buf.resize(all.len() * pb, 0);
+        }
+        let mut data = std::mem::take(&mut self.buf);
+        for w in starts.windows(2) {
+            self.served += 1;
+            let lpns = &all[w[0]..w[1]];
+            self.stamp_pages(lpns, &mut data[w[0] * pb..w[1] * pb], pb);
+        }
+        let pairs: Vec<(u32, &[u8])> = all.iter().zip(data.chunks_exact(pb)).map(|(&l, d)| (l, d)).collect();
+        let emu = ftl.nand_mut().emu_mut();
+        emu.set_now_ns(arrival);
+        emu.open_window();
+        ftl.nand_mut().start();
+        let r = ftl.write_many(&pairs);
+        let log = ftl.nand_mut().stop();
+        drop(pairs);
+        self.buf = data;
+        r.map_err(|e| format!("batched write of {} pages from page {}: {e}", all.len(), all[0]))?;
+        let window = ftl.nand().emu().window_completion_ns();
+        // Where each page is in the log (the latest program of its physical page).
+        let at = |l: u32| {
+            let p = ftl.mapped_page(l)?;
+            log.iter().rposition(|&(q, _)| q == Some(p))
+        };
+        let mut last = (0usize, 0usize); // (log index of the latest page, its request)
+        for (i, w) in starts.windows(2).enumerate() {
+            let mut done = arrival;
+            for &l in &all[w[0]..w[1]] {
+                match at(l) {
+                    Some(k) => {
+                        done = done.max(log[k].1);
+                        if k >= last.0 {
+                            last = (k, i);
+                        }
+                    }
+                    // Not a page this batch programmed (cannot happen without techniques): the
+                    // whole batch's completion.
+                    None => done = done.max(window),
+                }
+            }
+            completions.push((Op::Write, done));
+        }
+        let trailing = log[last.0.min(log.len())..].iter().map(|&(_, t)| t).max().unwrap_or(0);
+        if let Some(c) = completions.get_mut(last.1) {
+            c.1 = c.1.max(trailing);
+        }
+        let compute = ftl.nand_mut().emu_mut().take_compute_ns();
+        if compute > 0 {
+            let end = ftl.nand().emu().last_op_completion_ns() + compute;
+            for c in completions.iter_mut() {
+                c.1 = c.1.max(end);
+            }
+        }
+        Ok(())
     }
 
     /// The logical pages of `span` under `cfg`'s address mode (into `self.lpns`).
@@ -600,6 +822,7 @@ impl DirectFront {
         emu.set_now_ns(issue_at);
         emu.open_window();
         self.issue(ftl, tech, req, span, page_bytes)?;
+        self.served += 1;
         let nv_ns =
             tech.nv_run.request(nv_before, ftl.nv_counters(), ftl.nv_cache().map_or(0, |c| c.only_copies()));
         let mut done = ftl.nand().emu().window_completion_ns() + nv_ns;
@@ -680,6 +903,13 @@ impl DirectFront {
                             self.rmw_pages += 1;
                             ftl.read(l, &mut data[..page_bytes as usize])
                                 .map_err(|e| format!("read-modify-write of page {l}: {e}"))?;
+                        }
+                    }
+                    if !self.expect.is_empty() {
+                        for (i, page) in data.chunks_exact_mut(page_bytes as usize).enumerate() {
+                            let s = stamp(self.served + 1, lpns[run_start + i]);
+                            page[..8].copy_from_slice(&s.to_le_bytes());
+                            self.expect[lpns[run_start + i] as usize] = s;
                         }
                     }
                     ftl.write(first, data).map_err(|e| format!("write of page {first}: {e}"))?;

@@ -103,6 +103,15 @@ pub struct Report {
     pub gc_pacing: bool,
     /// Whether multi-plane operations were on.
     pub multi_plane: bool,
+    /// The order host pages visited the planes in: `plane-first` or `channel-first`.
+    pub stripe: String,
+    /// Whether queued writes were batched (`--batch`).
+    pub batch: bool,
+    /// With `--batch on`: `Ftl::write_many` calls of two requests or more, and the requests in
+    /// them.
+    pub batches: u64,
+    /// (See `batches`.)
+    pub batched_requests: u64,
     /// Multi-plane programs, reads and erases the FTL issued (`ftl_core::multiplane`).
     pub multi_plane_programs: u64,
     /// (See `multi_plane_programs`.)
@@ -191,6 +200,8 @@ pub struct RunStats<'a> {
     pub ftl_ram_bytes: usize,
     /// One object per enabled feature.
     pub features: BTreeMap<String, serde_json::Value>,
+    /// `Ftl::write_many` calls of two requests or more, and the requests in them (`--batch`).
+    pub batches: (u64, u64),
 }
 
 impl Report {
@@ -230,6 +241,13 @@ impl Report {
             ftl_ram_bytes: s.ftl_ram_bytes as u64,
             gc_pacing: s.cfg.gc_pacing,
             multi_plane: s.cfg.multi_plane,
+            stripe: match s.cfg.stripe_order {
+                ftl_core::StripeOrder::PlaneFirst => "plane-first".into(),
+                ftl_core::StripeOrder::ChannelFirst => "channel-first".into(),
+            },
+            batch: s.cfg.batch,
+            batches: s.batches.0,
+            batched_requests: s.batches.1,
             multi_plane_programs: c.multi_plane_programs,
             multi_plane_reads: c.multi_plane_reads,
             multi_plane_erases: c.multi_plane_erases,
