@@ -35,6 +35,9 @@ fn config(features: Vec<Feature>) -> SimConfig {
         classifier_opts: Default::default(),
         write_buffer_bytes: None,
         mount_pool_blocks: ftl_core::RECOMMENDED_MOUNT_POOL_BLOCKS,
+        stripe_order: ftl_core::StripeOrder::PlaneFirst,
+        batch: false,
+        check_data: false,
     }
 }
 
