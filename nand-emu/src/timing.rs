@@ -777,8 +777,10 @@ mod tests {
     const P: TimingParams = TimingParams::MT29F4G08;
     const XFER_PAGE: u64 = 2112 * 20; // ns for a 2048 + 64 byte page
 
-    fn emu(luns: u32) -> Emulator {
-        let geometry = Geometry {
+    /// `luns` LUNs of two planes of 4 blocks of 4 pages of 2048 + 64 bytes (even blocks on plane
+    /// 0): the timing tests' chip (here and in `read_priority`).
+    pub(super) fn small_geometry(luns: u32) -> Geometry {
+        Geometry {
             data_bytes: 2048,
             spare_bytes: 64,
             pages_per_block: 4,
@@ -789,8 +791,11 @@ mod tests {
             sequential_program: true,
             ecc: EccRequirement { bits: 4, codeword_bytes: 512 },
             endurance: 1000,
-        };
-        Emulator::new(EmulatorConfig { timing: P, ..EmulatorConfig::new(geometry) }).unwrap()
+        }
+    }
+
+    fn emu(luns: u32) -> Emulator {
+        Emulator::new(EmulatorConfig { timing: P, ..EmulatorConfig::new(small_geometry(luns)) }).unwrap()
     }
 
     #[test]

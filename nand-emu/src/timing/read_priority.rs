@@ -376,7 +376,7 @@ impl TimingState {
 mod tests {
     use super::super::super::{Emulator, EmulatorConfig};
     use super::super::{Scheduling, TimingParams};
-    use nand_hal::{BlockId, EccRequirement, Geometry, NandFlash};
+    use nand_hal::{BlockId, NandFlash};
 
     /// tR 25 us, tPROG 200 us, tBERS 700 us, 20 ns per byte.
     const P: TimingParams = TimingParams::MT29F4G08;
@@ -389,20 +389,12 @@ mod tests {
 
     /// One LUN of two planes (even blocks on plane 0), data stored, `scheduling`.
     fn emu(scheduling: Scheduling) -> Emulator {
-        let geometry = Geometry {
-            data_bytes: 2048,
-            spare_bytes: 64,
-            pages_per_block: 4,
-            blocks_per_plane: 4,
-            planes_per_lun: 2,
-            luns: 1,
-            nop: 4,
-            sequential_program: true,
-            ecc: EccRequirement { bits: 4, codeword_bytes: 512 },
-            endurance: 1000,
-        };
         let timing = TimingParams { scheduling, ..P };
-        Emulator::new(EmulatorConfig { timing, ..EmulatorConfig::new(geometry) }).unwrap()
+        Emulator::new(EmulatorConfig {
+            timing,
+            ..EmulatorConfig::new(super::super::tests::small_geometry(1))
+        })
+        .unwrap()
     }
 
     /// Page `k`'s contents: every byte `0x10 + k`.
