@@ -488,6 +488,23 @@ impl MappingTable for CachedMap<'_> {
         }
     }
 
+    fn need_group(&mut self, lpns: &[u32]) -> Option<MapNeed> {
+        // Each entry buffered or in its line; the buffer with room for those not buffered.
+        let mut unbuffered = 0u32;
+        for &lpn in lpns {
+            if lpn >= self.logical_pages || self.buffered_slot(lpn).is_some() {
+                continue;
+            }
+            self.find(lpn / LINE_ENTRIES as u32)?;
+            unbuffered += 1;
+        }
+        if self.buffered + unbuffered <= self.buffer_max {
+            return Some(MapNeed::Ready);
+        }
+        // Writing back the fullest map page frees at least one slot, and evicts no line.
+        self.fullest_page().map(|m| MapNeed::WriteBack { map_page: m })
+    }
+
     fn map_pages(&self) -> u32 {
         self.pages
     }
