@@ -836,16 +836,18 @@ proptest! {
     }
 
     /// The same model with channel-first striping over 2 LUNs (batches and requests striped
-    /// across the LUNs, each LUN's share of a round in one multi-plane program).
+    /// across the LUNs, each LUN's share of a round in one multi-plane program), on either map.
     #[test]
     fn batch_api_matches_model_channel_first(
         steps in prop::collection::vec(step(48), 1..120),
         planes in prop::sample::select(vec![2u32, 4]),
         whole in any::<bool>(),
+        cached in any::<bool>(),
         seed in 0..1000u64,
     ) {
         let cut = if whole { MultiPlaneCut::WholeCall } else { MultiPlaneCut::CutOpOnly };
-        run_batches_in(planes, 2, StripeOrder::ChannelFirst, MapChoice::Flat, &steps, seed, cut)?;
+        let map = if cached { ftl_tests::CACHED } else { MapChoice::Flat };
+        run_batches_in(planes, 2, StripeOrder::ChannelFirst, map, &steps, seed, cut)?;
     }
 }
 
