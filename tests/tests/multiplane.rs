@@ -240,7 +240,8 @@ fn exhaustive_cuts_tearing_whole_multi_plane_calls() {
 
 /// [`exhaustive_cuts_in_multi_plane_ops`] on the cached map (its small cache: map write-backs
 /// and evictions between stripes, and stripes whose entries cannot all be resident written page
-/// by page), and the same on the chip that tears whole multi-plane calls, on 2 and 4 planes.
+/// by page), and the same on the chip that tears whole multi-plane calls, on 2 and 4 planes and
+/// channel first on 2 LUNs.
 #[test]
 fn exhaustive_cuts_in_multi_plane_ops_cached_map() {
     let cached = ftl_tests::CACHED;
@@ -255,6 +256,11 @@ fn exhaustive_cuts_in_multi_plane_ops_cached_map() {
         );
         assert!(r.whole_programs > 40, "{planes} planes: the cuts must land in multi-plane programs: {r:?}");
     }
+    // Channel-first striping on 2 LUNs x 2 planes (a round's reads fault their entries in to
+    // sort them).
+    let geo = Geometry { luns: 2, ..geometry(4, 12, 2) };
+    let r = exhaustive_cuts_in(geo, MultiPlaneCut::WholeCall, StripeOrder::ChannelFirst, cached);
+    assert!(r.whole_programs > 20, "the cuts must land in multi-plane programs: {r:?}");
 }
 
 /// The page codec of a random cut run.
