@@ -290,9 +290,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let pb = self.geo.data_bytes as usize;
         let reads_before = self.counters.nand_reads;
         let mut r = Ok(());
-        if n > 1 && self.multi_io_on() && self.cfg.stripe_order == StripeOrder::ChannelFirst {
+        if n > 1 && self.multi_rw_on() && self.cfg.stripe_order == StripeOrder::ChannelFirst {
             r = self.read_rounds(lpn, buf);
-        } else if n > 1 && self.multi_io_on() {
+        } else if n > 1 && self.multi_rw_on() {
             // Multi-plane reads where the pages allow (see `multiplane.rs`), a stripe at a time.
             let ppl = nand_hal::MAX_PLANES;
             let mut chunks = buf.chunks_exact_mut(pb).enumerate();
@@ -371,7 +371,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let pb = self.geo.data_bytes as usize;
         let req = WriteRequest { lpn, pages: n, page_bytes: self.geo.data_bytes };
         let temp = self.policies.classifier().classify_request(&req);
-        if n > 1 && self.multi_io_on() {
+        if n > 1 && self.multi_rw_on() {
             // Striped over the planes with multi-plane programs (see `multiplane.rs`).
             let page = |i: usize| (lpn + i as u32, &data[i * pb..(i + 1) * pb]);
             self.write_striped(n as usize, page, crate::multiplane::RequestTemp::Whole(temp))?;

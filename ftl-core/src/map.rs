@@ -108,6 +108,17 @@ pub trait MappingTable {
     fn need_write(&mut self, lpn: u32) -> MapNeed {
         self.need(lpn)
     }
+    /// Multi-plane programs (`multiplane.rs`): whether the entries of all of `lpns` (distinct,
+    /// each brought into RAM just before) are in RAM *together*, with room in
+    /// [`MappingTable::set`] for a change of each, so that the FTL can change them one after the
+    /// other with no map I/O in between. `Some(Ready)`: they are; `Some(WriteBack { .. })`:
+    /// write that map page back (it makes room) and ask again; `None`: they cannot be (an entry
+    /// is not in RAM, its line evicted by another's, or the changes can never all fit), and the
+    /// FTL programs the pages one by one. A map that never needs I/O: always `Some(Ready)`; a
+    /// flash-resident map that does not say: `None`.
+    fn need_group(&mut self, _lpns: &[u32]) -> Option<MapNeed> {
+        (!self.on_flash()).then_some(MapNeed::Ready)
+    }
     /// Map pages (0 for a flat map).
     fn map_pages(&self) -> u32 {
         0
@@ -255,6 +266,9 @@ impl MappingTable for AnyMap<'_> {
     }
     fn need_write(&mut self, lpn: u32) -> MapNeed {
         any_map!(self, m => m.need_write(lpn))
+    }
+    fn need_group(&mut self, lpns: &[u32]) -> Option<MapNeed> {
+        any_map!(self, m => m.need_group(lpns))
     }
     fn map_pages(&self) -> u32 {
         any_map!(self, m => m.map_pages())

@@ -488,6 +488,23 @@ impl MappingTable for CachedMap<'_> {
         }
     }
 
+    fn need_group(&mut self, lpns: &[u32]) -> Option<MapNeed> {
+        // Each entry buffered or in its line; the buffer with room for those not buffered.
+        let mut unbuffered = 0u32;
+        for &lpn in lpns {
+            if lpn >= self.logical_pages || self.buffered_slot(lpn).is_some() {
+                continue;
+            }
+            self.find(lpn / LINE_ENTRIES as u32)?;
+            unbuffered += 1;
+        }
+        if self.buffered + unbuffered <= self.buffer_max {
+            return Some(MapNeed::Ready);
+        }
+        // Writing back the fullest map page frees at least one slot, and evicts no line.
+        self.fullest_page().map(|m| MapNeed::WriteBack { map_page: m })
+    }
+
     fn map_pages(&self) -> u32 {
         self.pages
     }
@@ -660,6 +677,48 @@ mod tests {
             let got = flash[l / 32].map_or(UNMAPPED, |p| p[l % 32]);
             assert_eq!(got, want, "lpn {l}");
         }
+    }
+
+    /// `need_group`: ready when every entry is in RAM with a slot for each change; a write-back
+    /// when the buffer is short; `None` when an entry's line was evicted by another's or the
+    /// buffer can never take them all.
+    #[test]
+    fn a_group_of_changes_needs_every_entry_and_a_slot_each() {
+        let g = geo();
+        let logical = 64u32;
+        let mut lines = [MapLine::EMPTY; 1];
+        let mut dirty = [NO_ENTRY; 8];
+        let mut dir = [0u32; 2 + 2 + 1];
+        let mut io = [0u8; 144];
+        let mut m = CachedMap::new(&mut lines, &mut dirty, &mut dir, &mut io, &g, logical).unwrap();
+        let mut flash = [None; 2];
+        fault_in(&mut m, &mut flash, 0);
+        fault_in(&mut m, &mut flash, 1);
+        assert_eq!(m.need_group(&[0, 1]), Some(MapNeed::Ready));
+        // Five of the six changes the buffer takes: one slot left for two changes.
+        for l in 0..5 {
+            fault_in(&mut m, &mut flash, l);
+            m.set(l, Some(PageId(100 + l)));
+        }
+        fault_in(&mut m, &mut flash, 5);
+        fault_in(&mut m, &mut flash, 6);
+        assert_eq!(m.need_group(&[5, 6]), Some(MapNeed::WriteBack { map_page: 0 }));
+        // A buffered entry needs no new slot.
+        assert_eq!(m.need_group(&[4, 5]), Some(MapNeed::Ready));
+        write_back(&mut m, &mut flash, 0);
+        assert_eq!(m.need_group(&[5, 6]), Some(MapNeed::Ready));
+        // Lines 0 and 1 (lpns 15 and 16) cannot both be in the one line.
+        fault_in(&mut m, &mut flash, 15);
+        fault_in(&mut m, &mut flash, 16);
+        assert_eq!(m.need_group(&[15, 16]), None);
+        // Four slots take three changes: never four, whatever is written back.
+        let mut lines = [MapLine::EMPTY; 1];
+        let mut dirty = [NO_ENTRY; 4];
+        let mut m = CachedMap::new(&mut lines, &mut dirty, &mut dir, &mut io, &g, logical).unwrap();
+        let mut flash = [None; 2];
+        fault_in(&mut m, &mut flash, 0);
+        assert_eq!(m.need_group(&[0, 1, 2]), Some(MapNeed::Ready));
+        assert_eq!(m.need_group(&[0, 1, 2, 3]), None);
     }
 
     #[test]

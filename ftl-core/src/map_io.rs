@@ -45,6 +45,26 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.map_fault(lpn, true)
     }
 
+    /// Brings the entries of all of `lpns` (the pages of one multi-plane program, distinct) into
+    /// RAM together, with room to change each, before the program (see
+    /// [`MappingTable::need_group`]): each faulted in for write, then map pages written back
+    /// until the buffer has room for every change. False if they cannot all be in RAM at once
+    /// (the caller programs the pages one by one, each faulting its own entry in). Every map
+    /// I/O this does comes before the program, as a single page's fault-in does.
+    pub(crate) fn map_fault_in_group(&mut self, lpns: &[u32]) -> Result<bool, Error> {
+        for _ in 0..FAULT_STEPS {
+            for &lpn in lpns {
+                self.map_fault_in_for_write(lpn)?;
+            }
+            match self.map.need_group(lpns) {
+                Some(MapNeed::Ready) => return Ok(true),
+                Some(MapNeed::WriteBack { map_page }) => self.map_write_back(map_page)?,
+                _ => return Ok(false),
+            }
+        }
+        Ok(false)
+    }
+
     fn map_fault(&mut self, lpn: u32, write: bool) -> Result<(), Error> {
         for _ in 0..FAULT_STEPS {
             let need = if write { self.map.need_write(lpn) } else { self.map.need(lpn) };

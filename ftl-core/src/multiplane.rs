@@ -10,12 +10,33 @@
 //!
 //! When: on by default ([`Ftl::set_multi_plane`]) with more than one plane per LUN and no
 //! technique attached (each technique has its own write and GC paths; they keep the single-plane
-//! operations). Multi-plane programs and reads also need the flat map (a flash-resident map's
-//! fault-ins for several pages could evict one another's room).
+//! operations), with either map; GC's deferred erase (below) only with the flat map.
+//!
+//! **A flash-resident map** ([`crate::CachedMap`]). A single page's write faults its entry in
+//! with room for its change (`map_io.rs`) before its program, so that map write-backs precede the
+//! page and mount's replay never needs more room than the buffer had. A multi-plane program of
+//! `k` pages needs that for all `k` at once: the rule (`Ftl::map_fault_in_group`,
+//! [`MappingTable::need_group`]) is that before the program every page's entry is in RAM
+//! (buffered, or its read line cached) *and* the dirty-entry buffer has a free slot for each
+//! entry not buffered yet (map pages written back, the fullest first, until it has); the `k`
+//! remaps after the program then do no map I/O (no line is loaded between them, so none is
+//! evicted, and each finds its slot), and a cut during the program leaves at most a full buffer's
+//! worth of changes to replay. A stripe whose entries cannot all be in RAM at once (their lines
+//! in one set of fewer ways than lines, or a buffer of fewer slots than `k`: only tiny caches) is
+//! programmed page by page, each page faulting its own entry in. A multi-plane read faults the
+//! entries of its group in first (read fault-ins; an entry evicted by another's fault-in ends
+//! the group there, and its page is read alone). RAM cost: none, nothing is pinned (the
+//! `k <= MAX_PLANES` entries are checked resident right before the program, and their `k` free
+//! slots are made by writing a map page back early where needed). Map I/O: the same map reads as
+//! single-page writes; a map page may be written back up to `k - 1` changes earlier (measured:
+//! within 1.2% of the map I/O with multi-plane off, docs/eval/multiplane/README.md). Code: on
+//! the firmware board (cached map) the multi-plane paths were compiled out before; they add
+//! 13.3 KB of `.text`.
 //!
 //! **Erase.** With the flat map, GC no longer erases its victim as it finishes it (with a
 //! flash-resident map it still does: a mount from the pool keeps that map's valid counts as upper
-//! bounds and would take an unerased victim for a used block): the victim becomes `Dirty` (free,
+//! bounds and would take an unerased victim for a used block; format's stripes and `Dirty`
+//! blocks the allocator picks are still erased with their siblings): the victim becomes `Dirty` (free,
 //! to be erased before use, as checkpoint blocks and blocks a mount found stale already were).
 //! The allocator erases a `Dirty` block it picks together with the block each sibling plane of
 //! the same LUN would pick next, if that one is `Dirty` too (the same pick rule and pool mask, so
@@ -116,7 +137,16 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.multi_plane && self.geo.planes_per_lun > 1 && self.stack() == crate::Stack::default()
     }
 
-    /// Whether multi-plane programs and reads are on (also needs the flat map).
+    /// Whether multi-plane programs and reads are on (either map: see the module doc).
+    #[inline]
+    pub(crate) fn multi_rw_on(&self) -> bool {
+        self.multi_erase_on()
+    }
+
+    /// Whether GC leaves its victims `Dirty` for the allocator's multi-plane erases (and the
+    /// allocator ranks `Dirty` blocks by their wear after erase): the flat map only (see the
+    /// module doc, **Erase**). The name is from before programs and reads ran on the cached map
+    /// (`gc.rs` and `frontier.rs` call it).
     #[inline]
     pub(crate) fn multi_io_on(&self) -> bool {
         self.multi_erase_on() && !self.map.on_flash()
@@ -229,7 +259,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 return Err(Error::BufferSize);
             }
         }
-        if !self.multi_io_on() {
+        if !self.multi_rw_on() {
             for &(lpn, data) in pages {
                 self.write(lpn, data)?;
             }
@@ -243,7 +273,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     }
 
     /// The core's first write of `n` pages (`page(i)` gives the i-th), striped: see the module
-    /// doc. Only with [`Self::multi_io_on`] (no technique's hook to call). Each page is
+    /// doc. Only with [`Self::multi_rw_on`] (no technique's hook to call). Each page is
     /// classified once, in order (a stripe that realigns the frontiers takes only some of the
     /// pages it classified; the rest start the next stripe).
     pub(crate) fn write_striped<'d>(
@@ -458,22 +488,25 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             self.gc_pace(p0 + j as u32)?;
             *plane = self.ensure_frontier(p0 + j as u32, stream)?;
         }
-        for &lpn in lpns {
-            self.map_fault_in_for_write(lpn)?;
-        }
+        // Every page's map entry in RAM with room for its change, all at once (a flash-resident
+        // map: see the module doc), else one by one.
+        let resident = self.map_fault_in_group(lpns)?;
         // Still lined up (GC or a checkpoint in between may have moved a frontier, a plane
         // without a free block spilled to another)?
         let first = self.frontiers[Self::frontier_index(planes[0], stream)];
-        let aligned = (0..k).all(|j| {
-            let i = Self::frontier_index(planes[j], stream);
-            let f = self.frontiers[i];
-            planes[j] == p0 + j as u32
-                && f.block != u32::MAX
-                && f.next_page == first.next_page
-                && self.resumed & (1 << i) == 0
-        }) && self.torn_is_clear();
+        let aligned = resident
+            && (0..k).all(|j| {
+                let i = Self::frontier_index(planes[j], stream);
+                let f = self.frontiers[i];
+                planes[j] == p0 + j as u32
+                    && f.block != u32::MAX
+                    && f.next_page == first.next_page
+                    && self.resumed & (1 << i) == 0
+            })
+            && self.torn_is_clear();
         if !aligned {
             for (j, (&lpn, &plane)) in lpns.iter().zip(&planes).enumerate() {
+                self.map_fault_in_for_write(lpn)?;
                 let page = self.append_host(plane, stream, lpn, data(j))?;
                 self.after_first_write(lpn, page, data(j))?;
             }
@@ -607,7 +640,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let mut k = 0;
             for (i, chunk) in chunks.by_ref().take(round) {
                 let l = lpn + i as u32;
-                if let Some(p) = self.map.get(l) {
+                if let Some(p) = self.map_get(l)? {
                     let b = self.geo.block_of(p);
                     keys[k] = (self.geo.lun_of(b).0 as u64) << 40
                         | (self.geo.page_in_block(p) as u64) << 8
@@ -634,7 +667,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// Reads `items` (one page each), grouping neighbours into multi-plane reads.
     pub(crate) fn read_grouped(&mut self, items: &mut [(u32, &mut [u8])]) -> Result<(), Error> {
-        if !self.multi_io_on() {
+        if !self.multi_rw_on() {
             for (lpn, out) in items.iter_mut() {
                 self.read_one(*lpn, out)?;
             }
@@ -659,6 +692,13 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     fn read_group_len(&mut self, items: &[(u32, &mut [u8])], i: usize) -> Result<usize, Error> {
         let sl = META_LEN + self.codec_len;
         let max = (self.geo.planes_per_lun as usize).min(MAX_PLANES).min(self.buf.len() / sl);
+        if self.map.on_flash() {
+            // The group's entries into RAM (below, an entry not in RAM, evicted by another's
+            // fault-in, ends the group: its page is read on its own).
+            for (lpn, _) in items[i..].iter().take(max) {
+                self.map_fault_in(*lpn)?;
+            }
+        }
         let Some(first) = self.map.get(items[i].0) else {
             return Ok(1);
         };

@@ -13,7 +13,14 @@
 # multi-plane off and on, each run with --stripe plane-first and channel-first, --batch off and
 # on (batching takes writes only; a read run is the same with it on). Writes
 # docs/eval/multiplane/stripe.md.
+#
+# Then the cached (flash-resident) map, the firmware board's (multi-plane programs and reads run on
+# it too; GC's deferred multi-plane erase stays flat-only): the first table's workloads, device and
+# LUN shapes, multi-plane off and on, with --map cached (16 KiB of cache) and, for reference, the
+# flat map. Writes docs/eval/multiplane/cached.md. `bash scripts/eval/multiplane.sh cached` runs
+# only this part.
 set -euo pipefail
+part=${1:-all}
 cd "$(dirname "$0")/../.."
 out=docs/eval/multiplane
 mkdir -p "$out"
@@ -33,6 +40,7 @@ print(round(d['requests'] / d['simulated_seconds']), round(d['write_latency_us']
       d['multi_plane_erases'], round(d['waf'], 3), d['batched_requests'])
 EOF
 }
+if [ "$part" != cached ]; then
 {
   echo "| workload | LUNs / channels | QD | IOPS off | IOPS on | x | write resp. off / on (us) | read resp. off / on (us) | multi-plane programs / reads / erases (on) | WAF off / on |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
@@ -84,3 +92,37 @@ cat "$out/table.md"
   done
 } > "$out/stripe.md"
 cat "$out/stripe.md"
+fi
+
+# The cached map. Per row and map: IOPS off / on, mean write and read response off / on, the
+# multi-plane programs / reads / erases (on), map page reads and writes off / on, WAF off / on.
+runm() { # multi-plane luns channels queue-depth pages read-ratio writes map
+  "$sim" run --device flexecc --blocks 1024 --luns "$2" --channels "$3" --scheduling luns \
+    --workload uniform --request-pages "$5" --read-ratio "$6" --writes "$7" --queue-depth "$4" \
+    --precondition seq --multi-plane "$1" --map "$8" --quiet --json "$tmp/r.json"
+  python3 - "$tmp/r.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(round(d['requests'] / d['simulated_seconds']), round(d['write_latency_us']['mean'], 1),
+      round(d['read_latency_us']['mean'], 1), d['multi_plane_programs'], d['multi_plane_reads'],
+      d['multi_plane_erases'], d['map_page_reads'], d['map_page_writes'], round(d['waf'], 3))
+EOF
+}
+{
+  echo "| workload | LUNs / channels | QD | map | IOPS off | IOPS on | x | write resp. off / on (us) | read resp. off / on (us) | multi-plane programs / reads / erases (on) | map page reads off / on | map page writes off / on | WAF off / on |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  for w in "32 KiB random writes|8|0|5000" "4 KiB random writes|1|0|40000" "32 KiB random reads|8|0.998|20"; do
+    IFS='|' read -r name pages rr writes <<< "$w"
+    for lc in "1 1" "4 2"; do
+      set -- $lc
+      for qd in 1 16; do
+        for map in cached flat; do
+          read -r i0 w0 r0 _ _ _ mr0 mw0 a0 <<< "$(runm off "$1" "$2" "$qd" "$pages" "$rr" "$writes" "$map")"
+          read -r i1 w1 r1 mp mrd me mr1 mw1 a1 <<< "$(runm on "$1" "$2" "$qd" "$pages" "$rr" "$writes" "$map")"
+          echo "| $name | $1 / $2 | $qd | $map | $i0 | $i1 | $(python3 -c "print(f'{$i1 / $i0:.2f}')") | $w0 / $w1 | $r0 / $r1 | $mp / $mrd / $me | $mr0 / $mr1 | $mw0 / $mw1 | $a0 / $a1 |"
+        done
+      done
+    done
+  done
+} > "$out/cached.md"
+cat "$out/cached.md"

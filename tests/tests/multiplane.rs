@@ -38,6 +38,16 @@
 //! - `batches_realign_drifted_frontiers`: after cuts leave the planes' host frontiers at
 //!   different offsets, batches line them up again and multi-plane programs resume.
 //!
+//! The cached (flash-resident) map: multi-plane programs and reads run on it too, each stripe's
+//! map entries in RAM with room for their changes before its program (`multiplane.rs`).
+//! `*_cached_map` run the exhaustive and random cut runs above on it ([`cached_map`]: the
+//! harness's small cache, evictions and map write-backs all the time); the batch model runs on
+//! it in half its cases (and in `batch_model_reaches_cuts_in_multi_plane_programs`);
+//! `cached_map_issues_multi_plane_programs_and_reads` counts the calls, and
+//! `cached_map_stripe_makes_room_before_its_program` / `cached_map_too_small_for_a_stripe`
+//! check the rule's two sides (room made by a write-back before the program; a stripe that
+//! cannot be resident written page by page), each across a cut.
+//!
 //! Channel-first striping (`Config::stripe_order`, `StripeOrder::ChannelFirst`):
 //! - `channel_first_places_consecutive_pages_on_alternate_luns`: the planes consecutive pages
 //!   land on, against the order written out by hand, with multi-plane programs off and on.
@@ -51,9 +61,10 @@ use ftl_core::policy::{
 };
 use ftl_core::{Config, Error, StripeOrder};
 use ftl_policies::flex_ecc::BchCodec;
+use ftl_testkit::{FtlMemory, MapChoice};
 use ftl_tests::{
     fill_page, format, format_with, geometry, identify, is_power_loss, mount, mount_with, random_workload,
-    Content, Env, Found, Op, RandomCuts, Rng, Start, Verify,
+    small_map_cache, Content, Env, Found, Op, RandomCuts, Rng, Start, Verify,
 };
 use nand_emu::{Emulator, EmulatorConfig, FaultConfig, MultiPlaneCut};
 use nand_hal::{EccRequirement, Geometry, NandFlash, PageId};
@@ -75,6 +86,26 @@ fn emulator_rber(geo: Geometry, rber: f64, torn: f64, seed: u64, fail: bool, cut
         faults.erase_fail_base = 5e-4;
     }
     Emulator::new(EmulatorConfig { faults, seed, multi_plane_cut: cut, ..EmulatorConfig::new(geo) }).unwrap()
+}
+
+/// The cached map these tests run: the harness's small cache ([`small_map_cache`], an eighth of
+/// the map's lines: evictions and map write-backs all the time), with at least 8 slots in its
+/// dirty-entry buffer (6 changes), so that a 4-plane stripe's changes fit (the harness's
+/// smallest cache, one line and 4 slots, takes 3: [`cached_map_too_small_for_a_stripe`]).
+fn cached_map(cfg: &Config) -> MapChoice {
+    match small_map_cache(cfg) {
+        MapChoice::Cached { cache_bytes } => MapChoice::Cached { cache_bytes: cache_bytes.max(160) },
+        flat => flat,
+    }
+}
+
+/// A map's name in messages.
+fn map_name(map: MapChoice) -> &'static str {
+    if map == MapChoice::Flat {
+        "flat map"
+    } else {
+        "cached map"
+    }
 }
 
 /// Multi-page writes over the whole capacity, overwrites, trims, flushes and a remount.
@@ -99,6 +130,8 @@ struct CutRuns {
     whole_programs: u64,
     whole_erases: u64,
     totals: ftl_tests::Totals,
+    /// Map pages written (cached map).
+    map_writes: u64,
 }
 
 impl CutRuns {
@@ -111,47 +144,64 @@ impl CutRuns {
         self.totals.program_failures += t.program_failures;
         self.totals.erase_failures += t.erase_failures;
         self.totals.gc_blocks += t.gc_blocks;
+        self.map_writes += t.map_page_writes;
     }
 }
 
 /// [`striped_workload`] on `geo` cut at every device operation (every `FTL_TORTURE_STRIDE`-th),
 /// each cut followed by a recovery mount that is itself cut at a varying point.
 fn exhaustive_cuts(geo: Geometry, cut: MultiPlaneCut) -> CutRuns {
-    exhaustive_cuts_in(geo, cut, StripeOrder::PlaneFirst)
+    exhaustive_cuts_in(geo, cut, StripeOrder::PlaneFirst, MapChoice::Flat)
 }
 
-/// [`exhaustive_cuts`] with the host pages striped in `order`.
-fn exhaustive_cuts_in(geo: Geometry, cut: MultiPlaneCut, order: StripeOrder) -> CutRuns {
+/// [`exhaustive_cuts`] with the host pages striped in `order`, on `map` (`MapChoice::Flat`, or
+/// [`cached_map`]'s choice when cached).
+fn exhaustive_cuts_in(geo: Geometry, cut: MultiPlaneCut, order: StripeOrder, map: MapChoice) -> CutRuns {
     let mut cfg = Config::with_logical_pages(&geo, 32);
     cfg.checkpoint_interval_blocks = 4;
     cfg.stripe_order = order;
+    let map = if map == MapChoice::Flat { map } else { cached_map(&cfg) };
     let ops = striped_workload(cfg.logical_pages, &mut Rng::new(11));
     let mut dry = Env::new(emulator(geo, 0.5, 1, false, cut), cfg);
+    dry.use_map(map);
     dry.verify = Verify::Touched;
     let n = dry.run(&ops, Start::Format).unwrap().ops_at_end;
     let t = dry.totals;
     assert!(
-        t.multi_plane_programs > 20 && t.multi_plane_erases > 5 && t.gc_blocks > 0,
-        "the workload must reach multi-plane programs, multi-plane erases and GC: {t:?}"
+        t.multi_plane_programs > 20 && t.gc_blocks > 0,
+        "the workload must reach multi-plane programs and GC: {t:?}"
     );
+    if map == MapChoice::Flat {
+        assert!(t.multi_plane_erases > 5, "the workload must reach multi-plane erases: {t:?}");
+    } else {
+        assert!(t.map_page_writes > 20, "the workload must reach map write-backs: {t:?}");
+    }
     let stride = env_u64("FTL_TORTURE_STRIDE", 1).max(1) as usize;
     let mut runs = CutRuns::default();
     for k in (0..n).step_by(stride) {
         let mut env = Env::new(emulator(geo, [0.5, 0.999, 0.01][k as usize % 3], k, false, cut), cfg);
+        env.use_map(map);
         env.verify = Verify::Touched;
         env.ops_after_cut = Some(12);
         env.mount_cut = Some(((k * 0x9E37_79B9) % 400) as u32);
         env.emu.schedule_power_cut(k);
         let s = env.run(&ops, Start::Format).unwrap_or_else(|e| {
-            panic!("{} planes, {order:?}, {cut:?}: cut at device op {k} of {n}: {e}", geo.planes_per_lun)
+            panic!(
+                "{} planes, {order:?}, {cut:?}, {}: cut at device op {k} of {n}: {e}",
+                geo.planes_per_lun,
+                map_name(map)
+            )
         });
         assert!(s.format_cut || s.cuts >= 1, "cut at op {k} of {n} never fired");
         runs.cuts += 1;
         runs.add(&env);
     }
     eprintln!(
-        "{} LUNs x {} planes, {order:?}, {cut:?}: {} cut points of {n}; {runs:?}; dry-run counters {t:?}",
-        geo.luns, geo.planes_per_lun, runs.cuts
+        "{} LUNs x {} planes, {order:?}, {cut:?}, {}: {} cut points of {n}; {runs:?}; dry-run counters {t:?}",
+        geo.luns,
+        geo.planes_per_lun,
+        map_name(map),
+        runs.cuts
     );
     runs
 }
@@ -168,7 +218,7 @@ fn exhaustive_cuts_in_multi_plane_ops() {
 fn exhaustive_cuts_channel_first() {
     let geo = Geometry { luns: 2, ..geometry(4, 12, 2) };
     for cut in [MultiPlaneCut::CutOpOnly, MultiPlaneCut::WholeCall] {
-        let r = exhaustive_cuts_in(geo, cut, StripeOrder::ChannelFirst);
+        let r = exhaustive_cuts_in(geo, cut, StripeOrder::ChannelFirst, MapChoice::Flat);
         if cut == MultiPlaneCut::WholeCall {
             assert!(r.whole_programs > 20, "the cuts must land in multi-plane programs: {r:?}");
         }
@@ -186,6 +236,31 @@ fn exhaustive_cuts_tearing_whole_multi_plane_calls() {
             "{planes} planes: the cuts must land in multi-plane programs and erases: {r:?}"
         );
     }
+}
+
+/// [`exhaustive_cuts_in_multi_plane_ops`] on the cached map (its small cache: map write-backs
+/// and evictions between stripes, and stripes whose entries cannot all be resident written page
+/// by page), and the same on the chip that tears whole multi-plane calls, on 2 and 4 planes and
+/// channel first on 2 LUNs.
+#[test]
+fn exhaustive_cuts_in_multi_plane_ops_cached_map() {
+    let cached = ftl_tests::CACHED;
+    let r = exhaustive_cuts_in(geometry(4, 12, 2), MultiPlaneCut::CutOpOnly, StripeOrder::PlaneFirst, cached);
+    assert!(r.totals.multi_plane_programs > 1000 && r.map_writes > 1000, "{r:?}");
+    for planes in [2, 4] {
+        let r = exhaustive_cuts_in(
+            geometry(4, 12, planes),
+            MultiPlaneCut::WholeCall,
+            StripeOrder::PlaneFirst,
+            cached,
+        );
+        assert!(r.whole_programs > 40, "{planes} planes: the cuts must land in multi-plane programs: {r:?}");
+    }
+    // Channel-first striping on 2 LUNs x 2 planes (a round's reads fault their entries in to
+    // sort them).
+    let geo = Geometry { luns: 2, ..geometry(4, 12, 2) };
+    let r = exhaustive_cuts_in(geo, MultiPlaneCut::WholeCall, StripeOrder::ChannelFirst, cached);
+    assert!(r.whole_programs > 20, "the cuts must land in multi-plane programs: {r:?}");
 }
 
 /// The page codec of a random cut run.
@@ -219,7 +294,19 @@ fn bch_policies(geo: &Geometry) -> BchPolicies {
 
 /// Random workloads with a cut always pending on 2- and 4-plane devices (program and erase
 /// failures in half the seeds), until `target` cuts fired; seeds from `seed`.
-fn random_cuts(cut: MultiPlaneCut, codec: Codec, target: u64, mut seed: u64, rerun: &str) -> CutRuns {
+fn random_cuts(cut: MultiPlaneCut, codec: Codec, target: u64, seed: u64, rerun: &str) -> CutRuns {
+    random_cuts_on(MapChoice::Flat, cut, codec, target, seed, rerun)
+}
+
+/// [`random_cuts`] on `map` (flat, or [`cached_map`]'s cache when cached).
+fn random_cuts_on(
+    map: MapChoice,
+    cut: MultiPlaneCut,
+    codec: Codec,
+    target: u64,
+    mut seed: u64,
+    rerun: &str,
+) -> CutRuns {
     let mut runs = CutRuns::default();
     while runs.cuts < target {
         let mut rng = Rng::new(seed);
@@ -240,38 +327,44 @@ fn random_cuts(cut: MultiPlaneCut, codec: Codec, target: u64, mut seed: u64, rer
         }
         let fail = seed % 4 >= 2;
         let emu = emulator_rber(geo, rber, torn[(seed % 3) as usize], seed, fail, cut);
+        let map = if map == MapChoice::Flat { map } else { cached_map(&cfg) };
         let s = match codec {
-            Codec::Crc => run_random_cuts(Env::new(emu, cfg), &ops, seed, &mut runs),
+            Codec::Crc => run_random_cuts(Env::new(emu, cfg), map, &ops, seed, &mut runs),
             Codec::Bch => {
-                run_random_cuts(Env::with_policies(emu, cfg, bch_policies(&geo)), &ops, seed, &mut runs)
+                run_random_cuts(Env::with_policies(emu, cfg, bch_policies(&geo)), map, &ops, seed, &mut runs)
             }
         };
         s.unwrap_or_else(|e| {
             panic!(
-                "seed {seed} ({planes} planes, failures {fail}, {cut:?}, {codec:?}) failed (rerun: {rerun}_SEED={seed} {rerun}_CUTS=1): {e}"
+                "seed {seed} ({planes} planes, failures {fail}, {cut:?}, {codec:?}, {}) failed (rerun: {rerun}_SEED={seed} {rerun}_CUTS=1): {e}",
+                map_name(map)
             )
         });
         seed += 1;
     }
     let t = &runs.totals;
     assert!(
-        t.multi_plane_programs > 100
-            && t.multi_plane_erases > 10
-            && t.program_failures > 0
-            && t.erase_failures > 0,
-        "the runs must reach multi-plane programs and erases and failures: {runs:?}"
+        t.multi_plane_programs > 100 && t.program_failures > 0 && t.erase_failures > 0,
+        "the runs must reach multi-plane programs and failures: {runs:?}"
     );
-    eprintln!("{cut:?}, {codec:?}: {} random cuts; {runs:?}", runs.cuts);
+    if map == MapChoice::Flat {
+        assert!(t.multi_plane_erases > 10, "the runs must reach multi-plane erases: {runs:?}");
+    } else {
+        assert!(runs.map_writes > 1000, "the runs must reach map write-backs: {runs:?}");
+    }
+    eprintln!("{cut:?}, {codec:?}, {}: {} random cuts; {runs:?}", map_name(map), runs.cuts);
     runs
 }
 
 /// One run of [`random_cuts`]: `ops` with a cut always pending.
 fn run_random_cuts<P: PolicySet + Clone>(
     mut env: Env<P>,
+    map: MapChoice,
     ops: &[Op],
     seed: u64,
     runs: &mut CutRuns,
 ) -> Result<(), String> {
+    env.use_map(map);
     env.verify = Verify::Touched;
     env.random_cuts = Some(RandomCuts {
         rng: Rng::new(seed ^ 0xC0FFEE),
@@ -313,6 +406,30 @@ fn random_cuts_tearing_whole_multi_plane_calls() {
             r.whole_programs * 20 > r.cuts,
             "{codec:?}: at least one cut in 20 must tear a whole multi-plane program: {r:?}"
         );
+    }
+}
+
+/// [`random_cuts_multi_plane`] and [`random_cuts_tearing_whole_multi_plane_calls`] (CRC codec)
+/// on the cached map: `FTL_MPCACHE_CUTS` cuts each (default 1500), seeds from
+/// `FTL_MPCACHE_SEED` (default 1).
+#[test]
+fn random_cuts_multi_plane_cached_map() {
+    let cached = ftl_tests::CACHED;
+    for cut in [MultiPlaneCut::CutOpOnly, MultiPlaneCut::WholeCall] {
+        let r = random_cuts_on(
+            cached,
+            cut,
+            Codec::Crc,
+            env_u64("FTL_MPCACHE_CUTS", 1500),
+            env_u64("FTL_MPCACHE_SEED", 1),
+            "FTL_MPCACHE",
+        );
+        if cut == MultiPlaneCut::WholeCall {
+            assert!(
+                r.whole_programs * 20 > r.cuts,
+                "one cut in 20 must tear a whole multi-plane program: {r:?}"
+            );
+        }
     }
 }
 
@@ -565,15 +682,23 @@ struct Reached {
     multi_reads: u64,
 }
 
-fn run_batches(planes: u32, steps: &[Step], seed: u64, cut: MultiPlaneCut) -> Result<Reached, TestCaseError> {
-    run_batches_in(planes, 1, StripeOrder::PlaneFirst, steps, seed, cut)
+fn run_batches(
+    planes: u32,
+    map: MapChoice,
+    steps: &[Step],
+    seed: u64,
+    cut: MultiPlaneCut,
+) -> Result<Reached, TestCaseError> {
+    run_batches_in(planes, 1, StripeOrder::PlaneFirst, map, steps, seed, cut)
 }
 
-/// [`run_batches`] on `luns` LUNs with the host pages striped in `order`.
+/// [`run_batches`] on `luns` LUNs with the host pages striped in `order`, on `map` (flat, or
+/// [`cached_map`]'s cache when cached).
 fn run_batches_in(
     planes: u32,
     luns: u32,
     order: StripeOrder,
+    map: MapChoice,
     steps: &[Step],
     seed: u64,
     cut: MultiPlaneCut,
@@ -584,7 +709,8 @@ fn run_batches_in(
     cfg.checkpoint_interval_blocks = 4;
     cfg.stripe_order = order;
     let mut emu = emulator(geo, [0.5, 0.999, 0.01][(seed % 3) as usize], seed, false, cut);
-    let mut mem = ftl_tests::test_memory(&geo, &cfg);
+    let map = if map == MapChoice::Flat { map } else { cached_map(&cfg) };
+    let mut mem = FtlMemory::with_map(&geo, &cfg, map);
     let logical = cfg.logical_pages;
     let pb = geo.data_bytes as usize;
     let mut model = Model { now: vec![None; logical as usize], may: vec![vec![None]; logical as usize] };
@@ -707,23 +833,27 @@ proptest! {
         steps in prop::collection::vec(step(48), 1..120),
         planes in prop::sample::select(vec![2u32, 4]),
         whole in any::<bool>(),
+        cached in any::<bool>(),
         seed in 0..1000u64,
     ) {
         let cut = if whole { MultiPlaneCut::WholeCall } else { MultiPlaneCut::CutOpOnly };
-        run_batches(planes, &steps, seed, cut)?;
+        let map = if cached { ftl_tests::CACHED } else { MapChoice::Flat };
+        run_batches(planes, map, &steps, seed, cut)?;
     }
 
     /// The same model with channel-first striping over 2 LUNs (batches and requests striped
-    /// across the LUNs, each LUN's share of a round in one multi-plane program).
+    /// across the LUNs, each LUN's share of a round in one multi-plane program), on either map.
     #[test]
     fn batch_api_matches_model_channel_first(
         steps in prop::collection::vec(step(48), 1..120),
         planes in prop::sample::select(vec![2u32, 4]),
         whole in any::<bool>(),
+        cached in any::<bool>(),
         seed in 0..1000u64,
     ) {
         let cut = if whole { MultiPlaneCut::WholeCall } else { MultiPlaneCut::CutOpOnly };
-        run_batches_in(planes, 2, StripeOrder::ChannelFirst, &steps, seed, cut)?;
+        let map = if cached { ftl_tests::CACHED } else { MapChoice::Flat };
+        run_batches_in(planes, 2, StripeOrder::ChannelFirst, map, &steps, seed, cut)?;
     }
 }
 
@@ -732,8 +862,9 @@ proptest! {
 /// program.
 #[test]
 fn batch_model_reaches_cuts_in_multi_plane_programs() {
-    // Per emulator semantics: the cut page torn, every page of the cut program torn.
-    let mut total = [Reached::default(), Reached::default()];
+    // Per map (flat, cached) and emulator semantics (the cut page torn, every page of the cut
+    // program torn).
+    let mut total: [[Reached; 2]; 2] = Default::default();
     for seed in 0..60u64 {
         let mut rng = Rng::new(seed);
         let steps: Vec<Step> = (0..100)
@@ -747,18 +878,21 @@ fn batch_model_reaches_cuts_in_multi_plane_programs() {
                 _ => Step::Cut(rng.below(120)),
             })
             .collect();
-        for (m, cut) in [MultiPlaneCut::CutOpOnly, MultiPlaneCut::WholeCall].into_iter().enumerate() {
-            // Every third seed on 2 LUNs striped channel first.
-            let (luns, order) =
-                if seed % 3 == 2 { (2, StripeOrder::ChannelFirst) } else { (1, StripeOrder::PlaneFirst) };
-            let r = run_batches_in([2, 4][seed as usize % 2], luns, order, &steps, seed, cut)
-                .unwrap_or_else(|e| panic!("seed {seed}, {order:?}, {cut:?}: {e}"));
-            total[m].cuts_in_batches += r.cuts_in_batches;
-            total[m].multi_programs += r.multi_programs;
-            total[m].multi_reads += r.multi_reads;
+        for (mi, map) in [MapChoice::Flat, ftl_tests::CACHED].into_iter().enumerate() {
+            for (m, cut) in [MultiPlaneCut::CutOpOnly, MultiPlaneCut::WholeCall].into_iter().enumerate() {
+                // Every third seed on 2 LUNs striped channel first.
+                let (luns, order) =
+                    if seed % 3 == 2 { (2, StripeOrder::ChannelFirst) } else { (1, StripeOrder::PlaneFirst) };
+                let r = run_batches_in([2, 4][seed as usize % 2], luns, order, map, &steps, seed, cut)
+                    .unwrap_or_else(|e| panic!("seed {seed}, {order:?}, {cut:?}, {}: {e}", map_name(map)));
+                let t = &mut total[mi][m];
+                t.cuts_in_batches += r.cuts_in_batches;
+                t.multi_programs += r.multi_programs;
+                t.multi_reads += r.multi_reads;
+            }
         }
     }
-    for t in &total {
+    for t in total.iter().flatten() {
         assert!(t.cuts_in_batches > 50 && t.multi_programs > 500 && t.multi_reads > 50, "{total:?}");
     }
     eprintln!("{total:?}");
@@ -888,5 +1022,202 @@ fn channel_first_places_consecutive_pages_on_alternate_luns() {
         for (l, p) in back.chunks(pb).enumerate() {
             assert_eq!(identify(l as u32, p), Found::Content(Some(7 + l as u64)), "{case}: lpn {l}");
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cached map
+
+/// Pages `(lpn, id)` filled for [`identify`].
+fn pages_of(geo: &Geometry, lpns: &[u32], id: u64) -> Vec<Vec<u8>> {
+    lpns.iter()
+        .map(|&l| {
+            let mut p = vec![0u8; geo.data_bytes as usize];
+            fill_page(l, id, &mut p);
+            p
+        })
+        .collect()
+}
+
+/// `write_many` of `lpns`, each page with content `id`.
+fn write_ids<N: NandFlash>(f: &mut ftl_tests::TestFtl<'_, N>, lpns: &[u32], id: u64) {
+    let geo = f.nand().geometry();
+    let data = pages_of(&geo, lpns, id);
+    let pairs: Vec<(u32, &[u8])> = lpns.iter().zip(&data).map(|(&l, d)| (l, &d[..])).collect();
+    f.write_many(&pairs).unwrap();
+}
+
+/// `read_many` of `lpns`: what each reads as.
+fn read_ids<N: NandFlash>(f: &mut ftl_tests::TestFtl<'_, N>, lpns: &[u32]) -> Vec<Found> {
+    let pb = f.nand().geometry().data_bytes as usize;
+    let mut bufs = vec![vec![0u8; pb]; lpns.len()];
+    let mut items: Vec<(u32, &mut [u8])> =
+        lpns.iter().zip(bufs.iter_mut()).map(|(&l, b)| (l, &mut b[..])).collect();
+    f.read_many(&mut items).unwrap();
+    lpns.iter().zip(&bufs).map(|(&l, b)| identify(l, b)).collect()
+}
+
+/// On the cached map, stripes go out as multi-plane programs and read back with multi-plane
+/// reads, on 2 and 4 planes: with a cache that holds them (a counted batch), and with
+/// [`cached_map`]'s one-line cache under sequential 4-page writes over the whole capacity (every
+/// stripe within one line; the buffer full every few stripes, so map pages are written back to
+/// make room before the stripes' programs).
+#[test]
+fn cached_map_issues_multi_plane_programs_and_reads() {
+    for planes in [2u32, 4] {
+        let geo = geometry(8, 16, planes);
+        let cfg = Config::with_logical_pages(&geo, 100);
+        let pb = geo.data_bytes as usize;
+        let mut emu = emulator(geo, 0.5, 1, false, MultiPlaneCut::CutOpOnly);
+        // 4 lines (of the 7 the 100 entries take) and 64 buffer slots (48 changes).
+        let mut mem = FtlMemory::with_map(&geo, &cfg, MapChoice::Cached { cache_bytes: 1024 });
+        let mut f = format(&mut emu, &mut mem, cfg).unwrap();
+        let lpns: Vec<u32> = (0..8).collect();
+        f.reset_counters();
+        write_ids(&mut f, &lpns, 100);
+        let c = *f.counters();
+        assert_eq!(
+            (c.multi_plane_programs, c.nand_programs),
+            (8 / planes as u64, 8),
+            "{planes} planes: 8 pages in stripes of {planes}, no map write-back"
+        );
+        let mut whole = vec![0u8; 8 * pb];
+        f.read(0, &mut whole).unwrap();
+        assert_eq!(f.counters().multi_plane_reads, 8 / planes as u64);
+        for (l, p) in whole.chunks(pb).enumerate() {
+            assert_eq!(identify(l as u32, p), Found::Content(Some(100)), "lpn {l}");
+        }
+        assert!(read_ids(&mut f, &lpns).iter().all(|&r| r == Found::Content(Some(100))));
+        assert_eq!(f.counters().multi_plane_reads, 16 / planes as u64);
+        // After a flush (the buffer written back, the entries only in lines) and a remount (no
+        // line cached): the reads fault the entries in and still go multi-plane.
+        f.flush().unwrap();
+        drop(f);
+        let mut f = mount(&mut emu, &mut mem, cfg).unwrap();
+        f.reset_counters();
+        assert!(read_ids(&mut f, &lpns).iter().all(|&r| r == Found::Content(Some(100))));
+        let c = *f.counters();
+        assert_eq!(c.multi_plane_reads, 8 / planes as u64, "{c:?}");
+        assert!(c.map_page_reads <= 1, "one map page holds the 8 entries: {c:?}");
+        // Off: page by page.
+        f.set_multi_plane(false);
+        f.reset_counters();
+        write_ids(&mut f, &lpns, 101);
+        assert!(read_ids(&mut f, &lpns).iter().all(|&r| r == Found::Content(Some(101))));
+        let c = *f.counters();
+        assert_eq!((c.multi_plane_programs, c.multi_plane_reads, c.nand_programs), (0, 0, 8));
+        drop(f);
+
+        // The tests' small cache: one line, 8 slots (6 changes).
+        let map = cached_map(&cfg);
+        assert_eq!(map, MapChoice::Cached { cache_bytes: 160 });
+        let mut emu = emulator(geo, 0.5, 2, false, MultiPlaneCut::CutOpOnly);
+        let mut mem = FtlMemory::with_map(&geo, &cfg, map);
+        let mut f = format(&mut emu, &mut mem, cfg).unwrap();
+        f.reset_counters();
+        let mut data = vec![0u8; 4 * pb];
+        for lpn in (0..100).step_by(4) {
+            for (j, p) in data.chunks_mut(pb).enumerate() {
+                fill_page(lpn + j as u32, 7, p);
+            }
+            f.write(lpn, &data).unwrap();
+        }
+        let c = *f.counters();
+        assert_eq!(c.multi_plane_programs, 100 / planes as u64, "{planes} planes: every stripe: {c:?}");
+        assert!(c.map_page_writes >= 100 / 6, "room made by map write-backs: {c:?}");
+        let all: Vec<u32> = (0..100).collect();
+        assert!(read_ids(&mut f, &all).iter().all(|&r| r == Found::Content(Some(7))));
+        assert!(f.counters().multi_plane_reads >= 90 / planes as u64, "{:?}", f.counters());
+        f.flush().unwrap();
+    }
+}
+
+/// The rule's room side, across a cut: a 2-plane stripe finds the dirty-entry buffer one slot
+/// short (5 of its 6 changes taken, by 6 single writes: the planes' frontiers stay in line), so
+/// a map page is written back *before* the stripe's
+/// multi-plane program (its sequence number below the stripe's pages'); a cut before any flush
+/// then mounts every page's new content (replay takes the stripe's two changes, which fit).
+#[test]
+fn cached_map_stripe_makes_room_before_its_program() {
+    let geo = geometry(8, 16, 2);
+    let cfg = Config::with_logical_pages(&geo, 100);
+    let mut emu = emulator(geo, 0.5, 1, false, MultiPlaneCut::CutOpOnly);
+    let mut mem = FtlMemory::with_map(&geo, &cfg, MapChoice::Cached { cache_bytes: 160 });
+    {
+        let mut f = format(&mut emu, &mut mem, cfg).unwrap();
+        f.flush().unwrap();
+        let singles = [50u32, 60, 70, 80, 90, 50];
+        for (l, d) in singles.iter().zip(pages_of(&geo, &singles, 1)) {
+            f.write(*l, &d).unwrap();
+        }
+        f.reset_counters();
+        write_ids(&mut f, &[0, 1], 2);
+        let c = *f.counters();
+        assert_eq!((c.multi_plane_programs, c.map_page_writes), (1, 1), "{c:?}");
+        f.nand_mut().power_cut_now();
+    }
+    // The map page written back and the stripe's pages, from the bytes on flash.
+    let mut map_seq = 0;
+    let mut stripe_seqs = vec![];
+    for p in 0..geo.total_pages() {
+        let spare = emu.peek_page(PageId(p)).expect("page").1;
+        if let SpareState::Valid(m) = PageMeta::decode(&spare[..META_LEN]) {
+            match m.kind {
+                PageKind::Map => map_seq = map_seq.max(m.seq),
+                PageKind::Data if m.tag < 2 => stripe_seqs.push(m.seq),
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(stripe_seqs.len(), 2);
+    assert!(stripe_seqs.iter().all(|&s| s > map_seq), "map page {map_seq}, stripe {stripe_seqs:?}");
+    emu.restore_power();
+    let mut f = mount(&mut emu, &mut mem, cfg).unwrap();
+    let want = [(0, 2), (1, 2), (50, 1), (60, 1), (70, 1), (80, 1), (90, 1)];
+    for (l, id) in want {
+        assert_eq!(read_ids(&mut f, &[l]), [Found::Content(Some(id))], "lpn {l}");
+    }
+}
+
+/// The rule's other side: a stripe whose entries cannot all be in RAM at once is written page
+/// by page, correctly. The harness's smallest cache (one line, 4 buffer slots: 3 changes) never
+/// takes a 4-plane stripe's 4 changes (the pages still land at one offset, and, a read needing
+/// no room, read back with one multi-plane read); on 2 planes, a stripe over two lines (15 and
+/// 16) cannot keep both lines in its one line (written and read page by page), one within a
+/// line can.
+#[test]
+fn cached_map_too_small_for_a_stripe() {
+    let one_line = MapChoice::Cached { cache_bytes: core::mem::size_of::<ftl_core::MapLine>() };
+    for (planes, lpns, programs, reads) in
+        [(4u32, &[0u32, 1, 2, 3][..], 0, 1), (2, &[15, 16][..], 0, 0), (2, &[16, 17][..], 1, 1)]
+    {
+        let geo = geometry(8, 16, planes);
+        let cfg = Config::with_logical_pages(&geo, 100);
+        let mut emu = emulator(geo, 0.5, 1, false, MultiPlaneCut::CutOpOnly);
+        let mut mem = FtlMemory::with_map(&geo, &cfg, one_line);
+        let mut f = format(&mut emu, &mut mem, cfg).unwrap();
+        f.flush().unwrap();
+        f.reset_counters();
+        write_ids(&mut f, lpns, 3);
+        let c = *f.counters();
+        assert_eq!(c.multi_plane_programs, programs, "{planes} planes, {lpns:?}: {c:?}");
+        // Both pages at one offset of sibling planes either way.
+        let at: Vec<(u32, u32)> = lpns
+            .iter()
+            .map(|&l| {
+                let p = f.mapped_page(l).expect("mapped");
+                (geo.plane_index(geo.block_of(p)), geo.page_in_block(p))
+            })
+            .collect();
+        assert!(at.iter().all(|&(_, o)| o == at[0].1), "{lpns:?} at {at:?}");
+        // Four more single pages: a map write-back on the way takes the stripe's entries out of
+        // the buffer, so the reads below find them only in lines.
+        for (l, d) in [40u32, 41, 42, 43].iter().zip(pages_of(&geo, &[40, 41, 42, 43], 4)) {
+            f.write(*l, &d).unwrap();
+        }
+        assert!(f.counters().map_page_writes >= 1);
+        f.reset_counters();
+        assert!(read_ids(&mut f, lpns).iter().all(|&r| r == Found::Content(Some(3))), "{lpns:?}");
+        assert_eq!(f.counters().multi_plane_reads, reads, "{planes} planes, {lpns:?}");
     }
 }
