@@ -56,6 +56,8 @@ struct Noise {
     copy_back: bool,
     /// Copy-backs that programmed a page read in the correcting format in the detecting one.
     converted_by_copy_back: u64,
+    /// Power cuts that landed in a copy-back's read, in its program.
+    copy_back_cuts: [u32; 2],
 }
 
 /// The emulator behind [`Noise`].
@@ -74,6 +76,7 @@ fn noisy_with(geo: Geometry, copy_back: bool) -> Noisy {
         rng: Rng::new(7),
         copy_back,
         converted_by_copy_back: 0,
+        copy_back_cuts: [0; 2],
     };
     Forward::new(Emulator::new(EmulatorConfig::new(geo)).unwrap(), noise)
 }
@@ -152,10 +155,17 @@ impl Hook for Noise {
             }
             a
         });
-        if let (Ok(CopyBackAction::Program { .. }), Some(spare)) = (&r, programmed) {
-            self.programmed(dst, &spare);
+        if let (Ok(CopyBackAction::Program { .. }), Some(spare)) = (&r, &programmed) {
+            self.programmed(dst, spare);
             if from_correcting && tag_format(spare[tag_at]) == Some(PageFormat::Detecting) {
                 self.converted_by_copy_back += 1;
+            }
+        }
+        if !emu.is_powered() {
+            match &r {
+                Err(CopyBackError::Read(_)) => self.copy_back_cuts[0] += 1,
+                Err(CopyBackError::Program(_)) => self.copy_back_cuts[1] += 1,
+                _ => {}
             }
         }
         r
@@ -665,17 +675,41 @@ fn scrubber_verifies_in_gaps_prefetches_in_long_gaps_and_refreshes_bch_pages() {
 /// Power cuts at many points while GC converts flush-read pages to CRC: after the remount every
 /// page that was flushed before (and not rewritten) reads back good, with its content, in a
 /// format it may have (a converted page CRC, an unconverted or clean-written one as written).
-/// Every other cut runs (and mounts) the cached map.
+/// Every other cut runs (and mounts) the cached map. The cuts are made on a device without
+/// copy-back (GC reads and programs), then, more densely, on one with the emulator's native
+/// copy-back (GC converts and copies by copy-back): cuts land in copy-backs' reads and programs.
 #[test]
 fn power_cuts_during_gc_conversion_lose_nothing() {
+    for copy_back in [false, true] {
+        let (cuts_fired, converted_seen, hook) = cuts_during_gc_conversion(copy_back);
+        eprintln!(
+            "copy-back {copy_back}: {cuts_fired} cuts, {converted_seen} converted pages read after them, \
+             {} conversions by copy-back, {:?} cuts in copy-back reads/programs",
+            hook.0, hook.1
+        );
+        assert!(cuts_fired > 10, "copy-back {copy_back}: only {cuts_fired} cuts fired");
+        assert!(converted_seen > 0, "copy-back {copy_back}: no cut came after a conversion");
+        if copy_back {
+            assert!(hook.0 > 0, "no conversion by copy-back");
+            assert!(hook.1.iter().all(|&n| n > 0), "cuts in copy-back reads/programs: {:?}", hook.1);
+        }
+    }
+}
+
+/// The cuts of [`power_cuts_during_gc_conversion_lose_nothing`] on a device with copy-back or
+/// without: (cuts fired, converted pages read after the remounts, (conversions by copy-back,
+/// cuts in copy-back reads and programs)).
+fn cuts_during_gc_conversion(copy_back: bool) -> (u32, u32, (u64, [u32; 2])) {
     let g = geo();
     let c = cfg_pages(&g, FULL);
     let mut cuts_fired = 0;
     let mut converted_seen = 0;
-    for (i, k) in (5..600).step_by(23).enumerate() {
+    let (mut converted_by_copy_back, mut copy_back_cuts) = (0, [0u32; 2]);
+    let step = if copy_back { 7 } else { 23 };
+    for (i, k) in (5..600).step_by(step).enumerate() {
         // Every other cut on the cached map (written and mounted with it).
         let choice = map_choice(i % 2 == 1);
-        let mut noise = noisy(g);
+        let mut noise = noisy_with(g, copy_back);
         let mut buf = vec![0u8; PAGE];
         {
             let mut mem = FtlMemory::with_map(&g, &c, sized_map(choice, &c));
@@ -712,7 +746,7 @@ fn power_cuts_during_gc_conversion_lose_nothing() {
                         cuts_fired += 1;
                         break;
                     }
-                    Err(e) => panic!("cut {k}: {e:?}"),
+                    Err(e) => panic!("copy-back {copy_back} cut {k}: {e:?}"),
                 }
             }
         }
@@ -724,18 +758,25 @@ fn power_cuts_during_gc_conversion_lose_nothing() {
         for l in 0..40 {
             let r = ftl.read_with(l, &mut buf).unwrap();
             let PageRead::Good { format: Some(f), corrected: 0 } = r else {
-                panic!("cut {k}: lpn {l}: {r:?}");
+                panic!("copy-back {copy_back} cut {k}: lpn {l}: {r:?}");
             };
             if l % 4 == 0 {
-                assert_eq!(f, PageFormat::Detecting, "cut {k}: lpn {l}");
+                assert_eq!(f, PageFormat::Detecting, "copy-back {copy_back} cut {k}: lpn {l}");
             } else if f == PageFormat::Detecting {
                 converted_seen += 1;
             }
-            assert_eq!(identify(l, &buf), Found::Content(Some(l as u64 + 1)), "cut {k}: lpn {l}");
+            assert_eq!(
+                identify(l, &buf),
+                Found::Content(Some(l as u64 + 1)),
+                "copy-back {copy_back} cut {k}: lpn {l}"
+            );
         }
+        drop(ftl);
+        converted_by_copy_back += noise.hook.converted_by_copy_back;
+        copy_back_cuts[0] += noise.hook.copy_back_cuts[0];
+        copy_back_cuts[1] += noise.hook.copy_back_cuts[1];
     }
-    assert!(cuts_fired > 10, "only {cuts_fired} cuts fired");
-    assert!(converted_seen > 0, "no cut came after a conversion");
+    (cuts_fired, converted_seen, (converted_by_copy_back, copy_back_cuts))
 }
 
 /// What one run of [`copy_back_run`] left.
