@@ -463,10 +463,13 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             return Ok(false);
         }
         let plane = self.geo.plane_index(self.geo.block_of(page));
-        let copies = self.counters.gc_page_copies;
+        let c = self.counters;
         self.relocate(page, plane)?;
-        // A refresh is not GC work.
-        self.counters.gc_page_copies = copies;
+        // A refresh is not GC work (it may still be a copy-back: the chip's counter has it).
+        self.counters.gc_page_copies = c.gc_page_copies;
+        self.counters.gc_copy_backs = c.gc_copy_backs;
+        self.counters.gc_copy_back_corrected = c.gc_copy_back_corrected;
+        self.counters.gc_copy_back_aborts = c.gc_copy_back_aborts;
         self.ext.flex.counters.refreshed += 1;
         Ok(true)
     }
