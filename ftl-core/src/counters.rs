@@ -29,7 +29,7 @@ pub struct Counters {
     /// before the program).
     pub gc_copy_back_corrected: u64,
     /// Copy-backs whose check answered `Abort` (metadata or data that did not check out, a map
-    /// entry not in RAM, a two-format codec): the page was read, nothing programmed, and it
+    /// entry not in RAM): the page was read, nothing programmed, and it
     /// moved the plain way from what was read (counted in `nand_reads` once).
     pub gc_copy_back_aborts: u64,
     /// Blocks collected by garbage collection.

@@ -17,8 +17,37 @@ use crate::frontier::Source;
 use crate::gc_copy_back::CopyBack;
 use crate::map::MappingTable;
 use crate::meta::{PageKind, PageMeta, SpareState, META_LEN};
-use crate::policy::{CodecError, PageCodec, PolicySet, Stream, VictimAction, VictimPolicy};
+use crate::policy::{CodecError, PageCodec, PageFormat, PolicySet, Stream, VictimAction, VictimPolicy};
 use crate::{Error, Ftl};
+
+/// How GC writes its copy of a data page, decided from the page as read before anything is
+/// programmed (FlexECC's move hook, `ExtState::flex_move_plan`; without FlexECC the page's
+/// own protection, re-encoded if the codec corrected it). The plain move and a copy-back
+/// (`gc_copy_back.rs`) take the same plan for the same page.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct MovePlan {
+    /// The copy's format.
+    pub(crate) format: PageFormat,
+    /// Whether the codec bytes are computed anew (corrected data, or a format change); else
+    /// they are copied as read.
+    pub(crate) encode: bool,
+    /// What the hook records once the copy is issued (`Ftl::flex_begin_move`).
+    pub(crate) note: MoveNote,
+}
+
+/// FlexECC's record of a move (its counters and RAM marks; nothing without FlexECC).
+#[cfg_attr(not(feature = "flex-ecc"), allow(dead_code))] // FlexECC's notes
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum MoveNote {
+    /// Nothing to record (no FlexECC, or a stored format nobody can read).
+    Nothing,
+    /// A flush-read correcting page dropped to the detecting format.
+    Converted,
+    /// A detecting page kept detecting.
+    DetectingKept,
+    /// A correcting page kept correcting.
+    CorrectingKept,
+}
 
 /// What happens to a collected block.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

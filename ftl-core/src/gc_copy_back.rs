@@ -4,41 +4,54 @@
 //!
 //! When ([`Ftl::copy_back_destination`]): [`crate::Config::gc_copy_back`] is on, the device
 //! does copy-back natively ([`nand_hal::CopyBackCaps::native`]; a device that would only run
-//! the read + program fallback gains nothing), FlexECC is off (it picks the copy's format in
-//! its own move hook), and the next page of the GC frontier the page goes to meets the rule of
-//! [`nand_hal::copy_back::check_copy_back`] with the source (same plane of one LUN; same page
-//! parity unless the part allows odd-to-even; computed from what GC knows, the device checks it
-//! again; a frontier a mount resumed is excluded, its next page is checked erased first). Anything else moves the plain way. Pages a technique moves
-//! its own way (second writes, shared pages) never come here: their hooks run first (`gc.rs`).
+//! the read + program fallback gains nothing), and the next page of the GC frontier the page
+//! goes to meets the rule of [`nand_hal::copy_back::check_copy_back`] with the source (same
+//! plane of one LUN; same page parity unless the part allows odd-to-even; computed from what
+//! GC knows, the device checks it again; a frontier a mount resumed is excluded, its next page
+//! is checked erased first). Anything else moves the plain way. Pages a technique moves its
+//! own way (second writes, shared pages) never come here: their hooks run first (`gc.rs`).
 //!
 //! How the data is checked (the rule of [`nand_hal::copy_back`]): every copy is read out
 //! ([`CopyBackRead::Page`]) and, in the `check` callback, its metadata decoded (its own BCH)
-//! and matched against the map as the plain path does, then its data decoded by the page codec.
+//! and matched against the map as the plain path does, then its data decoded by the page codec
+//! in the format its codec bytes name (with FlexECC: a correcting page by its BCH, which
+//! corrects up to t bits per codeword, plus the CRC-32C over the data; a detecting page by its
+//! CRC-32C alone, which corrects nothing; a tag naming neither, both in turn, as any read).
+//! The copy's format and codec bytes are then the plain path's ([`crate::gc::MovePlan`] from
+//! `ExtState::flex_move_plan`, the decision FlexECC's move hook makes there): the stored format
+//! kept, or a flush-read correcting page dropped to detecting. The data area is the same in
+//! every format (the codec bytes live in the spare), so a format change is a copy-back too.
 //! Clean: the register is programmed with the new metadata (new sequence number, the
-//! destination block's erase count; `write_spare`). Corrected (a correcting codec): the corrected
-//! data and its new codec bytes are written back too (`write_data`), so the read's raw bit
-//! errors are never stored. Uncorrectable or a CRC mismatch, metadata that does not decode or
-//! name the page, a map entry not in RAM (a flash-resident map's miss needs I/O, impossible
-//! inside the callback), a two-format codec: `Abort`. Nothing is programmed and the page
+//! destination block's erase count) and the codec bytes as read, or computed anew for a
+//! format change (`write_spare`). Corrected (a correcting page): the corrected data and its
+//! new codec bytes are written back too (`write_data`), so the read's raw bit errors are never
+//! stored. Uncorrectable, a CRC mismatch (a detecting page with any bit error), metadata that
+//! does not decode or name the page, a map entry not in RAM (a flash-resident map's miss needs
+//! I/O, impossible inside the callback): `Abort`. Nothing is programmed and the page
 //! continues on the plain path from the bytes just read: exactly what a GC read that fails
-//! its check gets (a raw copy that keeps reading as uncorrectable; a map search for a spare
-//! that does not decode), with no second read.
+//! its check gets (a raw copy that keeps reading as uncorrectable, FlexECC's hook deciding its
+//! format; a map search for a spare that does not decode), with no second read.
 //!
 //! Guarantees: a copy-back programs the same data and spare bytes to the same page, with the
 //! same sequence number, as the plain read + program would have (the frontier page is taken
-//! only once the program was issued, exactly as `append` takes it); the counters are the plain
-//! path's plus [`crate::Counters::gc_copy_backs`] and its two companions. A failed program is
-//! handled as `append` handles one ([`Ftl::program_failed`]) and retried the plain way from the
-//! checked buffer; a failed read is a failed read (nothing programmed); a cut on either of its
-//! two operations leaves what a cut of that read or program leaves.
+//! only once the program was issued, exactly as `append` takes it); the check only reads
+//! FlexECC's RAM marks, which its hook updates once the program was issued (the plain path
+//! updates them just before its program: nothing runs in between), so the marks and the
+//! counters are the plain path's, plus [`crate::Counters::gc_copy_backs`] and its two
+//! companions. A failed program is handled as `append` handles one ([`Ftl::program_failed`])
+//! and retried the plain way from the checked buffer in the same format; a failed read is a
+//! failed read (nothing programmed, no mark changed); a cut on either of its two operations
+//! leaves what a cut of that read or program leaves (the marks are RAM, lost on a cut anyway).
 
 use nand_hal::copy_back::check_copy_back;
 use nand_hal::{BlockId, CopyBackAction, CopyBackError, CopyBackOp, CopyBackRead, NandFlash, PageId};
 
+use crate::ext::ExtState;
 use crate::frontier::{Frontier, Source, TornPages};
+use crate::gc::MovePlan;
 use crate::map::{MapNeed, MappingTable};
 use crate::meta::{PageKind, PageMeta, SpareState, META_LEN};
-use crate::policy::{CodecError, PageCodec, PageFormat, PolicySet, Stream};
+use crate::policy::{CodecError, PageCodec, PolicySet, Stream};
 use crate::{Error, Ftl};
 
 /// What [`Ftl::try_copy_back`] did with a page GC relocates.
@@ -61,8 +74,18 @@ enum Verdict {
     Unchecked,
     /// Aborted after the codec's answer.
     Failed(Result<u32, CodecError>),
-    /// Programmed with the new metadata of `lpn` (`aux` kept); `corrected`: data written back.
-    Copy { lpn: u32, aux: u32, corrected: bool },
+    /// Programmed as described.
+    Copy(Copied),
+}
+
+/// A copy the check let program: the new metadata of `lpn` (`aux` kept) and the codec bytes
+/// `plan` asks for; `corrected`: data written back.
+#[derive(Copy, Clone)]
+struct Copied {
+    lpn: u32,
+    aux: u32,
+    corrected: bool,
+    plan: MovePlan,
 }
 
 /// What the check needs besides the page: the new metadata's fields and the map's bound.
@@ -78,6 +101,7 @@ struct NewCopy {
 fn check_copy<C: PageCodec, M: MappingTable>(
     codec: &mut C,
     map: &mut M,
+    ext: &ExtState<'_>,
     new: &NewCopy,
     data: &mut [u8],
     spare: &mut [u8],
@@ -92,30 +116,30 @@ fn check_copy<C: PageCodec, M: MappingTable>(
         return Verdict::Unchecked;
     }
     let codec_bytes = &stored[META_LEN..];
-    // A codec with two formats: FlexECC's move hook chooses the copy's (the plain path).
-    if codec.format_of(codec_bytes).is_some() {
-        return Verdict::Unchecked;
-    }
+    // The format the stored codec bytes name (the decode does not change them).
+    let format = codec.format_of(codec_bytes);
     let corrected = match codec.decode(data, codec_bytes) {
         Ok(n) => n > 0,
         failed => return Verdict::Failed(failed),
     };
+    // The copy's format and codec bytes: the plain path's decision (`relocate_read`).
+    let plan = ext.flex_move_plan(m.tag, format, true, corrected);
     let meta =
         PageMeta { kind: PageKind::Data, tag: m.tag, seq: new.seq, erase_count: new.erase_count, aux: m.aux };
     meta.encode(&mut spare[..META_LEN]);
-    if corrected {
-        codec.encode_as(data, &mut spare[META_LEN..new.spare_len], PageFormat::Correcting);
+    if plan.encode {
+        codec.encode_as(data, &mut spare[META_LEN..new.spare_len], plan.format);
     }
     // The plain program writes only metadata and codec bytes; the rest of the spare stays erased.
     spare[new.spare_len..].fill(0xFF);
-    Verdict::Copy { lpn: m.tag, aux: m.aux, corrected }
+    Verdict::Copy(Copied { lpn: m.tag, aux: m.aux, corrected, plan })
 }
 
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// The page a copy-back of `src` to the GC frontier of `plane` (open: `ensure_gc_frontier`
     /// returned it) would program, if copy-back is to be used for it (see the module doc).
     fn copy_back_destination(&self, src: PageId, plane: u32) -> Option<PageId> {
-        if !self.cfg.gc_copy_back || self.flex_on() {
+        if !self.cfg.gc_copy_back {
             return None;
         }
         let caps = self.nand.copy_back_caps();
@@ -166,13 +190,13 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         };
         let mut verdict = Verdict::Unchecked;
         let result = {
-            let (codec, map) = (self.policies.codec(), &mut self.map);
+            let (codec, map, ext) = (self.policies.codec(), &mut self.map, &self.ext);
             let (data, spare) = self.buf.split_at_mut(d);
             let op = CopyBackOp { src: page, dst, read: CopyBackRead::Page, data, spare };
             self.nand.copy_back(op, &mut |data, spare| {
-                verdict = check_copy(codec, map, &new, data, spare);
+                verdict = check_copy(codec, map, ext, &new, data, spare);
                 match verdict {
-                    Verdict::Copy { corrected, .. } => {
+                    Verdict::Copy(Copied { corrected, .. }) => {
                         CopyBackAction::Program { write_data: corrected, write_spare: true }
                     }
                     _ => CopyBackAction::Abort,
@@ -194,8 +218,24 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             Ok(CopyBackAction::Program { .. }) => None,
             Err(CopyBackError::Program(e)) => Some(e),
         };
-        // The program was issued: the destination is consumed, as in `append`.
-        let Verdict::Copy { lpn, aux, corrected } = verdict else { return Err(Error::Corrupt) };
+        // The program was issued: the destination is consumed, as in `append`, and FlexECC
+        // records the move as the plain path's hook does before its program.
+        let Verdict::Copy(copied) = verdict else { return Err(Error::Corrupt) };
+        let saved = self.flex_begin_move(copied.lpn, copied.plan);
+        let moved = self.copy_back_issued(dst, plane, program_error, copied);
+        self.flex_after_move(saved);
+        moved
+    }
+
+    /// The end of a copy-back whose program was issued to `dst` (`program_error`: it failed).
+    fn copy_back_issued(
+        &mut self,
+        dst: PageId,
+        plane: u32,
+        program_error: Option<N::Error>,
+        copied: Copied,
+    ) -> Result<CopyBack, Error> {
+        let Copied { lpn, aux, corrected, plan } = copied;
         self.counters.nand_programs += 1;
         self.dirty = true;
         self.seq += 1;
@@ -209,8 +249,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         };
         let mut unvoided = TornPages::NONE;
         self.program_failed(dst, e, &mut unvoided)?;
-        // Retried the plain way from the checked buffer (corrected data re-encoded).
-        match self.append(plane, Stream::Gc, PageKind::Data, lpn, aux, Source::Buffer { encode: corrected }) {
+        // Retried the plain way from the checked buffer, in the plan's format (set by
+        // `flex_begin_move`; codec bytes computed again when the plan says so).
+        match self.append(plane, Stream::Gc, PageKind::Data, lpn, aux, Source::Buffer { encode: plan.encode })
+        {
             Ok(new) => Ok(CopyBack::Moved { lpn, new }),
             Err(e) => {
                 self.torn.append(&unvoided);

@@ -31,6 +31,7 @@
 
 use nand_hal::{NandFlash, PageId};
 
+use crate::gc::{MoveNote, MovePlan};
 use crate::map::MappingTable;
 use crate::meta::{PageKind, PageMeta, SpareState, META_LEN};
 use crate::policy::{PageCodec, PageFormat, PolicySet};
@@ -193,6 +194,33 @@ impl FlexState<'_> {
 const DETECTING: usize = 0;
 const DROP: usize = 1;
 
+impl crate::ext::ExtState<'_> {
+    /// FlexECC's plan for GC's copy of the data page of `lpn` (`stored`: the format its codec
+    /// bytes name; `decoded_ok`: its data decoded; `encode`: the codec corrected it). The copy
+    /// keeps the stored format (correcting if the tag names none), except that a correcting page
+    /// that decoded and carries a flush-read mark drops to detecting (re-encoded). Reads only:
+    /// [`Ftl::flex_begin_move`] records it once the copy is issued, so the plain move and a
+    /// copy-back's check (which runs while the device is busy) make the same decision.
+    pub(crate) fn flex_move_plan(
+        &self,
+        lpn: u32,
+        stored: Option<PageFormat>,
+        decoded_ok: bool,
+        encode: bool,
+    ) -> MovePlan {
+        let flex = &self.flex;
+        let format = stored.unwrap_or(PageFormat::Correcting);
+        match stored {
+            Some(PageFormat::Correcting) if decoded_ok && flex.enabled && flex.bit(DROP, lpn) => {
+                MovePlan { format: PageFormat::Detecting, encode: true, note: MoveNote::Converted }
+            }
+            Some(PageFormat::Detecting) => MovePlan { format, encode, note: MoveNote::DetectingKept },
+            Some(PageFormat::Correcting) => MovePlan { format, encode, note: MoveNote::CorrectingKept },
+            None => MovePlan { format, encode, note: MoveNote::Nothing },
+        }
+    }
+}
+
 /// Words of RAM [`crate::Extensions::flex`] needs for `logical_pages`: two bits per logical page.
 pub const fn flex_mark_words(logical_pages: u32) -> usize {
     2 * (logical_pages as usize).div_ceil(32)
@@ -325,28 +353,31 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     ) -> (bool, PageFormat) {
         let d = self.geo.data_bytes as usize;
         let spare_len = META_LEN + self.codec_len;
-        let saved = self.ext.flex.write_format;
         let stored = self.policies.codec_ref().format_of(&self.buf[d + META_LEN..d + spare_len]);
-        let mut format = stored.unwrap_or(PageFormat::Correcting);
-        let mut encode = encode;
-        if stored == Some(PageFormat::Correcting)
-            && decoded_ok
-            && self.ext.flex.enabled
-            && self.ext.flex.bit(DROP, lpn)
-        {
-            format = PageFormat::Detecting;
-            encode = true;
-            self.ext.flex.set(DROP, lpn, false);
-            self.ext.flex.set(DETECTING, lpn, true);
-            self.ext.flex.counters.converted += 1;
-        } else if stored == Some(PageFormat::Detecting) {
-            self.ext.flex.counters.detecting_moved += 1;
-        } else if stored == Some(PageFormat::Correcting) {
-            self.ext.flex.counters.correcting_moved += 1;
+        let plan = self.ext.flex_move_plan(lpn, stored, decoded_ok, encode);
+        (plan.encode, self.flex_begin_move(lpn, plan))
+    }
+
+    /// Records the move `plan` (from [`crate::ext::ExtState::flex_move_plan`]) of `lpn` once GC
+    /// issues its copy (the plain move's program, or a copy-back's): RAM marks and counters, and
+    /// the copy's write format for a program that follows. Returns the write format to restore
+    /// with [`Ftl::flex_after_move`].
+    pub(crate) fn flex_begin_move(&mut self, lpn: u32, plan: MovePlan) -> PageFormat {
+        let flex = &mut self.ext.flex;
+        match plan.note {
+            MoveNote::Converted => {
+                flex.set(DROP, lpn, false);
+                flex.set(DETECTING, lpn, true);
+                flex.counters.converted += 1;
+            }
+            MoveNote::DetectingKept => flex.counters.detecting_moved += 1,
+            MoveNote::CorrectingKept => flex.counters.correcting_moved += 1,
+            MoveNote::Nothing => {}
         }
-        self.ext.flex.write_format = format;
-        self.ext.flex.moving = true;
-        (encode, saved)
+        let saved = flex.write_format;
+        flex.write_format = plan.format;
+        flex.moving = true;
+        saved
     }
 
     /// Reads one logical page into `out` (one page long) and reports its format and the bits
@@ -432,10 +463,13 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             return Ok(false);
         }
         let plane = self.geo.plane_index(self.geo.block_of(page));
-        let copies = self.counters.gc_page_copies;
+        let c = self.counters;
         self.relocate(page, plane)?;
-        // A refresh is not GC work.
-        self.counters.gc_page_copies = copies;
+        // A refresh is not GC work (it may still be a copy-back: the chip's counter has it).
+        self.counters.gc_page_copies = c.gc_page_copies;
+        self.counters.gc_copy_backs = c.gc_copy_backs;
+        self.counters.gc_copy_back_corrected = c.gc_copy_back_corrected;
+        self.counters.gc_copy_back_aborts = c.gc_copy_back_aborts;
         self.ext.flex.counters.refreshed += 1;
         Ok(true)
     }

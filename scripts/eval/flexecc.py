@@ -211,17 +211,22 @@ not measured); the measured part starts on an idle device (its arrivals shifted 
 backlog of fills).
 
 **Copy-back and how moved data is still checked** (`--copy-back checked`, sim-host/src/sim/ecc_model.rs):
-a GC move reads the page into the page register (tR), transfers it out to the controller,
-decodes it (corrects a BCH page; re-encodes a flush-read page as CRC), and programs it from the
-register after the spare (new parity) and the corrected bytes are written back in (ONFI
-copy-back read + copy-back program with data input). Charged: tR + page out + decode + spare in +
-tPROG (the few corrected bytes are not charged); the program waits for the decode. So every moved page is checked, and only the page
-transfer in is saved. A move to another plane is a plain read + program. The alternative
-`crc-direct` copies CRC pages back unread (tR + tPROG: their CRC travels with them and is
-checked at the next read or scrub; a clean page's data is also on the disk, so an error copied
-unseen costs a disk read, never data); it is measured below, not used in the main runs. (The
-error model draws a moved page's errors afresh at its new place, so errors an unread copy-back
-would carry along are not modelled; that matters only for `crc-direct` under bit errors.)
+the FTL issues its own copy-backs (ftl-core/src/gc_copy_back.rs; the device offers the
+emulator's copy-back): a GC move reads the page into the page register (tR), transfers it out
+to the controller, and the FTL's check decodes it (a BCH page by BCH, a CRC page by its CRC;
+the metadata matched to the map) and chooses the copy's format exactly as a plain move would
+(kept, or a flush-read BCH page dropped to CRC, re-encoded); the page is then programmed from
+the register after the spare (new metadata and codec bytes) and, for a corrected page, the
+corrected data are written back in (ONFI copy-back read + copy-back program with data input).
+Charged: tR + page out + decode + spare in (+ data in if corrected) + tPROG; the program waits
+for the decode. So every moved page is checked, and only the transfer in of a clean page is
+saved. A move to another plane, or one whose check fails, is a plain read + program. The
+alternative `crc-direct` charges CRC pages as copied back unread (tR + tPROG: their CRC travels
+with them and is checked at the next read or scrub; a clean page's data is also on the disk, so
+an error copied unseen costs a disk read, never data); a what-if of the model (the FTL still
+checks them, uncharged), measured below, not used in the main runs. (The error model draws a
+moved page's errors afresh at its new place, so errors an unread copy-back would carry along
+are not modelled; that matters only for `crc-direct` under bit errors.)
 """
 
 
@@ -310,8 +315,9 @@ def findings(d):
         "request, all issued at its arrival; Filebench's threads run one loop after another (the "
         "personalities' mixes, sizes and locality, not their interleaving); no file-system metadata or "
         "page cache; the device is 256 MiB, not 60 GB (the ratios are kept: cache 30/60, working set 12 "
-        "cache sizes, 15% OP); no host interface, no read priority or program suspension in the timing "
-        "model (nand-emu/src/timing.rs).",
+        "cache sizes, 15% OP); no host interface, no read priority (the timing model's `--read-priority "
+        "on`, off by default, is not used here) or program suspension in the timing model "
+        "(nand-emu/src/timing.rs).",
         "",
     ]
     return out

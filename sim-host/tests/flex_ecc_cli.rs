@@ -216,8 +216,16 @@ fn ioscale_stretches_filebench_times_and_copy_back_shortens_gc_moves() {
     assert!(u(&slow, "gc_moves") > 0);
     assert_eq!(u(&slow, "gc_copy_backs"), u(&slow, "gc_moves"));
     assert_eq!(u(&off, "gc_copy_backs"), 0);
-    // The same GC decisions (timing does not steer them), each move cheaper.
+    // They are the FTL's own copy-backs (its counter), checked by its codec.
+    assert_eq!(slow["gc_copy_backs"].as_u64(), Some(u(&slow, "gc_copy_backs")));
+    assert_eq!(off["gc_copy_backs"].as_u64(), Some(0));
+    // The same GC decisions (timing does not steer them; a copy-back takes the format the plain
+    // move gives), each move cheaper.
     assert_eq!(u(&off, "gc_moves"), u(&slow, "gc_moves"));
+    for k in ["gc_bch_to_crc", "gc_crc_moved", "gc_bch_moved"] {
+        assert_eq!(u(&off, k), u(&slow, k), "{k}");
+    }
+    assert!(u(&slow, "gc_bch_to_crc") > 0);
     let gc = |v: &Value| v["features"]["flex_ecc"]["gc_time_ms"].as_f64().unwrap();
     assert!(gc(&slow) < gc(&off), "{} vs {}", gc(&slow), gc(&off));
     // CRC pages copied back unread: cheaper still.

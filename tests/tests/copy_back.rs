@@ -18,6 +18,8 @@
 //!   cuts land in copy-backs' reads and programs (counted by the harness's device) and no
 //!   acknowledged data is lost. It runs in every build configuration, the no-feature
 //!   (firmware) one included (scripts/test.sh lists this suite).
+//!   `random_cuts_during_copy_back_gc_with_flex_ecc` (feature `flex-ecc`): the same with
+//!   FlexECC attached and its codec, so GC's copy-backs take FlexECC's move plan.
 
 use ftl_core::policy::{
     CodecError, Crc32cCodec, DefaultPolicies, Greedy, PageCodec, Policies, PolicySet, RequestSizeClassifier,
@@ -346,6 +348,25 @@ fn checked_copies_stay_exact_under_raw_bit_errors() {
 
 #[test]
 fn random_cuts_during_copy_back_gc() {
+    copy_back_cuts(|_| DefaultPolicies::default(), false);
+}
+
+/// The same with FlexECC attached (its codec, BCH t = 4 per 512 bytes, in the correcting format:
+/// the harness writes dirty data), on a 64-byte spare: GC's copies of FlexECC pages are
+/// copy-backs too, and cuts land in them (conversions under cuts: flex_ecc.rs).
+#[cfg(feature = "flex-ecc")]
+#[test]
+fn random_cuts_during_copy_back_gc_with_flex_ecc() {
+    use ftl_policies::flex_ecc::FlexCodec;
+    let codec = |geo: &Geometry| {
+        FlexCodec::<8192, 1>::new(BchCodec::new(13, 4, 512, geo.data_bytes as usize).unwrap())
+    };
+    copy_back_cuts(|geo| policies_with(codec(geo)), true);
+}
+
+/// Random cuts (see the module doc) until `FTL_COPY_BACK_CUTS` (default 400) fired and some
+/// landed in copy-backs' reads and in their programs; FlexECC attached if `flex`.
+fn copy_back_cuts<P: PolicySet + Clone>(policies: impl Fn(&Geometry) -> P, flex: bool) {
     let target = std::env::var("FTL_COPY_BACK_CUTS").ok().and_then(|v| v.parse().ok()).unwrap_or(400u64);
     let (mut cuts, mut in_copy_back, mut copy_backs) = (0u64, [0u32; 2], 0u64);
     let mut seed = 1u64;
@@ -353,7 +374,10 @@ fn random_cuts_during_copy_back_gc() {
         assert!(seed < 200, "{cuts} cuts, {in_copy_back:?} in copy-backs after {seed} seeds");
         let mut rng = Rng::new(seed);
         let geo = [(8, 24, 2), (8, 32, 1)][rng.below(2) as usize];
-        let geo = geometry(geo.0, geo.1, geo.2);
+        let mut geo = geometry(geo.0, geo.1, geo.2);
+        if flex {
+            geo.spare_bytes = 64;
+        }
         let mut cfg = Config::for_utilization(&geo, 650);
         cfg.checkpoint_interval_blocks = 8;
         assert!(cfg.gc_copy_back, "on by default");
@@ -365,8 +389,12 @@ fn random_cuts_during_copy_back_gc() {
             ops.extend(random_workload(&mut rng, cfg.logical_pages, 400));
             ops.push(ftl_tests::Op::Remount);
         }
-        let mut env = Env::with_policies(emu, cfg, DefaultPolicies::default());
+        let mut env = Env::with_policies(emu, cfg, policies(&geo));
         env.cfg.gc_copy_back = true; // the harness default, kept also under `FTL_TEST_COPY_BACK=0`
+        #[cfg(feature = "flex-ecc")]
+        if flex {
+            env.ext.flex = ftl_tests::stack::FlexParts::for_build(&geo, &env.cfg);
+        }
         env.use_map(ftl_tests::map_choice(seed.is_multiple_of(2)));
         env.verify = Verify::Touched;
         env.random_cuts = Some(RandomCuts::within_600(seed ^ 0xC0B));
@@ -378,7 +406,7 @@ fn random_cuts_during_copy_back_gc() {
         seed += 1;
     }
     eprintln!(
-        "{cuts} cuts over {} seeds, {in_copy_back:?} in copy-back reads/programs, {copy_backs} copy-backs",
+        "flex {flex}: {cuts} cuts over {} seeds, {in_copy_back:?} in copy-back reads/programs, {copy_backs} copy-backs",
         seed - 1
     );
 }

@@ -12,14 +12,16 @@
 use std::collections::HashMap;
 
 use ftl_core::intent::{flex_mark_words, BackingError, BackingStore, FlexConfig, Intent, PageRead, Served};
-use ftl_core::meta::{PageKind, PageMeta, SpareState};
-use ftl_core::policy::{Greedy, PageFormat, Policies, RequestSizeClassifier, SingleHostStream};
-use ftl_core::{Config, Error, Extensions, Ftl};
-use ftl_policies::flex_ecc::{BchCodec, FlexCodec, ScrubConfig, Scrubber};
+use ftl_core::meta::{PageKind, PageMeta, SpareState, META_LEN};
+use ftl_core::policy::{Greedy, PageCodec, PageFormat, Policies, RequestSizeClassifier, SingleHostStream};
+use ftl_core::{Config, Counters, Error, Extensions, Ftl};
+use ftl_policies::flex_ecc::{tag_format, BchCodec, FlexCodec, ScrubConfig, Scrubber};
 use ftl_testkit::FtlMemory;
 use ftl_tests::{fill_page, geometry, identify, map_choice, sized_map, EmuResult, Forward, Found, Hook, Rng};
 use nand_emu::{Emulator, EmulatorConfig};
-use nand_hal::{BlockId, Geometry, NandFlash, PageId};
+use nand_hal::{
+    BlockId, CopyBackAction, CopyBackCaps, CopyBackError, CopyBackOp, Geometry, NandFlash, PageId,
+};
 
 /// BCH t = 4 over the whole 512-byte page (m = 13).
 type Codec = FlexCodec<8192, 1>;
@@ -49,18 +51,47 @@ struct Noise {
     latest: HashMap<u32, PageId>,
     copies: HashMap<u32, u64>,
     rng: Rng,
+    /// The device has the emulator's native copy-back (else the trait's fallback only, which
+    /// the FTL never uses): its reads take the flips too, its programs are recorded.
+    copy_back: bool,
+    /// Copy-backs that programmed a page read in the correcting format in the detecting one.
+    converted_by_copy_back: u64,
+    /// Power cuts that landed in a copy-back's read, in its program.
+    copy_back_cuts: [u32; 2],
 }
 
 /// The emulator behind [`Noise`].
 type Noisy = Forward<Emulator, Noise>;
 
 fn noisy(geo: Geometry) -> Noisy {
-    let noise =
-        Noise { flips: HashMap::new(), latest: HashMap::new(), copies: HashMap::new(), rng: Rng::new(7) };
+    noisy_with(geo, false)
+}
+
+/// [`noisy`], with the emulator's native copy-back if `copy_back`.
+fn noisy_with(geo: Geometry, copy_back: bool) -> Noisy {
+    let noise = Noise {
+        flips: HashMap::new(),
+        latest: HashMap::new(),
+        copies: HashMap::new(),
+        rng: Rng::new(7),
+        copy_back,
+        converted_by_copy_back: 0,
+        copy_back_cuts: [0; 2],
+    };
     Forward::new(Emulator::new(EmulatorConfig::new(geo)).unwrap(), noise)
 }
 
 impl Noise {
+    /// Records a data page programmed at `page` with `spare`.
+    fn programmed(&mut self, page: PageId, spare: &[u8]) {
+        if let SpareState::Valid(m) = PageMeta::decode(spare) {
+            if m.kind == PageKind::Data {
+                self.latest.insert(m.tag, page);
+                *self.copies.entry(m.tag).or_default() += 1;
+            }
+        }
+    }
+
     /// Injects `k` distinct bit errors into the data of the newest copy of `lpn`.
     fn corrupt(&mut self, lpn: u32, k: usize) -> PageId {
         let page = self.latest[&lpn];
@@ -90,13 +121,54 @@ impl Hook for Noise {
     }
     fn program_page(&mut self, emu: &mut Emulator, page: PageId, data: &[u8], spare: &[u8]) -> EmuResult {
         emu.program_page(page, data, spare)?;
-        if let SpareState::Valid(m) = PageMeta::decode(spare) {
-            if m.kind == PageKind::Data {
-                self.latest.insert(m.tag, page);
-                *self.copies.entry(m.tag).or_default() += 1;
+        self.programmed(page, spare);
+        Ok(())
+    }
+    fn copy_back_caps(&self, emu: &Emulator) -> CopyBackCaps {
+        if self.copy_back {
+            emu.copy_back_caps()
+        } else {
+            CopyBackCaps::FALLBACK
+        }
+    }
+    /// The emulator's copy-back; the data read out carries the source's flips (the register
+    /// holds the page as stored: a check that corrects writes the corrected data back).
+    fn copy_back(
+        &mut self,
+        emu: &mut Emulator,
+        op: CopyBackOp<'_>,
+        check: &mut dyn FnMut(&mut [u8], &mut [u8]) -> CopyBackAction,
+    ) -> Result<CopyBackAction, CopyBackError<nand_emu::EmuError>> {
+        let (src, dst) = (op.src, op.dst);
+        let flips = self.flips.get(&src.0).cloned().unwrap_or_default();
+        let tag_at = META_LEN;
+        let mut from_correcting = false;
+        let mut programmed = None;
+        let r = emu.copy_back(op, &mut |data, spare| {
+            for &b in &flips {
+                data[b / 8] ^= 1 << (b % 8);
+            }
+            from_correcting = tag_format(spare[tag_at]) == Some(PageFormat::Correcting);
+            let a = check(data, spare);
+            if a != CopyBackAction::Abort {
+                programmed = Some(spare.to_vec());
+            }
+            a
+        });
+        if let (Ok(CopyBackAction::Program { .. }), Some(spare)) = (&r, &programmed) {
+            self.programmed(dst, spare);
+            if from_correcting && tag_format(spare[tag_at]) == Some(PageFormat::Detecting) {
+                self.converted_by_copy_back += 1;
             }
         }
-        Ok(())
+        if !emu.is_powered() {
+            match &r {
+                Err(CopyBackError::Read(_)) => self.copy_back_cuts[0] += 1,
+                Err(CopyBackError::Program(_)) => self.copy_back_cuts[1] += 1,
+                _ => {}
+            }
+        }
+        r
     }
     fn erase_block(&mut self, emu: &mut Emulator, block: BlockId) -> EmuResult {
         emu.erase_block(block)?;
@@ -603,17 +675,41 @@ fn scrubber_verifies_in_gaps_prefetches_in_long_gaps_and_refreshes_bch_pages() {
 /// Power cuts at many points while GC converts flush-read pages to CRC: after the remount every
 /// page that was flushed before (and not rewritten) reads back good, with its content, in a
 /// format it may have (a converted page CRC, an unconverted or clean-written one as written).
-/// Every other cut runs (and mounts) the cached map.
+/// Every other cut runs (and mounts) the cached map. The cuts are made on a device without
+/// copy-back (GC reads and programs), then, more densely, on one with the emulator's native
+/// copy-back (GC converts and copies by copy-back): cuts land in copy-backs' reads and programs.
 #[test]
 fn power_cuts_during_gc_conversion_lose_nothing() {
+    for copy_back in [false, true] {
+        let (cuts_fired, converted_seen, hook) = cuts_during_gc_conversion(copy_back);
+        eprintln!(
+            "copy-back {copy_back}: {cuts_fired} cuts, {converted_seen} converted pages read after them, \
+             {} conversions by copy-back, {:?} cuts in copy-back reads/programs",
+            hook.0, hook.1
+        );
+        assert!(cuts_fired > 10, "copy-back {copy_back}: only {cuts_fired} cuts fired");
+        assert!(converted_seen > 0, "copy-back {copy_back}: no cut came after a conversion");
+        if copy_back {
+            assert!(hook.0 > 0, "no conversion by copy-back");
+            assert!(hook.1.iter().all(|&n| n > 0), "cuts in copy-back reads/programs: {:?}", hook.1);
+        }
+    }
+}
+
+/// The cuts of [`power_cuts_during_gc_conversion_lose_nothing`] on a device with copy-back or
+/// without: (cuts fired, converted pages read after the remounts, (conversions by copy-back,
+/// cuts in copy-back reads and programs)).
+fn cuts_during_gc_conversion(copy_back: bool) -> (u32, u32, (u64, [u32; 2])) {
     let g = geo();
     let c = cfg_pages(&g, FULL);
     let mut cuts_fired = 0;
     let mut converted_seen = 0;
-    for (i, k) in (5..600).step_by(23).enumerate() {
+    let (mut converted_by_copy_back, mut copy_back_cuts) = (0, [0u32; 2]);
+    let step = if copy_back { 7 } else { 23 };
+    for (i, k) in (5..600).step_by(step).enumerate() {
         // Every other cut on the cached map (written and mounted with it).
         let choice = map_choice(i % 2 == 1);
-        let mut noise = noisy(g);
+        let mut noise = noisy_with(g, copy_back);
         let mut buf = vec![0u8; PAGE];
         {
             let mut mem = FtlMemory::with_map(&g, &c, sized_map(choice, &c));
@@ -650,7 +746,7 @@ fn power_cuts_during_gc_conversion_lose_nothing() {
                         cuts_fired += 1;
                         break;
                     }
-                    Err(e) => panic!("cut {k}: {e:?}"),
+                    Err(e) => panic!("copy-back {copy_back} cut {k}: {e:?}"),
                 }
             }
         }
@@ -662,16 +758,161 @@ fn power_cuts_during_gc_conversion_lose_nothing() {
         for l in 0..40 {
             let r = ftl.read_with(l, &mut buf).unwrap();
             let PageRead::Good { format: Some(f), corrected: 0 } = r else {
-                panic!("cut {k}: lpn {l}: {r:?}");
+                panic!("copy-back {copy_back} cut {k}: lpn {l}: {r:?}");
             };
             if l % 4 == 0 {
-                assert_eq!(f, PageFormat::Detecting, "cut {k}: lpn {l}");
+                assert_eq!(f, PageFormat::Detecting, "copy-back {copy_back} cut {k}: lpn {l}");
             } else if f == PageFormat::Detecting {
                 converted_seen += 1;
             }
-            assert_eq!(identify(l, &buf), Found::Content(Some(l as u64 + 1)), "cut {k}: lpn {l}");
+            assert_eq!(
+                identify(l, &buf),
+                Found::Content(Some(l as u64 + 1)),
+                "copy-back {copy_back} cut {k}: lpn {l}"
+            );
+        }
+        drop(ftl);
+        converted_by_copy_back += noise.hook.converted_by_copy_back;
+        copy_back_cuts[0] += noise.hook.copy_back_cuts[0];
+        copy_back_cuts[1] += noise.hook.copy_back_cuts[1];
+    }
+    (cuts_fired, converted_seen, (converted_by_copy_back, copy_back_cuts))
+}
+
+/// What one run of [`copy_back_run`] left.
+struct CopyBackRun {
+    /// Every physical page as stored (data, spare).
+    image: Vec<Option<(Vec<u8>, Vec<u8>)>>,
+    ftl: Counters,
+    flex: ftl_core::intent::FlexCounters,
+    /// Per logical page: (RAM detecting bit, flush-read mark, what `read_with` reported and
+    /// the content it returned).
+    pages: Vec<(bool, bool, PageRead, Found)>,
+    bytes_in: u64,
+    emu_copy_backs: u64,
+    converted_by_copy_back: u64,
+}
+
+/// A seeded FlexECC workload on a device with native copy-back: dirty and clean writes,
+/// flush-reads (GC then converts), bit errors (up to t, so BCH pages correct and CRC pages
+/// fail), reads served from the backing store; GC copies with copy-back if `copy_back`
+/// (`Config::gc_copy_back`), else read + program. Checks every read against the model.
+fn copy_back_run(copy_back: bool, cached: bool) -> CopyBackRun {
+    let g = geo();
+    let mut c = cfg_pages(&g, FULL);
+    c.gc_copy_back = copy_back;
+    let mut noise = noisy_with(g, true);
+    let mut mem = FtlMemory::with_map(&g, &c, sized_map(map_choice(cached), &c));
+    let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
+    let (map, m) = mem.parts();
+    let flex = Extensions::none().flex(&mut marks, FlexConfig::default());
+    let mut ftl = Ftl::format_with(&mut noise, policies(), map, m, c, flex).unwrap();
+    let mut disk = Disk::default();
+    let mut rng = Rng::new(11);
+    let mut model: HashMap<u32, u64> = HashMap::new();
+    let mut buf = vec![0u8; PAGE];
+    for id in 1..4000u64 {
+        let lpn = rng.below(c.logical_pages as u64) as u32;
+        match rng.below(10) {
+            0..=3 => {
+                ftl.write_with(lpn, &page(lpn, id), Intent::Dirty).unwrap();
+                model.insert(lpn, id);
+            }
+            4 => {
+                disk.pages.insert(lpn, id);
+                ftl.write_with(lpn, &page(lpn, id), Intent::Clean).unwrap();
+                model.insert(lpn, id);
+            }
+            5..=6 => {
+                if let PageRead::Good { .. } = ftl.flush_read(lpn, &mut buf).unwrap() {
+                    disk.pages.insert(lpn, model[&lpn]);
+                }
+            }
+            7 if model.contains_key(&lpn) => {
+                let k = 1 + rng.below(T as u64) as usize;
+                ftl.nand_mut().hook.corrupt(lpn, k);
+            }
+            _ => {
+                let r = ftl.read_or_fetch(lpn, &mut buf, &mut disk).unwrap();
+                match model.get(&lpn) {
+                    Some(&want) => {
+                        assert_eq!(identify(lpn, &buf), Found::Content(Some(want)), "id {id}: {r:?}")
+                    }
+                    None => assert_eq!(r, Served::Flash(PageRead::Unmapped), "id {id} lpn {lpn}"),
+                }
+            }
         }
     }
-    assert!(cuts_fired > 10, "only {cuts_fired} cuts fired");
-    assert!(converted_seen > 0, "no cut came after a conversion");
+    let pages = (0..c.logical_pages)
+        .map(|l| {
+            let r = ftl.read_with(l, &mut buf).unwrap();
+            (ftl.flex_is_detecting(l), ftl.flex_is_marked(l), r, identify(l, &buf))
+        })
+        .collect();
+    // Every page still reads its data (a CRC page with errors from the backing store).
+    for l in 0..c.logical_pages {
+        let r = ftl.read_or_fetch(l, &mut buf, &mut disk).unwrap();
+        match model.get(&l) {
+            Some(&want) => assert_eq!(identify(l, &buf), Found::Content(Some(want)), "lpn {l}: {r:?}"),
+            None => assert_eq!(r, Served::Flash(PageRead::Unmapped), "lpn {l}"),
+        }
+    }
+    let (ftl_counters, flex) = (*ftl.counters(), *ftl.flex_counters());
+    drop(ftl);
+    let emu = &noise.dev;
+    let image = (0..g.total_pages())
+        .map(|p| emu.peek_page(PageId(p)).map(|(d, s)| (d.to_vec(), s.to_vec())))
+        .collect();
+    CopyBackRun {
+        image,
+        ftl: ftl_counters,
+        flex,
+        pages,
+        bytes_in: emu.counters().bytes_in,
+        emu_copy_backs: emu.counters().copy_backs,
+        converted_by_copy_back: noise.hook.converted_by_copy_back,
+    }
+}
+
+/// Copy-back GC with FlexECC attached (issue #20): the same seeded workload with and without
+/// `Config::gc_copy_back` leaves every physical page byte for byte the same (data, metadata,
+/// format tag and codec bytes), the same RAM marks, every read the same (format, corrected
+/// bits, content), and the same counters apart from the copy-back ones, while the copy-back run
+/// moved pages by copy-back (conversions to CRC and BCH corrections among them) and transferred
+/// a data area less per clean copy-back. Flat and cached map.
+#[test]
+fn copy_back_gc_with_flex_ecc_makes_the_plain_moves() {
+    for cached in [false, true] {
+        let map = if cached { "cached" } else { "flat" };
+        let plain = copy_back_run(false, cached);
+        let cb = copy_back_run(true, cached);
+        assert_eq!((plain.ftl.gc_copy_backs, plain.emu_copy_backs), (0, 0), "{map}");
+        assert!(plain.ftl.gc_page_copies > 300, "{map}: {:?}", plain.ftl);
+        assert!(
+            plain.flex.converted > 20 && plain.flex.detecting_moved > 20 && plain.flex.correcting_moved > 20,
+            "{map}: {:?}",
+            plain.flex
+        );
+        let differ = cb.image.iter().zip(&plain.image).filter(|(a, b)| a != b).count();
+        assert_eq!(differ, 0, "{map}: {differ} pages differ");
+        assert_eq!(cb.pages, plain.pages, "{map}");
+        assert_eq!(cb.flex, plain.flex, "{map}");
+        let mut without = cb.ftl;
+        (without.gc_copy_backs, without.gc_copy_back_corrected, without.gc_copy_back_aborts) = (0, 0, 0);
+        assert_eq!(without, plain.ftl, "{map}");
+        // Copy-backs did most moves, conversions and corrections included; CRC pages with bit
+        // errors (and, on the cached map, entries not in RAM) aborted to the plain path.
+        assert_eq!(cb.ftl.gc_copy_backs, cb.emu_copy_backs, "{map}");
+        assert!(cb.ftl.gc_copy_backs * 2 > cb.ftl.gc_page_copies, "{map}: {:?}", cb.ftl);
+        assert!(cb.converted_by_copy_back > 10, "{map}: {}", cb.converted_by_copy_back);
+        assert!(cb.ftl.gc_copy_back_corrected > 0 && cb.ftl.gc_copy_back_aborts > 0, "{map}: {:?}", cb.ftl);
+        // A program takes the data and the spare bytes the FTL writes (metadata and codec
+        // bytes) in, a copy-back the whole spare and, if the check corrected it, the data.
+        let program = (PAGE + META_LEN + policies().codec.spare_len()) as i64;
+        let spare = geo().spare_bytes as i64;
+        let (copy_backs, corrected) = (cb.ftl.gc_copy_backs as i64, cb.ftl.gc_copy_back_corrected as i64);
+        let saved = copy_backs * (program - spare) - corrected * PAGE as i64;
+        assert_eq!(plain.bytes_in as i64 - cb.bytes_in as i64, saved, "{map}");
+        assert!(saved > copy_backs * PAGE as i64 * 3 / 4, "{map}");
+    }
 }

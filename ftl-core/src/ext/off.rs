@@ -239,6 +239,24 @@ impl Extensions<'_> {
 }
 
 #[cfg(not(feature = "flex-ecc"))]
+impl super::ExtState<'_> {
+    /// Every copy is correcting (the codec's single format), re-encoded if it was corrected.
+    pub(crate) fn flex_move_plan(
+        &self,
+        _lpn: u32,
+        _stored: Option<crate::policy::PageFormat>,
+        _decoded_ok: bool,
+        encode: bool,
+    ) -> crate::gc::MovePlan {
+        crate::gc::MovePlan {
+            format: crate::policy::PageFormat::Correcting,
+            encode,
+            note: crate::gc::MoveNote::Nothing,
+        }
+    }
+}
+
+#[cfg(not(feature = "flex-ecc"))]
 impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     pub(crate) fn attach_flex(&mut self, _ext: &mut Extensions<'m>) -> Result<(), Error> {
         Ok(())
@@ -261,6 +279,13 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         encode: bool,
     ) -> (bool, crate::policy::PageFormat) {
         (encode, crate::policy::PageFormat::Correcting)
+    }
+    pub(crate) fn flex_begin_move(
+        &mut self,
+        _lpn: u32,
+        _plan: crate::gc::MovePlan,
+    ) -> crate::policy::PageFormat {
+        crate::policy::PageFormat::Correcting
     }
     pub(crate) fn flex_after_move(&mut self, _saved: crate::policy::PageFormat) {}
     #[cfg_attr(not(feature = "dedup"), allow(dead_code))] // used by deduplication only

@@ -30,7 +30,9 @@ use std::rc::Rc;
 
 use ftl_core::policy::{CodecError, PageCodec, PageFormat};
 use ftl_policies::flex_ecc::{tag_format, TAG_CORRECTING, TAG_DETECTING};
-use nand_hal::{BlockId, ErrorType, Geometry, NandFlash, PageId};
+use nand_hal::{
+    BlockId, CopyBackAction, CopyBackCaps, CopyBackError, CopyBackOp, ErrorType, Geometry, NandFlash, PageId,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -246,14 +248,18 @@ pub enum CopyBack {
     /// A plain read (tR, page out over the bus) and program (page in, tPROG).
     #[default]
     Off,
-    /// Copy-back with the data checked: the page is read into the page register (tR) and out
-    /// to the controller (transfer out), decoded (corrected if BCH, re-encoded CRC if it drops
-    /// to CRC), and programmed from the register after only the spare (new parity) and the
-    /// corrected bytes are written back in (ONFI copy-back read + program with data input): the
-    /// page transfer in is saved, the transfer out and the decode are not.
+    /// Copy-back with the data checked: the FTL's own copy-back (`Config::gc_copy_back`, issued
+    /// through [`NoisyNand`]'s `copy_back`): the page is read into the page register (tR) and
+    /// out to the controller (transfer out), decoded by the FTL's check (corrected if BCH; the
+    /// copy's format chosen as the plain path chooses it, re-encoded CRC if it drops to CRC),
+    /// and programmed from the register after the spare (new metadata and codec bytes) and, for
+    /// a corrected page, the data are written back in (ONFI copy-back read + program with data
+    /// input): the page transfer in of a clean page is saved, the transfer out and the decode
+    /// are not.
     Checked,
-    /// [`CopyBack::Checked`] for BCH pages; CRC (clean) pages are copied back unread: tR + tPROG,
-    /// no transfer, no decode. Their CRC travels with them unchanged and is checked at the next
+    /// [`CopyBack::Checked`] for BCH pages; CRC (clean) pages are charged as copied back unread:
+    /// tR + tPROG, no transfer, no decode (a what-if of the model: the FTL still reads and
+    /// checks them, uncharged). Their CRC travels with them unchanged and is checked at the next
     /// host read or scrubber pass; a clean page's data is also in the backing store, so an error
     /// copied unseen costs a disk read, never data.
     CrcDirect,
@@ -311,6 +317,11 @@ struct MoveRead {
     unread: bool,
     /// Decode time the read held its LUN for (in `ready_ns` already).
     held: u64,
+    /// The read of one of the FTL's copy-backs (not aborted by its check): the program is a
+    /// copy-back.
+    copy_back: bool,
+    /// The copy-back's check wrote the (corrected) data back in.
+    data_in: bool,
 }
 
 /// The emulator with modelled bit errors on data reads (see the module documentation).
@@ -318,10 +329,13 @@ struct MoveRead {
 /// GC moves: while [`NoisyNand::track_moves`] is on (the simulator sets it around the FTL calls
 /// that garbage collect: host and clean writes, refreshes), a data read followed directly by a
 /// program is a page move. Its program starts no earlier than the read's data is in the
-/// controller plus the page's decode time (the copy needs the checked data), and with copy-back
-/// on ([`CopyBack`]) a move within one plane (the FTL's GC stream is in the victim's plane) is
-/// charged as a copy-back; a move to another plane is a plain read and program (an unread CRC
-/// page then pays its transfer out at the program).
+/// controller plus the page's decode time (the copy needs the checked data). With copy-back on
+/// ([`CopyBack`]) the device has the emulator's copy-back capabilities, so the FTL issues its
+/// own checked copy-backs (same plane, its check decoding each page), and exactly those are
+/// charged as copy-backs (the whole spare in, the data too if the check corrected it); every
+/// other move (to another plane, a frontier a mount resumed, a copy-back its check aborted) is
+/// a plain read and program (an unread CRC page whose check aborted pays its transfer out at
+/// the program).
 pub struct NoisyNand<'a> {
     /// The device.
     pub emu: &'a mut Emulator,
@@ -336,6 +350,8 @@ pub struct NoisyNand<'a> {
     /// while the LUN serves its next command.
     pub decode_holds_lun: bool,
     pending_move: Option<MoveRead>,
+    /// Inside [`NandFlash::copy_back`]: the read is a copy-back's.
+    in_copy_back: bool,
     /// Decode time held on LUNs (already in read completions), not yet taken.
     held_decode_ns: u64,
     /// Decode time already placed on the device's timeline by chained moves, not yet taken.
@@ -353,6 +369,7 @@ impl<'a> NoisyNand<'a> {
             copy_back: CopyBack::Off,
             decode_holds_lun: false,
             pending_move: None,
+            in_copy_back: false,
             held_decode_ns: 0,
             chained_decode_ns: 0,
             stats: GcMoveStats::default(),
@@ -391,8 +408,9 @@ impl<'a> NoisyNand<'a> {
     fn read_tracked(&mut self, page: PageId, data: &mut [u8], spare: &mut [u8]) -> Result<(), EmuError> {
         let g = self.emu.geometry();
         let plane = g.plane_index(g.block_of(page));
-        let unread =
-            self.copy_back == CopyBack::CrcDirect && self.stored_format(page) == Some(PageFormat::Detecting);
+        let unread = self.in_copy_back
+            && self.copy_back == CopyBack::CrcDirect
+            && self.stored_format(page) == Some(PageFormat::Detecting);
         let full = (data.len() + spare.len()) as u64;
         let out_bytes = if unread { 0 } else { full };
         self.emu.shape_next_op(Some(out_bytes), 0);
@@ -412,6 +430,8 @@ impl<'a> NoisyNand<'a> {
             out_bytes,
             unread,
             held,
+            copy_back: self.in_copy_back,
+            data_in: false,
         });
         Ok(())
     }
@@ -428,10 +448,10 @@ impl<'a> NoisyNand<'a> {
         let decode = self.model.borrow().counters.decode_ns - mv.decode_mark;
         let same_plane = g.plane_index(g.block_of(page)) == mv.plane;
         let full = (data.len() + spare.len()) as u64;
-        let copy_back = self.copy_back != CopyBack::Off && same_plane;
+        let copy_back = mv.copy_back && same_plane;
         let in_bytes = match (copy_back, mv.unread) {
             (true, true) => 0,
-            (true, false) => spare.len() as u64,
+            (true, false) => spare.len() as u64 + if mv.data_in { data.len() as u64 } else { 0 },
             // A plain program; an unread page also has to come out first.
             (false, true) => 2 * full,
             (false, false) => full,
@@ -503,6 +523,41 @@ impl NandFlash for NoisyNand<'_> {
     fn mark_bad(&mut self, block: BlockId) -> Result<(), Self::Error> {
         self.pending_move = None;
         self.emu.mark_bad(block)
+    }
+    /// The emulator's capabilities while copy-back is on, so that the FTL issues its own checked
+    /// copy-backs (`Config::gc_copy_back`, `ftl-core/src/gc_copy_back.rs`); none while it is off.
+    fn copy_back_caps(&self) -> CopyBackCaps {
+        if self.copy_back == CopyBack::Off {
+            CopyBackCaps::FALLBACK
+        } else {
+            self.emu.copy_back_caps()
+        }
+    }
+    /// The FTL's copy-back, charged as a move (see above): the read through [`Self::read_page`]
+    /// (errors drawn, the page out), the FTL's check (decode, format), and, unless it aborts,
+    /// the program through [`Self::program_page`] (a copy-back: only the spare in). After an
+    /// abort the FTL programs the page the plain way, charged as a plain program.
+    fn copy_back(
+        &mut self,
+        op: CopyBackOp<'_>,
+        check: &mut dyn FnMut(&mut [u8], &mut [u8]) -> CopyBackAction,
+    ) -> Result<CopyBackAction, CopyBackError<Self::Error>> {
+        op.check(&self.emu.geometry(), self.copy_back_caps()).map_err(CopyBackError::Refused)?;
+        self.in_copy_back = true;
+        let read = self.read_page(op.src, op.data, op.spare);
+        self.in_copy_back = false;
+        read.map_err(CopyBackError::Read)?;
+        let action = check(op.data, op.spare);
+        if let Some(mv) = self.pending_move.as_mut() {
+            match action {
+                CopyBackAction::Abort => mv.copy_back = false,
+                CopyBackAction::Program { write_data, .. } => mv.data_in = write_data,
+            }
+        }
+        if action != CopyBackAction::Abort {
+            self.program_page(op.dst, op.data, op.spare).map_err(CopyBackError::Program)?;
+        }
+        Ok(action)
     }
 }
 
@@ -627,6 +682,9 @@ mod tests {
 
     /// A GC move on a one-LUN emulator with the flexecc preset's timing and LUN queues: the
     /// program's completion, from an idle device at 0, against the costs each mode charges.
+    /// Within a plane with copy-back on, the move is issued as the FTL issues it (a copy-back
+    /// whose check decodes the page, the whole spare written back); otherwise as a read of the
+    /// metadata and codec bytes and a program.
     fn move_completion(mode: CopyBack, format: PageFormat, same_plane: bool) -> (u64, GcMoveStats) {
         use crate::emulator::{EmulatorConfig, Scheduling, TimingParams};
         let g = nand_hal::Geometry {
@@ -645,22 +703,42 @@ mod tests {
         let model = EccModel::new(&g, ErrorRates::default(), DecodeTiming::PAPER, 1);
         let mut codec = ModelCodec::new(model.clone());
         let meta = ftl_core::meta::META_LEN;
-        let mut spare = vec![0u8; meta + 1];
-        codec.encode_as(&[], &mut spare[meta..], format);
+        let mut spare = vec![0xFFu8; g.spare_bytes as usize];
+        codec.encode_as(&[], &mut spare[meta..meta + 1], format);
         let data = vec![0u8; 4096];
-        emu.program_page(PageId(0), &data, &spare).unwrap();
+        emu.program_page(PageId(0), &data, &spare[..meta + 1]).unwrap();
         let idle = emu.idle_at_ns();
         emu.set_now_ns(idle);
         let mut nand = NoisyNand::new(&mut emu, model.clone());
         nand.copy_back = mode;
         nand.track_moves = true;
-        let (mut d, mut sp) = (vec![0u8; 4096], vec![0u8; meta + 1]);
-        nand.read_page(PageId(0), &mut d, &mut sp).unwrap();
-        codec.decode(&mut d, &sp[meta..]).unwrap();
         // The destination: the next page of the block's plane, or a block of the other plane.
         let dest = if same_plane { PageId(1) } else { PageId(g.pages_per_block) };
         assert_ne!(g.plane_index(g.block_of(dest)) == g.plane_index(g.block_of(PageId(0))), !same_plane);
-        nand.program_page(dest, &data, &sp).unwrap();
+        let mut d = vec![0u8; 4096];
+        if mode != CopyBack::Off && same_plane {
+            assert!(nand.copy_back_caps().native);
+            let mut sp = vec![0u8; g.spare_bytes as usize];
+            let op = CopyBackOp {
+                src: PageId(0),
+                dst: dest,
+                read: nand_hal::CopyBackRead::Page,
+                data: &mut d,
+                spare: &mut sp,
+            };
+            let action = nand
+                .copy_back(op, &mut |d, sp| {
+                    codec.decode(d, &sp[meta..meta + 1]).unwrap();
+                    CopyBackAction::Program { write_data: false, write_spare: true }
+                })
+                .unwrap();
+            assert_ne!(action, CopyBackAction::Abort);
+        } else {
+            let mut sp = vec![0u8; meta + 1];
+            nand.read_page(PageId(0), &mut d, &mut sp).unwrap();
+            codec.decode(&mut d, &sp[meta..]).unwrap();
+            nand.program_page(dest, &data, &sp).unwrap();
+        }
         let done = nand.emu.last_op_completion_ns() - idle;
         (done, nand.move_stats())
     }
@@ -668,21 +746,23 @@ mod tests {
     #[test]
     fn gc_moves_are_charged_as_copy_backs() {
         let (t_r, t_prog, ns_per_b) = (25_000u64, 200_000u64, 1.25);
-        let page = ((4096 + ftl_core::meta::META_LEN + 1) as f64 * ns_per_b).ceil() as u64;
-        let spare_in = ((ftl_core::meta::META_LEN + 1) as f64 * ns_per_b).ceil() as u64;
-        let two_pages = (2.0 * (4096 + ftl_core::meta::META_LEN + 1) as f64 * ns_per_b).ceil() as u64;
+        let spare = crate::sim::device::Preset::FlexEcc.device().geometry.spare_bytes as usize;
+        let xfer = |bytes: usize| (bytes as f64 * ns_per_b).ceil() as u64;
+        let page = xfer(4096 + ftl_core::meta::META_LEN + 1);
+        // A copy-back's read and program move the whole spare (the HAL's buffers).
+        let (page_out, spare_in) = (xfer(4096 + spare), xfer(spare));
         let (bch, crc) = (10_000 - 4, 1666);
         for (mode, format, same, want, unread) in [
             // Plain move: read out, decode, page in, program.
             (CopyBack::Off, PageFormat::Correcting, true, t_r + page + bch + page + t_prog, 0),
             // Checked copy-back: read out and decode, only the spare back in.
-            (CopyBack::Checked, PageFormat::Correcting, true, t_r + page + bch + spare_in + t_prog, 0),
-            (CopyBack::Checked, PageFormat::Detecting, true, t_r + page + crc + spare_in + t_prog, 0),
+            (CopyBack::Checked, PageFormat::Correcting, true, t_r + page_out + bch + spare_in + t_prog, 0),
+            (CopyBack::Checked, PageFormat::Detecting, true, t_r + page_out + crc + spare_in + t_prog, 0),
             // CRC pages copied back unread; BCH pages still checked.
             (CopyBack::CrcDirect, PageFormat::Detecting, true, t_r + t_prog, 1),
-            (CopyBack::CrcDirect, PageFormat::Correcting, true, t_r + page + bch + spare_in + t_prog, 0),
-            // Another plane: no copy-back; an unread page pays its transfer out at the program.
-            (CopyBack::CrcDirect, PageFormat::Detecting, false, t_r + two_pages + t_prog, 0),
+            (CopyBack::CrcDirect, PageFormat::Correcting, true, t_r + page_out + bch + spare_in + t_prog, 0),
+            // Another plane: no copy-back (the FTL reads and programs).
+            (CopyBack::CrcDirect, PageFormat::Detecting, false, t_r + page + crc + page + t_prog, 0),
         ] {
             let (done, st) = move_completion(mode, format, same);
             assert_eq!(done, want, "{mode:?} {format:?} same plane {same}");

@@ -663,10 +663,10 @@ fn ftl_config(cfg: &SimConfig) -> Config {
     fcfg.wear_spread_limit = fcfg.wear_spread_limit.min((geo.endurance / 10).max(4));
     fcfg.wear_check_interval = fcfg.wear_check_interval.min((geo.endurance / 12).max(1));
     // Copy-back GC only when asked (`--copy-back`): off, every figure is the plain read +
-    // program's. With FlexECC the FTL never issues it (its moves choose their format) and the
-    // bit-error model charges its moves as copy-backs instead ([`ecc_model::NoisyNand`]);
-    // without FlexECC the FTL's real copy-backs run on the emulator, which charges them (tR,
-    // the page out, only the spare in, tPROG).
+    // program's. The FTL's real (checked) copy-backs run on the emulator, which charges them
+    // (tR, the page out, only the spare in, tPROG); with FlexECC through its bit-error model
+    // ([`ecc_model::NoisyNand`], which charges them the same way, and CRC pages unread under
+    // `crc-direct`).
     fcfg.gc_copy_back = cfg.flex.copy_back != ecc_model::CopyBack::Off;
     fcfg.stripe_order = cfg.stripe_order;
     fcfg

@@ -73,8 +73,9 @@ pub struct Report {
     pub nand_erases: u64,
     /// Pages copied by GC.
     pub gc_page_copies: u64,
-    /// Of `gc_page_copies`, those the FTL moved by copy-back (`--copy-back checked` without
-    /// FlexECC turns the FTL's `Config::gc_copy_back` on; the emulator charges each one).
+    /// Of `gc_page_copies`, those the FTL moved by copy-back (`--copy-back checked` or
+    /// `crc-direct` turns the FTL's `Config::gc_copy_back` on; the emulator charges each one,
+    /// with FlexECC its bit-error model).
     pub gc_copy_backs: u64,
     /// Pages programmed for checkpoints.
     pub checkpoint_pages: u64,
