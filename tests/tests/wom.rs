@@ -35,7 +35,7 @@ use ftl_tests::{
 };
 use nand_hal::{BlockId, EccRequirement, Geometry, NandFlash};
 use proptest::prelude::*;
-use sim_host::emulator::{EmuError, Emulator, EmulatorConfig, FaultConfig};
+use sim_host::emulator::{EmuError, Emulator, EmulatorConfig, FaultConfig, MultiPlaneCut};
 use sim_host::memory::FtlMemory;
 use sim_host::sim::wom::{polar_wom, ReuseBuffers};
 
@@ -55,8 +55,22 @@ fn wom_geometry(pages_per_block: u32, blocks_per_plane: u32, planes: u32) -> Geo
 }
 
 fn emulator(geo: Geometry, torn: f64, erase: f64, seed: u64) -> Emulator {
+    emulator_cut(geo, torn, erase, seed, MultiPlaneCut::CutOpOnly)
+}
+
+/// The emulator whose cuts in a multi-plane program (a two-plane second write's) leave what
+/// `cut` says: the pages before the cut one programmed and the rest untouched, or every page of
+/// the call torn.
+fn emulator_cut(geo: Geometry, torn: f64, erase: f64, seed: u64, cut: MultiPlaneCut) -> Emulator {
     let faults = FaultConfig { torn_fraction: torn, partial_erase_fraction: erase, ..FaultConfig::default() };
-    Emulator::new(EmulatorConfig { faults, seed, reject_set_bits: true, ..EmulatorConfig::new(geo) }).unwrap()
+    let config = EmulatorConfig {
+        faults,
+        seed,
+        reject_set_bits: true,
+        multi_plane_cut: cut,
+        ..EmulatorConfig::new(geo)
+    };
+    Emulator::new(config).unwrap()
 }
 
 fn parts_with(geo: &Geometry, cfg: &Config, codec: Box<dyn SecondWriteCodec + Send>) -> WomParts {
@@ -480,16 +494,26 @@ fn structured_data_second_writes() {
 // Model test and torture with second writes
 
 fn env(geo: Geometry, cfg: Config, torn: f64, erase: f64, seed: u64) -> Env {
-    let mut e = Env::new(emulator(geo, torn, erase, seed), cfg);
-    e.ext.wom = Some(small_parts(&geo, &cfg));
-    e
+    env_cut(PairLayout::TwoPlanes, MultiPlaneCut::CutOpOnly, geo, cfg, torn, erase, seed)
 }
 
 fn env_with(layout: PairLayout, geo: Geometry, cfg: Config, torn: f64, erase: f64, seed: u64) -> Env {
-    let mut e = env(geo, cfg, torn, erase, seed);
-    if let Some(w) = e.ext.wom.as_mut() {
-        w.config.layout = layout;
-    }
+    env_cut(layout, MultiPlaneCut::CutOpOnly, geo, cfg, torn, erase, seed)
+}
+
+fn env_cut(
+    layout: PairLayout,
+    cut: MultiPlaneCut,
+    geo: Geometry,
+    cfg: Config,
+    torn: f64,
+    erase: f64,
+    seed: u64,
+) -> Env {
+    let mut e = Env::new(emulator_cut(geo, torn, erase, seed, cut), cfg);
+    let mut w = small_parts(&geo, &cfg);
+    w.config.layout = layout;
+    e.ext.wom = Some(w);
     e
 }
 
@@ -544,9 +568,40 @@ fn fixed_workload(logical: u32) -> Vec<Op> {
 /// `torture.rs`'s exhaustive cut points with second writes on: a cut at every device operation
 /// of the workload (every second write's program included), the recovery mount cut too.
 fn exhaustive(layout: PairLayout, torn: f64, stride: u64) {
+    let step = stride * std::env::var("FTL_WOM_CUT_STEP").ok().and_then(|v| v.parse().ok()).unwrap_or(1u64);
+    let r = exhaustive_in(layout, MultiPlaneCut::CutOpOnly, torn, step, false);
+    if step == 1 && layout == PairLayout::TwoPlanes {
+        // Every op cut: each page of every second write's program was the cut one once.
+        assert_eq!(r.second_write_cuts as usize, 2 * r.second_write_programs, "{r:?}");
+    }
+}
+
+/// What [`exhaustive_in`] cut.
+#[derive(Debug, Default)]
+struct Exhaustive {
+    /// Cut points run.
+    cuts: u32,
+    /// Recovery mounts cut too.
+    mount_cuts: u32,
+    /// Cuts that hit a second write's multi-plane program.
+    second_write_cuts: u32,
+    /// Second-write programs of the workload (two-plane layout).
+    second_write_programs: usize,
+}
+
+/// The exhaustive run: a cut at every `step`-th device operation of the fixed workload, and if
+/// `every_second_write`, at both pages of every second write's multi-plane program as well
+/// (each cut run is the workload up to its cut, so those cut points are the dry run's).
+fn exhaustive_in(
+    layout: PairLayout,
+    cut: MultiPlaneCut,
+    torn: f64,
+    step: u64,
+    every_second_write: bool,
+) -> Exhaustive {
     let (geo, cfg) = small();
     let ops = fixed_workload(cfg.logical_pages);
-    let mut dry = env_with(layout, geo, cfg, torn, 0.5, 1);
+    let mut dry = env_cut(layout, cut, geo, cfg, torn, 0.5, 1);
     dry.verify = Verify::Touched;
     let n = dry.run(&ops, Start::Format).unwrap().ops_at_end;
     let t = dry.totals;
@@ -554,25 +609,36 @@ fn exhaustive(layout: PairLayout, torn: f64, stride: u64) {
         t.second_writes > 50 && t.second_write_gc_rewrites > 0 && t.gc_blocks > 0 && t.checkpoints > 3,
         "the workload must reach second writes, GC of reused blocks and checkpoints: {t:?}"
     );
-    let step = stride * std::env::var("FTL_WOM_CUT_STEP").ok().and_then(|v| v.parse().ok()).unwrap_or(1u64);
-    let (mut cuts, mut mount_cuts) = (0, 0);
-    let mut k = 0;
-    while k < n {
-        let mut e = env_with(layout, geo, cfg, torn, 0.5, k);
+    let sw = &dry.faults.second_write_ops;
+    if layout == PairLayout::TwoPlanes {
+        // Every second write is one multi-plane program of its two halves.
+        assert_eq!(sw.len() as u64, t.second_writes, "{layout:?} {cut:?}");
+    }
+    let mut points: Vec<u64> = (0..n).step_by(step.max(1) as usize).collect();
+    if every_second_write {
+        points.extend(sw.iter().flat_map(|&a| [a, a + 1]));
+        points.sort_unstable();
+        points.dedup();
+    }
+    let mut r = Exhaustive { second_write_programs: sw.len(), ..Exhaustive::default() };
+    for k in points {
+        let mut e = env_cut(layout, cut, geo, cfg, torn, 0.5, k);
         e.verify = Verify::Touched;
         e.ops_after_cut = Some(10);
         e.mount_cut = Some(((k * 0x9E37_79B9) % 400) as u32);
         e.emu.schedule_power_cut(k);
-        let s = e.run(&ops, Start::Format).unwrap_or_else(|err| panic!("cut at device op {k} of {n}: {err}"));
+        let s = e.run(&ops, Start::Format).unwrap_or_else(|err| {
+            panic!("{layout:?} {cut:?} torn {torn}: cut at device op {k} of {n}: {err}")
+        });
         assert!(s.format_cut || s.cuts >= 1);
-        cuts += 1;
-        mount_cuts += s.mount_cuts;
-        k += step;
+        r.cuts += 1;
+        r.mount_cuts += s.mount_cuts;
+        r.second_write_cuts += e.faults.second_write_cuts;
     }
-    eprintln!("{cuts} cut points of {n}, {mount_cuts} recovery mounts cut");
-    assert!(mount_cuts > 0);
+    eprintln!("{layout:?} {cut:?} torn {torn}: {r:?} of {n} device ops");
+    assert!(r.mount_cuts > 0);
+    r
 }
-
 /// Cuts tear half the bits a program was changing.
 #[test]
 fn exhaustive_cut_points_with_second_writes() {
@@ -591,6 +657,29 @@ fn exhaustive_cut_points_with_second_writes_nearly_complete_programs() {
     exhaustive(PairLayout::TwoPlanes, 0.999, 1);
 }
 
+/// Issue #20: the exhaustive cut points on both multi-plane cut semantics of the emulator, a cut
+/// on either page of a second write's two-plane program leaving the first page programmed and
+/// the second torn (`CutOpOnly`) or both pages torn (`WholeCall`: the pair's first-write contents
+/// gone in both planes, the second write in neither), torn pages partly programmed (half the
+/// bits, and nearly all of them: metadata that checks out in both halves over data that does
+/// not decode). Every page of every second write's program is cut, and every
+/// `FTL_WOM_TEAR_STEP`-th (default 8; 1: every) other device operation of the workload.
+#[test]
+fn exhaustive_cut_points_tearing_whole_second_writes() {
+    let step = std::env::var("FTL_WOM_TEAR_STEP").ok().and_then(|v| v.parse().ok()).unwrap_or(8u64);
+    for cut in [MultiPlaneCut::CutOpOnly, MultiPlaneCut::WholeCall] {
+        for torn in [0.5, 0.999] {
+            let r = exhaustive_in(PairLayout::TwoPlanes, cut, torn, step, true);
+            assert!(r.second_write_programs > 50, "{cut:?}: {r:?}");
+            assert_eq!(
+                r.second_write_cuts as usize,
+                2 * r.second_write_programs,
+                "{cut:?} torn {torn}: {r:?}"
+            );
+        }
+    }
+}
+
 /// Random cuts over long runs (`FTL_WOM_CUTS`, default 300).
 #[test]
 fn random_cuts_with_second_writes() {
@@ -606,23 +695,50 @@ fn random_cuts_with_same_block_second_writes() {
 }
 
 fn random_cuts(layout: PairLayout, total: u64) {
-    let (mut cuts, mut second) = (0u64, 0u64);
-    let mut seed = 1u64;
+    random_cuts_in(layout, MultiPlaneCut::CutOpOnly, total, 1);
+}
+
+/// Random cuts until `total` have fired, from `seed` on: returns the cuts and those that hit a
+/// second write's program.
+fn random_cuts_in(layout: PairLayout, cut: MultiPlaneCut, total: u64, first_seed: u64) -> (u64, u64) {
+    let (mut cuts, mut second, mut in_second) = (0u64, 0u64, 0u64);
+    let mut seed = first_seed;
     while cuts < total {
         let (geo, cfg) = small();
         let torn = [0.5, 0.99, 0.01][seed as usize % 3];
-        let mut e = env_with(layout, geo, cfg, torn, 0.5, seed);
+        let mut e = env_cut(layout, cut, geo, cfg, torn, 0.5, seed);
         e.verify = Verify::Touched;
         e.random_cuts = Some(RandomCuts::within_600(seed));
         let mut rng = Rng::new(seed ^ 0xABCD);
         let ops = random_workload(&mut rng, cfg.logical_pages, 400);
-        let s = e.run(&ops, Start::Format).unwrap_or_else(|err| panic!("{layout:?}, seed {seed}: {err}"));
+        let s =
+            e.run(&ops, Start::Format).unwrap_or_else(|err| panic!("{layout:?} {cut:?}, seed {seed}: {err}"));
         assert_eq!(e.emu.counters().rejected, 0, "seed {seed}");
         cuts += s.cuts as u64 + 1;
         second += e.totals.second_writes;
+        in_second += e.faults.second_write_cuts as u64;
         seed += 1;
     }
-    assert!(second > 10 * seed, "{layout:?}: {second} second writes in {seed} runs");
+    let runs = seed - first_seed;
+    assert!(second > 10 * runs, "{layout:?} {cut:?}: {second} second writes in {runs} runs");
+    (cuts, in_second)
+}
+
+/// Issue #20: the random cuts against the model on both multi-plane cut semantics (`CutOpOnly`,
+/// `WholeCall`), torn pages partly programmed (a half, 99 % or 1 % of the bits a program was
+/// changing): every acknowledged write reads back, an unacknowledged one reads old or new,
+/// never an error. `FTL_WOM_TEAR_CUTS` cuts each (default 400), seeds from `FTL_WOM_TEAR_SEED`
+/// (default 1); some of them must hit second writes.
+#[test]
+fn random_cuts_tearing_whole_second_writes() {
+    let env =
+        |name: &str, default: u64| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+    let (total, seed) = (env("FTL_WOM_TEAR_CUTS", 400), env("FTL_WOM_TEAR_SEED", 1));
+    for cut in [MultiPlaneCut::CutOpOnly, MultiPlaneCut::WholeCall] {
+        let (cuts, in_second) = random_cuts_in(PairLayout::TwoPlanes, cut, total, seed);
+        eprintln!("{cut:?}: {cuts} cuts, {in_second} in second writes");
+        assert!(in_second * 50 > cuts, "{cut:?}: {in_second} of {cuts} cuts hit a second write");
+    }
 }
 
 /// The model test's device and op mix reach second writes and their GC within one sequence.
