@@ -513,6 +513,9 @@ pub struct FaultPlan {
     /// The device operation index of the first page of every second write's multi-plane program
     /// issued (never reset; feature `wom`): a workload's cut points inside second writes.
     pub second_write_ops: Vec<u64>,
+    /// The device operation index of the first page of every multi-plane program issued, and
+    /// its pages (never reset; second writes' included).
+    pub multi_program_ops: Vec<(u64, usize)>,
 }
 
 /// Whether a program's `spare` carries whole second-write metadata (a half of a second write,
@@ -608,9 +611,12 @@ impl NandFlash for Faulty<'_> {
             return Ok(());
         }
         let (powered, at) = (self.emu.is_powered(), self.emu.ops_issued());
-        let second = ops.iter().all(|o| is_second_write_spare(o.spare));
-        if second && powered {
-            self.plan.second_write_ops.push(at);
+        let second = !ops.is_empty() && ops.iter().all(|o| is_second_write_spare(o.spare));
+        if powered {
+            self.plan.multi_program_ops.push((at, ops.len()));
+            if second {
+                self.plan.second_write_ops.push(at);
+            }
         }
         let r = self.emu.program_multi(ops);
         if r.is_err() && powered && !self.emu.is_powered() {
@@ -690,6 +696,7 @@ impl CutControl for Faulty<'_> {
             multi_program_cuts: self.plan.multi_program_cuts,
             second_write_cuts: self.plan.second_write_cuts,
             second_write_ops: std::mem::take(&mut self.plan.second_write_ops),
+            multi_program_ops: std::mem::take(&mut self.plan.multi_program_ops),
             ..FaultPlan::default()
         };
     }

@@ -663,10 +663,10 @@ fn exhaustive_cut_points_with_second_writes_nearly_complete_programs() {
 /// gone in both planes, the second write in neither), torn pages partly programmed (half the
 /// bits, and nearly all of them: metadata that checks out in both halves over data that does
 /// not decode). Every page of every second write's program is cut, and every
-/// `FTL_WOM_TEAR_STEP`-th (default 8; 1: every) other device operation of the workload.
+/// `FTL_WOM_TEAR_STEP`-th (default 16; 1: every) other device operation of the workload.
 #[test]
 fn exhaustive_cut_points_tearing_whole_second_writes() {
-    let step = std::env::var("FTL_WOM_TEAR_STEP").ok().and_then(|v| v.parse().ok()).unwrap_or(8u64);
+    let step = std::env::var("FTL_WOM_TEAR_STEP").ok().and_then(|v| v.parse().ok()).unwrap_or(16u64);
     for cut in [MultiPlaneCut::CutOpOnly, MultiPlaneCut::WholeCall] {
         for torn in [0.5, 0.999] {
             let r = exhaustive_in(PairLayout::TwoPlanes, cut, torn, step, true);
@@ -1041,13 +1041,27 @@ fn failures_and_cuts(layout: PairLayout, seeds: u64) {
 /// More than one plane pair: four planes in one LUN, and two LUNs of two planes, with cuts.
 #[test]
 fn several_plane_pairs_with_cuts() {
+    several_plane_pairs(MultiPlaneCut::CutOpOnly, 6);
+}
+
+/// Issue #20: the same on an emulator whose cuts tear every page of a multi-plane program
+/// (`MultiPlaneCut::WholeCall`; on 4 planes a first-write program of up to four pages),
+/// `FTL_WOM_TEAR_SEEDS` seeds per geometry (default 6).
+#[test]
+fn several_plane_pairs_tearing_whole_calls() {
+    let seeds = std::env::var("FTL_WOM_TEAR_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(6u64);
+    several_plane_pairs(MultiPlaneCut::WholeCall, seeds);
+}
+
+fn several_plane_pairs(cut: MultiPlaneCut, seeds: u64) {
     for (planes, luns) in [(4u32, 1u32), (2, 2)] {
         let mut second = 0;
-        for seed in 1..=6u64 {
+        for seed in 1..=seeds {
             let geo = Geometry { luns, ..wom_geometry(8, 12, planes) };
             let mut cfg = Config::with_logical_pages(&geo, 48);
             cfg.checkpoint_interval_blocks = 6;
-            let mut e = Env::new(emulator(geo, 0.5, 0.5, seed), cfg);
+            let torn = [0.5, 0.99, 0.01][seed as usize % 3];
+            let mut e = Env::new(emulator_cut(geo, torn, 0.5, seed, cut), cfg);
             e.ext.wom = Some(small_parts(&geo, &cfg));
             e.verify = Verify::Touched;
             e.random_cuts = Some(RandomCuts {
@@ -1059,11 +1073,11 @@ fn several_plane_pairs_with_cuts() {
             let mut rng = Rng::new(seed ^ 0x77);
             let ops = random_workload(&mut rng, cfg.logical_pages, 300);
             e.run(&ops, Start::Format)
-                .unwrap_or_else(|err| panic!("{planes} planes x {luns} LUNs, seed {seed}: {err}"));
+                .unwrap_or_else(|err| panic!("{planes} planes x {luns} LUNs {cut:?}, seed {seed}: {err}"));
             assert_eq!(e.emu.counters().rejected, 0);
             second += e.totals.second_writes;
         }
-        assert!(second > 100, "{planes} planes x {luns} LUNs: {second} second writes");
+        assert!(second > 100 * seeds / 6, "{planes} planes x {luns} LUNs: {second} second writes");
     }
 }
 
@@ -1125,6 +1139,25 @@ fn random_cuts_with_second_writes_and_rber() {
     rber_cut_runs(PairLayout::TwoPlanes, seeds, &|| RequestSizeClassifier::default(), SingleHostStream);
 }
 
+/// Issue #20: the same on an emulator whose cuts tear every page of a multi-plane program
+/// (`MultiPlaneCut::WholeCall`: both halves of a cut second write torn), torn pages partly
+/// programmed down to a few bits (a tenth of a percent of the bits a program was changing: a torn
+/// first write that BCH corrects), `FTL_WOM_RBER_SEEDS` seeds.
+#[test]
+fn random_cuts_tearing_whole_second_writes_with_rber() {
+    use ftl_core::policy::{RequestSizeClassifier, SingleHostStream};
+    let seeds: u64 = std::env::var("FTL_WOM_RBER_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(6);
+    let (cut, torn) = (MultiPlaneCut::WholeCall, &[0.5, 0.99, 0.01, 0.001][..]);
+    rber_cut_runs_in(
+        PairLayout::TwoPlanes,
+        cut,
+        torn,
+        seeds,
+        &|| RequestSizeClassifier::default(),
+        SingleHostStream,
+    );
+}
+
 /// The same with same-block pairs (`FTL_WOM_RBER_SEEDS` / 2 seeds).
 #[test]
 fn random_cuts_with_same_block_second_writes_and_rber() {
@@ -1154,6 +1187,22 @@ where
     K: ftl_core::policy::Classifier + Clone,
     L: ftl_core::policy::Placement + Clone,
 {
+    rber_cut_runs_in(layout, MultiPlaneCut::CutOpOnly, &[0.5, 0.99, 0.01], seeds, classifier, placement);
+}
+
+/// [`rber_cut_runs`] with the multi-plane cut semantics `cut`, seed `s` tearing pages by
+/// `torn[s % torn.len()]`.
+fn rber_cut_runs_in<K, L>(
+    layout: PairLayout,
+    cut: MultiPlaneCut,
+    torn: &[f64],
+    seeds: u64,
+    classifier: &dyn Fn() -> K,
+    placement: L,
+) where
+    K: ftl_core::policy::Classifier + Clone,
+    L: ftl_core::policy::Placement + Clone,
+{
     use ftl_core::policy::{Greedy, Policies};
     let rber: f64 = std::env::var("FTL_WOM_RBER").ok().and_then(|v| v.parse().ok()).unwrap_or(1e-6);
     let (mut cuts, mut flips, mut second) = (0, 0, 0);
@@ -1162,11 +1211,12 @@ where
         let geo = Geometry { ecc: EccRequirement { bits: 4, codeword_bytes: 512 }, ..geo };
         let faults = FaultConfig {
             rber,
-            torn_fraction: [0.5, 0.99, 0.01][seed as usize % 3],
+            torn_fraction: torn[seed as usize % torn.len()],
             partial_erase_fraction: 0.5,
             ..FaultConfig::default()
         };
-        let emu = Emulator::new(EmulatorConfig { faults, seed, ..EmulatorConfig::new(geo) }).unwrap();
+        let config = EmulatorConfig { faults, seed, multi_plane_cut: cut, ..EmulatorConfig::new(geo) };
+        let emu = Emulator::new(config).unwrap();
         let policies = Policies {
             codec: WomBch::for_geometry(&geo).unwrap(),
             classifier: classifier(),
@@ -1182,7 +1232,8 @@ where
         e.random_cuts = Some(RandomCuts::within_600(seed));
         let mut rng = Rng::new(seed ^ 0xB17);
         let ops = random_workload(&mut rng, cfg.logical_pages, 600);
-        let s = e.run(&ops, Start::Format).unwrap_or_else(|err| panic!("{layout:?}, seed {seed}: {err}"));
+        let s =
+            e.run(&ops, Start::Format).unwrap_or_else(|err| panic!("{layout:?} {cut:?}, seed {seed}: {err}"));
         cuts += s.cuts;
         flips += e.emu.counters().bit_flips;
         second += e.totals.second_writes;
