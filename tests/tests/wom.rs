@@ -17,7 +17,13 @@
 //!   a torn second half, and where each pair's pages lie) (`PROPTEST_CASES`, `FTL_WOM_CUTS`,
 //!   `FTL_WOM_FAULT_SEEDS`, `FTL_WOM_CUT_STEP` size them);
 //! - raw bit errors with random cuts, BCH on first and second writes, on a chip without the
-//!   strict rule (`FTL_WOM_RBER`, `FTL_WOM_RBER_SEEDS`).
+//!   strict rule (`FTL_WOM_RBER`, `FTL_WOM_RBER_SEEDS`);
+//! - issue #20, `*tearing_whole*`: the cut tests on both power-cut semantics of the emulator
+//!   for multi-plane programs (`MultiPlaneCut::CutOpOnly`, `WholeCall`: both halves of a cut
+//!   second write torn), torn pages partly programmed: a cut at each page of every second
+//!   write's program and every `FTL_WOM_TEAR_STEP`-th other operation, random cuts against the
+//!   model (`FTL_WOM_TEAR_CUTS`, `FTL_WOM_TEAR_SEED`), several plane pairs
+//!   (`FTL_WOM_TEAR_SEEDS`), failures, raw bit errors.
 //!
 //! Geometry: 4 KiB + 368-byte spare (9 %, the paper's), 2 planes, NOP 4, pages programmed in any
 //! order. The code: polar, N = 2^16, 2 attempts, the lowest rate that fits the spare.
@@ -983,7 +989,15 @@ fn second_writes_fit_nop_three() {
 #[test]
 fn failures_and_cuts_with_second_writes() {
     let seeds: u64 = std::env::var("FTL_WOM_FAULT_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
-    failures_and_cuts(PairLayout::TwoPlanes, seeds);
+    failures_and_cuts(PairLayout::TwoPlanes, MultiPlaneCut::CutOpOnly, seeds);
+}
+
+/// Issue #20: the same on an emulator whose cuts tear every page of a multi-plane program
+/// (`MultiPlaneCut::WholeCall`), `FTL_WOM_FAULT_SEEDS` runs.
+#[test]
+fn failures_and_cuts_tearing_whole_second_writes() {
+    let seeds: u64 = std::env::var("FTL_WOM_FAULT_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
+    failures_and_cuts(PairLayout::TwoPlanes, MultiPlaneCut::WholeCall, seeds);
 }
 
 /// The same with same-block pairs (`FTL_WOM_FAULT_SEEDS` / 2 runs): a failed program of a
@@ -991,10 +1005,10 @@ fn failures_and_cuts_with_second_writes() {
 #[test]
 fn failures_and_cuts_with_same_block_second_writes() {
     let seeds: u64 = std::env::var("FTL_WOM_FAULT_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
-    failures_and_cuts(PairLayout::SameBlock, seeds / 2);
+    failures_and_cuts(PairLayout::SameBlock, MultiPlaneCut::CutOpOnly, seeds / 2);
 }
 
-fn failures_and_cuts(layout: PairLayout, seeds: u64) {
+fn failures_and_cuts(layout: PairLayout, cut: MultiPlaneCut, seeds: u64) {
     let (mut completed, mut failures, mut second) = (0, 0, 0);
     for seed in 1..=seeds {
         let (geo, cfg) = small();
@@ -1006,10 +1020,14 @@ fn failures_and_cuts(layout: PairLayout, seeds: u64) {
             factory_bad_permille: 20,
             ..FaultConfig::default()
         };
-        let emu =
-            Emulator::new(EmulatorConfig { faults, seed, reject_set_bits: true, ..EmulatorConfig::new(geo) })
-                .unwrap();
-        let mut e = Env::new(emu, cfg);
+        let config = EmulatorConfig {
+            faults,
+            seed,
+            reject_set_bits: true,
+            multi_plane_cut: cut,
+            ..EmulatorConfig::new(geo)
+        };
+        let mut e = Env::new(Emulator::new(config).unwrap(), cfg);
         let mut w = small_parts(&geo, &cfg);
         w.config.layout = layout;
         e.ext.wom = Some(w);
@@ -1026,7 +1044,7 @@ fn failures_and_cuts(layout: PairLayout, seeds: u64) {
             Ok(_) => completed += 1,
             // Enough grown bad blocks can leave too little room for the capacity: a clean error.
             Err(err) if err.contains("NoSpace") => {}
-            Err(err) => panic!("{layout:?}, seed {seed}: {err}"),
+            Err(err) => panic!("{layout:?} {cut:?}, seed {seed}: {err}"),
         }
         assert_eq!(e.emu.counters().rejected, 0, "seed {seed}");
         failures += e.totals.program_failures;
