@@ -908,6 +908,160 @@ fn torn_second_write(layout: PairLayout) {
     assert_eq!(f.nand().counters().rejected, 0);
 }
 
+/// A device whose two-plane second write after `skip` more programs both halves whole except
+/// their second-write metadata, which stays erased, then loses power: as a chip that tears the
+/// whole call can leave it (`MultiPlaneCut::WholeCall`), the first writes the pair covered gone
+/// in both planes and nothing on flash saying a second write was there. Records the two pages.
+struct TearSecondWriteMetaErased {
+    skip: u32,
+    torn: Vec<nand_hal::PageId>,
+}
+
+impl Hook for TearSecondWriteMetaErased {
+    type Dev = Emulator;
+    fn program_multi(
+        &mut self,
+        emu: &mut Emulator,
+        ops: &[nand_hal::ProgramOp<'_>],
+    ) -> Result<(), (usize, EmuError)> {
+        if self.torn.is_empty() && ops.len() == 2 && ops.iter().all(|o| is_second_write(o.spare)) {
+            if self.skip > 0 {
+                self.skip -= 1;
+                return emu.program_multi(ops);
+            }
+            for (i, o) in ops.iter().enumerate() {
+                let mut spare = o.spare.to_vec();
+                let n = spare.len();
+                spare[n - ftl_core::reuse::SW_META_LEN..].fill(0xFF);
+                emu.program_page(o.page, o.data, &spare).map_err(|e| (i, e))?;
+                self.torn.push(o.page);
+            }
+            emu.power_cut_now();
+            return Err((0, EmuError::PowerLoss));
+        }
+        emu.program_multi(ops)
+    }
+}
+
+/// `n` overwrites of the hot logical pages `0..hot` (ids from `id` on), noted in `want`.
+fn write_hot<N: NandFlash>(
+    f: &mut ftl_tests::TestFtl<'_, N>,
+    want: &mut [u64],
+    id: &mut u64,
+    hot: u64,
+    n: u64,
+) {
+    for _ in 0..n {
+        *id += 1;
+        let l = (*id * 7 % hot) as u32;
+        f.write(l, &page(l, *id)).unwrap();
+        want[l as usize] = *id;
+    }
+}
+
+/// Issue #20: a second write torn in both planes with its metadata erased in both halves (its data
+/// and codec bits programmed, the first writes there destroyed) is no second write to mount, and
+/// its pages are never second-written again before their blocks are erased (a later pair walk
+/// finds the first write no longer decoding or the codec region programmed): every page reads
+/// back through later writes, GC, cuts and mounts, the strict chip refuses no program, and each
+/// torn page holds its torn image until its block is erased. Over twelve tear points in two
+/// pairs: a pair's first second write (its blocks hold no live data and come back to be erased)
+/// and later ones, which leave the torn pages in blocks holding live data (the pair's earlier
+/// second writes), so they stay on flash through the later writes, GC and cuts.
+#[test]
+fn second_write_torn_in_both_planes_with_erased_metadata_is_never_reused() {
+    let mut kept = 0;
+    for skip in 0..12 {
+        kept += torn_meta_erased_case(skip);
+    }
+    assert!(kept > 0, "no torn page came back in a block holding live data");
+}
+
+/// One tear, `skip` second writes after the first mount; returns how many torn pages came back in
+/// a used block with live data.
+fn torn_meta_erased_case(skip: u32) -> u32 {
+    use ftl_core::blocks::BlockState;
+    let geo = wom_geometry(8, 16, 2);
+    let logical = 64u32;
+    let hot = 16u64;
+    let mut cfg = Config::with_logical_pages(&geo, logical);
+    cfg.checkpoint_interval_blocks = 8;
+    let mut emu = emulator_cut(geo, 0.5, 0.5, 3, MultiPlaneCut::WholeCall);
+    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut w = parts(&geo, &cfg);
+    let mut want = vec![0u64; logical as usize];
+    let mut id = 0u64;
+    {
+        let mut f = open(&mut emu, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), true).unwrap();
+        for l in hot as u32..logical {
+            f.write(l, &page(l, 1_000_000 + l as u64)).unwrap();
+            want[l as usize] = 1_000_000 + l as u64;
+        }
+        while f.reuse_stats().unwrap().second_writes < 40 {
+            assert!(id < 5000, "skip {skip}: no second writes: {:?}", f.reuse_stats());
+            write_hot(&mut f, &mut want, &mut id, hot, 1);
+        }
+        f.flush().unwrap();
+    }
+    let torn;
+    {
+        let dev = Forward::new(&mut emu, TearSecondWriteMetaErased { skip, torn: Vec::new() });
+        let mut f = open(dev, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), false).unwrap();
+        for _ in 0..5000 {
+            id += 1;
+            let l = (id * 7 % hot) as u32;
+            match f.write(l, &page(l, id)) {
+                Ok(()) => want[l as usize] = id,
+                Err(e) => {
+                    assert!(ftl_tests::is_power_loss(&e), "skip {skip}: {e:?}");
+                    break;
+                }
+            }
+        }
+        torn = f.nand().hook.torn.clone();
+        assert_eq!(torn.len(), 2, "skip {skip}: {:?}", f.reuse_stats());
+    }
+    let images: Vec<(Vec<u8>, Vec<u8>)> =
+        torn.iter().map(|&p| emu.peek_page(p).map(|(d, s)| (d.to_vec(), s.to_vec())).unwrap()).collect();
+    let erases: Vec<u32> = torn.iter().map(|&p| emu.erase_count(geo.block_of(p)).unwrap()).collect();
+    emu.restore_power();
+    let kept;
+    {
+        let mut f = open(&mut emu, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), false).unwrap();
+        read_all(&mut f, &want, &format!("skip {skip}: after the torn second write"));
+        kept = torn
+            .iter()
+            .filter(|&&p| {
+                f.block_infos()
+                    .any(|(b, i)| b == geo.block_of(p) && i.state() == BlockState::Used && i.valid() > 0)
+            })
+            .count() as u32;
+        let before = f.reuse_stats().unwrap().second_writes;
+        write_hot(&mut f, &mut want, &mut id, hot, 400);
+        assert!(f.reuse_stats().unwrap().second_writes > before + 50, "{:?}", f.reuse_stats());
+        read_all(&mut f, &want, &format!("skip {skip}: after later second writes"));
+    }
+    emu.power_cut_now();
+    emu.restore_power();
+    {
+        let mut f = open(&mut emu, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), false).unwrap();
+        read_all(&mut f, &want, &format!("skip {skip}: after a later cut"));
+        write_hot(&mut f, &mut want, &mut id, hot, 400);
+        f.flush().unwrap();
+        read_all(&mut f, &want, &format!("skip {skip}: after more second writes"));
+        assert_eq!(f.nand().counters().rejected, 0, "skip {skip}");
+    }
+    for (i, &p) in torn.iter().enumerate() {
+        let erased = emu.erase_count(geo.block_of(p)).unwrap() > erases[i];
+        let (d, s) = emu.peek_page(p).unwrap();
+        assert!(
+            erased || (d == &images[i].0[..] && s == &images[i].1[..]),
+            "skip {skip}: torn page {p:?} was programmed again before its block was erased"
+        );
+    }
+    kept
+}
+
 /// The page codec of the baseline that reports `bits` corrected on every read, as a worn block's
 /// first writes would.
 #[derive(Clone, Default)]
