@@ -203,7 +203,7 @@ fn exhaustive_with<P: PolicySet + Clone>(
     new_env: fn(Emulator, Config) -> Env<P>,
 ) {
     let stride = env_u64("FTL_TORTURE_STRIDE", 1);
-    let cuts = CutPoints { semantics: MultiPlaneCut::CutOpOnly, stride, every_multi: stride == 1 };
+    let cuts = CutPoints { semantics: MultiPlaneCut::CutOpOnly, stride, every_multi: false };
     exhaustive_in(planes, torn, erase, map, new_env, cuts);
 }
 
