@@ -505,6 +505,33 @@ pub struct FaultPlan {
     pub transients_fired: u32,
     /// Power cuts that hit a copy-back, during its read and during its program (never reset).
     pub copy_back_cuts: [u32; 2],
+    /// Power cuts that hit a multi-plane program (never reset).
+    pub multi_program_cuts: u32,
+    /// Of those, the cuts that hit a second write's program: every page of the call carries
+    /// whole second-write metadata (never reset; feature `wom`).
+    pub second_write_cuts: u32,
+    /// The device operation index of the first page of every second write's multi-plane program
+    /// issued (never reset; feature `wom`): a workload's cut points inside second writes.
+    pub second_write_ops: Vec<u64>,
+    /// The device operation index of the first page of every multi-plane program issued, and
+    /// its pages (never reset; second writes' included).
+    pub multi_program_ops: Vec<(u64, usize)>,
+}
+
+/// Whether a program's `spare` carries whole second-write metadata (a half of a second write,
+/// not an activation marker); false without feature `wom`.
+pub fn is_second_write_spare(spare: &[u8]) -> bool {
+    #[cfg(feature = "wom")]
+    {
+        use ftl_core::reuse::{SwMeta, SwState, SW_META_LEN};
+        let tail = &spare[spare.len().saturating_sub(SW_META_LEN)..];
+        matches!(SwMeta::decode(tail), SwState::Valid(m) if m.half < 2)
+    }
+    #[cfg(not(feature = "wom"))]
+    {
+        let _ = spare;
+        false
+    }
 }
 
 /// The emulator with survivable faults: blips (power cut, restored when the FTL call returns)
@@ -583,7 +610,20 @@ impl NandFlash for Faulty<'_> {
             }
             return Ok(());
         }
-        self.emu.program_multi(ops).map_err(|(i, e)| (i, nand_hal::Error::kind(&e)))
+        let (powered, at) = (self.emu.is_powered(), self.emu.ops_issued());
+        let second = !ops.is_empty() && ops.iter().all(|o| is_second_write_spare(o.spare));
+        if powered {
+            self.plan.multi_program_ops.push((at, ops.len()));
+            if second {
+                self.plan.second_write_ops.push(at);
+            }
+        }
+        let r = self.emu.program_multi(ops);
+        if r.is_err() && powered && !self.emu.is_powered() {
+            self.plan.multi_program_cuts += 1;
+            self.plan.second_write_cuts += second as u32;
+        }
+        r.map_err(|(i, e)| (i, nand_hal::Error::kind(&e)))
     }
     fn erase_multi(&mut self, blocks: &[nand_hal::BlockId]) -> Result<(), (usize, ErrorKind)> {
         if self.plan.transient.is_some() {
@@ -653,6 +693,10 @@ impl CutControl for Faulty<'_> {
         *self.plan = FaultPlan {
             transients_fired: self.plan.transients_fired,
             copy_back_cuts: self.plan.copy_back_cuts,
+            multi_program_cuts: self.plan.multi_program_cuts,
+            second_write_cuts: self.plan.second_write_cuts,
+            second_write_ops: std::mem::take(&mut self.plan.second_write_ops),
+            multi_program_ops: std::mem::take(&mut self.plan.multi_program_ops),
             ..FaultPlan::default()
         };
     }

@@ -28,7 +28,7 @@ use ftl_tests::{
     fill_page, format, geometry, identify, mount, random_workload, EmuResult, Env, Forward, Found, Hook, Op,
     RandomCuts, Rng, Start, Verify,
 };
-use nand_emu::{EmuError, Emulator, EmulatorConfig, FaultConfig};
+use nand_emu::{EmuError, Emulator, EmulatorConfig, FaultConfig, MultiPlaneCut};
 use nand_hal::{Geometry, NandFlash, PageId};
 
 /// A device whose next program writes the whole spare area but only the first half of the data,
@@ -181,8 +181,13 @@ fn max_mount_ops(geo: &Geometry, cfg: &Config) -> u64 {
 }
 
 fn emulator(geo: Geometry, torn: f64, erase: f64, seed: u64) -> Emulator {
+    emulator_cut(geo, torn, erase, seed, MultiPlaneCut::CutOpOnly)
+}
+
+/// The emulator whose cuts in a multi-plane program or erase leave what `cut` says.
+fn emulator_cut(geo: Geometry, torn: f64, erase: f64, seed: u64, cut: MultiPlaneCut) -> Emulator {
     let faults = FaultConfig { torn_fraction: torn, partial_erase_fraction: erase, ..FaultConfig::default() };
-    Emulator::new(EmulatorConfig { faults, seed, ..EmulatorConfig::new(geo) }).unwrap()
+    Emulator::new(EmulatorConfig { faults, seed, multi_plane_cut: cut, ..EmulatorConfig::new(geo) }).unwrap()
 }
 
 fn exhaustive(planes: u32, torn: f64, erase: f64) {
@@ -197,9 +202,35 @@ fn exhaustive_with<P: PolicySet + Clone>(
     map: MapChoice,
     new_env: fn(Emulator, Config) -> Env<P>,
 ) {
+    let stride = env_u64("FTL_TORTURE_STRIDE", 1);
+    let cuts = CutPoints { semantics: MultiPlaneCut::CutOpOnly, stride, every_multi: false };
+    exhaustive_in(planes, torn, erase, map, new_env, cuts);
+}
+
+/// Which cut points an exhaustive run takes, on which emulator.
+struct CutPoints {
+    /// What a cut in a multi-plane program or erase leaves.
+    semantics: MultiPlaneCut,
+    /// Every `stride`-th device operation of the workload.
+    stride: u64,
+    /// And every page of every multi-plane program of the workload.
+    every_multi: bool,
+}
+
+/// The cut points `cuts` names. Returns the cuts that hit a multi-plane program and those of
+/// them that hit a second write.
+fn exhaustive_in<P: PolicySet + Clone>(
+    planes: u32,
+    torn: f64,
+    erase: f64,
+    map: MapChoice,
+    new_env: fn(Emulator, Config) -> Env<P>,
+    cuts: CutPoints,
+) -> (u32, u32) {
+    let CutPoints { semantics: cut, stride, every_multi } = cuts;
     let (geo, cfg) = small(planes);
     let ops = fixed_workload(cfg.logical_pages);
-    let mut dry = new_env(emulator(geo, torn, erase, 1), cfg);
+    let mut dry = new_env(emulator_cut(geo, torn, erase, 1, cut), cfg);
     dry.use_map(map);
     dry.verify = Verify::Touched;
     let stats = dry.run(&ops, Start::Format).unwrap();
@@ -214,24 +245,43 @@ fn exhaustive_with<P: PolicySet + Clone>(
     );
     let mount_ops = max_mount_ops(&geo, &cfg);
     let (mut format_cuts, mut mount_cuts, mut rolled_back) = (0, 0, 0);
-    for k in (0..n).step_by(env_u64("FTL_TORTURE_STRIDE", 1) as usize) {
-        let mut env = new_env(emulator(geo, torn, erase, k), cfg);
+    let (mut in_multi, mut in_second) = (0, 0);
+    let mut points: Vec<u64> = (0..n).step_by(stride.max(1) as usize).collect();
+    if every_multi {
+        points.extend(dry.faults.multi_program_ops.iter().flat_map(|&(a, pages)| a..a + pages as u64));
+    }
+    points.sort_unstable();
+    points.dedup();
+    for k in points {
+        let mut env = new_env(emulator_cut(geo, torn, erase, k, cut), cfg);
         env.use_map(map);
         env.verify = Verify::Touched;
         env.ops_after_cut = Some(12);
         env.mount_cut = Some(((k * 0x9E37_79B9) % mount_ops) as u32);
         env.emu.schedule_power_cut(k);
-        let s = env.run(&ops, Start::Format).unwrap_or_else(|e| panic!("cut at device op {k} of {n}: {e}"));
+        let s = env
+            .run(&ops, Start::Format)
+            .unwrap_or_else(|e| panic!("{cut:?}: cut at device op {k} of {n}: {e}"));
         assert!(s.format_cut || s.cuts >= 1, "cut at op {k} of {n} never fired");
         format_cuts += s.format_cut as u32;
         mount_cuts += s.mount_cuts;
         rolled_back += s.rolled_back;
+        in_multi += env.faults.multi_program_cuts;
+        in_second += env.faults.second_write_cuts;
     }
     eprintln!(
-        "{n} cut points ({format_cuts} in format), {mount_cuts} recovery mounts cut, {rolled_back} pages rolled back; \
+        "{n} device ops, every {stride}th cut ({format_cuts} in format, {in_multi} in multi-plane programs, \
+         {in_second} in second writes), {mount_cuts} recovery mounts cut, {rolled_back} pages rolled back; \
          workload counters {t:?}"
     );
     assert!(format_cuts > 0 && mount_cuts > 0);
+    if every_multi {
+        // Each page of each multi-plane program was the cut one once.
+        let pages: usize = dry.faults.multi_program_ops.iter().map(|&(_, p)| p).sum();
+        assert_eq!(in_multi as usize, pages, "{cut:?}");
+        assert_eq!(in_second as usize, 2 * dry.faults.second_write_ops.len(), "{cut:?}");
+    }
+    (in_multi, in_second)
 }
 
 /// Cuts tear half the bits a program or erase was changing.
@@ -262,6 +312,35 @@ fn exhaustive_cut_points_cached_map() {
 #[test]
 fn exhaustive_cut_points_nearly_complete_programs() {
     exhaustive(2, 0.999, 0.01);
+}
+
+/// Issue #20: on an emulator whose cuts tear every page of a multi-plane program (and partly erase
+/// every block of a multi-plane erase), `MultiPlaneCut::WholeCall`: every page of every
+/// multi-plane program of the workload is cut (the two-plane programs of every second write:
+/// both halves torn, the first writes they covered gone in both planes), and every
+/// `FTL_TORTURE_TEAR_STRIDE`-th other device operation (default 32; 1: all); cuts tear half the
+/// bits a program or erase was changing. In the builds that attach second writes (`wom`,
+/// `wom,eti`): this workload's only multi-plane programs are theirs.
+#[cfg(all(feature = "wom", not(any(feature = "cdm", feature = "flex-ecc"))))]
+#[test]
+fn exhaustive_cut_points_tearing_whole_multi_plane_calls() {
+    exhaustive_tearing_whole_calls(0.5, 0.5);
+}
+
+/// The same with programs left almost complete (metadata whole in both halves, data torn) and
+/// erases barely started.
+#[cfg(all(feature = "wom", not(any(feature = "cdm", feature = "flex-ecc"))))]
+#[test]
+fn exhaustive_cut_points_tearing_whole_multi_plane_calls_nearly_complete_programs() {
+    exhaustive_tearing_whole_calls(0.999, 0.01);
+}
+
+#[cfg(all(feature = "wom", not(any(feature = "cdm", feature = "flex-ecc"))))]
+fn exhaustive_tearing_whole_calls(torn: f64, erase: f64) {
+    let stride = env_u64("FTL_TORTURE_TEAR_STRIDE", 32);
+    let cuts = CutPoints { semantics: MultiPlaneCut::WholeCall, stride, every_multi: true };
+    let (_, second) = exhaustive_in(2, torn, erase, MapChoice::Flat, Env::for_build, cuts);
+    assert!(second > 100, "torn {torn}: {second} cuts in second writes");
 }
 
 // ---------------------------------------------------------------------------------------------

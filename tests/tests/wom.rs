@@ -17,7 +17,13 @@
 //!   a torn second half, and where each pair's pages lie) (`PROPTEST_CASES`, `FTL_WOM_CUTS`,
 //!   `FTL_WOM_FAULT_SEEDS`, `FTL_WOM_CUT_STEP` size them);
 //! - raw bit errors with random cuts, BCH on first and second writes, on a chip without the
-//!   strict rule (`FTL_WOM_RBER`, `FTL_WOM_RBER_SEEDS`).
+//!   strict rule (`FTL_WOM_RBER`, `FTL_WOM_RBER_SEEDS`);
+//! - issue #20, `*tearing_whole*`: the cut tests on both power-cut semantics of the emulator
+//!   for multi-plane programs (`MultiPlaneCut::CutOpOnly`, `WholeCall`: both halves of a cut
+//!   second write torn), torn pages partly programmed: a cut at each page of every second
+//!   write's program and every `FTL_WOM_TEAR_STEP`-th other operation, random cuts against the
+//!   model (`FTL_WOM_TEAR_CUTS`, `FTL_WOM_TEAR_SEED`), several plane pairs
+//!   (`FTL_WOM_TEAR_SEEDS`), failures, raw bit errors.
 //!
 //! Geometry: 4 KiB + 368-byte spare (9 %, the paper's), 2 planes, NOP 4, pages programmed in any
 //! order. The code: polar, N = 2^16, 2 attempts, the lowest rate that fits the spare.
@@ -35,7 +41,7 @@ use ftl_tests::{
 };
 use nand_hal::{BlockId, EccRequirement, Geometry, NandFlash};
 use proptest::prelude::*;
-use sim_host::emulator::{EmuError, Emulator, EmulatorConfig, FaultConfig};
+use sim_host::emulator::{EmuError, Emulator, EmulatorConfig, FaultConfig, MultiPlaneCut};
 use sim_host::memory::FtlMemory;
 use sim_host::sim::wom::{polar_wom, ReuseBuffers};
 
@@ -55,8 +61,22 @@ fn wom_geometry(pages_per_block: u32, blocks_per_plane: u32, planes: u32) -> Geo
 }
 
 fn emulator(geo: Geometry, torn: f64, erase: f64, seed: u64) -> Emulator {
+    emulator_cut(geo, torn, erase, seed, MultiPlaneCut::CutOpOnly)
+}
+
+/// The emulator whose cuts in a multi-plane program (a two-plane second write's) leave what
+/// `cut` says: the pages before the cut one programmed and the rest untouched, or every page of
+/// the call torn.
+fn emulator_cut(geo: Geometry, torn: f64, erase: f64, seed: u64, cut: MultiPlaneCut) -> Emulator {
     let faults = FaultConfig { torn_fraction: torn, partial_erase_fraction: erase, ..FaultConfig::default() };
-    Emulator::new(EmulatorConfig { faults, seed, reject_set_bits: true, ..EmulatorConfig::new(geo) }).unwrap()
+    let config = EmulatorConfig {
+        faults,
+        seed,
+        reject_set_bits: true,
+        multi_plane_cut: cut,
+        ..EmulatorConfig::new(geo)
+    };
+    Emulator::new(config).unwrap()
 }
 
 fn parts_with(geo: &Geometry, cfg: &Config, codec: Box<dyn SecondWriteCodec + Send>) -> WomParts {
@@ -480,16 +500,26 @@ fn structured_data_second_writes() {
 // Model test and torture with second writes
 
 fn env(geo: Geometry, cfg: Config, torn: f64, erase: f64, seed: u64) -> Env {
-    let mut e = Env::new(emulator(geo, torn, erase, seed), cfg);
-    e.ext.wom = Some(small_parts(&geo, &cfg));
-    e
+    env_cut(PairLayout::TwoPlanes, MultiPlaneCut::CutOpOnly, geo, cfg, torn, erase, seed)
 }
 
 fn env_with(layout: PairLayout, geo: Geometry, cfg: Config, torn: f64, erase: f64, seed: u64) -> Env {
-    let mut e = env(geo, cfg, torn, erase, seed);
-    if let Some(w) = e.ext.wom.as_mut() {
-        w.config.layout = layout;
-    }
+    env_cut(layout, MultiPlaneCut::CutOpOnly, geo, cfg, torn, erase, seed)
+}
+
+fn env_cut(
+    layout: PairLayout,
+    cut: MultiPlaneCut,
+    geo: Geometry,
+    cfg: Config,
+    torn: f64,
+    erase: f64,
+    seed: u64,
+) -> Env {
+    let mut e = Env::new(emulator_cut(geo, torn, erase, seed, cut), cfg);
+    let mut w = small_parts(&geo, &cfg);
+    w.config.layout = layout;
+    e.ext.wom = Some(w);
     e
 }
 
@@ -544,9 +574,40 @@ fn fixed_workload(logical: u32) -> Vec<Op> {
 /// `torture.rs`'s exhaustive cut points with second writes on: a cut at every device operation
 /// of the workload (every second write's program included), the recovery mount cut too.
 fn exhaustive(layout: PairLayout, torn: f64, stride: u64) {
+    let step = stride * std::env::var("FTL_WOM_CUT_STEP").ok().and_then(|v| v.parse().ok()).unwrap_or(1u64);
+    let r = exhaustive_in(layout, MultiPlaneCut::CutOpOnly, torn, step, false);
+    if step == 1 && layout == PairLayout::TwoPlanes {
+        // Every op cut: each page of every second write's program was the cut one once.
+        assert_eq!(r.second_write_cuts as usize, 2 * r.second_write_programs, "{r:?}");
+    }
+}
+
+/// What [`exhaustive_in`] cut.
+#[derive(Debug, Default)]
+struct Exhaustive {
+    /// Cut points run.
+    cuts: u32,
+    /// Recovery mounts cut too.
+    mount_cuts: u32,
+    /// Cuts that hit a second write's multi-plane program.
+    second_write_cuts: u32,
+    /// Second-write programs of the workload (two-plane layout).
+    second_write_programs: usize,
+}
+
+/// The exhaustive run: a cut at every `step`-th device operation of the fixed workload, and if
+/// `every_second_write`, at both pages of every second write's multi-plane program as well
+/// (each cut run is the workload up to its cut, so those cut points are the dry run's).
+fn exhaustive_in(
+    layout: PairLayout,
+    cut: MultiPlaneCut,
+    torn: f64,
+    step: u64,
+    every_second_write: bool,
+) -> Exhaustive {
     let (geo, cfg) = small();
     let ops = fixed_workload(cfg.logical_pages);
-    let mut dry = env_with(layout, geo, cfg, torn, 0.5, 1);
+    let mut dry = env_cut(layout, cut, geo, cfg, torn, 0.5, 1);
     dry.verify = Verify::Touched;
     let n = dry.run(&ops, Start::Format).unwrap().ops_at_end;
     let t = dry.totals;
@@ -554,25 +615,36 @@ fn exhaustive(layout: PairLayout, torn: f64, stride: u64) {
         t.second_writes > 50 && t.second_write_gc_rewrites > 0 && t.gc_blocks > 0 && t.checkpoints > 3,
         "the workload must reach second writes, GC of reused blocks and checkpoints: {t:?}"
     );
-    let step = stride * std::env::var("FTL_WOM_CUT_STEP").ok().and_then(|v| v.parse().ok()).unwrap_or(1u64);
-    let (mut cuts, mut mount_cuts) = (0, 0);
-    let mut k = 0;
-    while k < n {
-        let mut e = env_with(layout, geo, cfg, torn, 0.5, k);
+    let sw = &dry.faults.second_write_ops;
+    if layout == PairLayout::TwoPlanes {
+        // Every second write is one multi-plane program of its two halves.
+        assert_eq!(sw.len() as u64, t.second_writes, "{layout:?} {cut:?}");
+    }
+    let mut points: Vec<u64> = (0..n).step_by(step.max(1) as usize).collect();
+    if every_second_write {
+        points.extend(sw.iter().flat_map(|&a| [a, a + 1]));
+        points.sort_unstable();
+        points.dedup();
+    }
+    let mut r = Exhaustive { second_write_programs: sw.len(), ..Exhaustive::default() };
+    for k in points {
+        let mut e = env_cut(layout, cut, geo, cfg, torn, 0.5, k);
         e.verify = Verify::Touched;
         e.ops_after_cut = Some(10);
         e.mount_cut = Some(((k * 0x9E37_79B9) % 400) as u32);
         e.emu.schedule_power_cut(k);
-        let s = e.run(&ops, Start::Format).unwrap_or_else(|err| panic!("cut at device op {k} of {n}: {err}"));
+        let s = e.run(&ops, Start::Format).unwrap_or_else(|err| {
+            panic!("{layout:?} {cut:?} torn {torn}: cut at device op {k} of {n}: {err}")
+        });
         assert!(s.format_cut || s.cuts >= 1);
-        cuts += 1;
-        mount_cuts += s.mount_cuts;
-        k += step;
+        r.cuts += 1;
+        r.mount_cuts += s.mount_cuts;
+        r.second_write_cuts += e.faults.second_write_cuts;
     }
-    eprintln!("{cuts} cut points of {n}, {mount_cuts} recovery mounts cut");
-    assert!(mount_cuts > 0);
+    eprintln!("{layout:?} {cut:?} torn {torn}: {r:?} of {n} device ops");
+    assert!(r.mount_cuts > 0);
+    r
 }
-
 /// Cuts tear half the bits a program was changing.
 #[test]
 fn exhaustive_cut_points_with_second_writes() {
@@ -591,6 +663,29 @@ fn exhaustive_cut_points_with_second_writes_nearly_complete_programs() {
     exhaustive(PairLayout::TwoPlanes, 0.999, 1);
 }
 
+/// Issue #20: the exhaustive cut points on both multi-plane cut semantics of the emulator, a cut
+/// on either page of a second write's two-plane program leaving the first page programmed and
+/// the second torn (`CutOpOnly`) or both pages torn (`WholeCall`: the pair's first-write contents
+/// gone in both planes, the second write in neither), torn pages partly programmed (half the
+/// bits, and nearly all of them: metadata that checks out in both halves over data that does
+/// not decode). Every page of every second write's program is cut, and every
+/// `FTL_WOM_TEAR_STEP`-th (default 16; 1: every) other device operation of the workload.
+#[test]
+fn exhaustive_cut_points_tearing_whole_second_writes() {
+    let step = std::env::var("FTL_WOM_TEAR_STEP").ok().and_then(|v| v.parse().ok()).unwrap_or(16u64);
+    for cut in [MultiPlaneCut::CutOpOnly, MultiPlaneCut::WholeCall] {
+        for torn in [0.5, 0.999] {
+            let r = exhaustive_in(PairLayout::TwoPlanes, cut, torn, step, true);
+            assert!(r.second_write_programs > 50, "{cut:?}: {r:?}");
+            assert_eq!(
+                r.second_write_cuts as usize,
+                2 * r.second_write_programs,
+                "{cut:?} torn {torn}: {r:?}"
+            );
+        }
+    }
+}
+
 /// Random cuts over long runs (`FTL_WOM_CUTS`, default 300).
 #[test]
 fn random_cuts_with_second_writes() {
@@ -606,23 +701,50 @@ fn random_cuts_with_same_block_second_writes() {
 }
 
 fn random_cuts(layout: PairLayout, total: u64) {
-    let (mut cuts, mut second) = (0u64, 0u64);
-    let mut seed = 1u64;
+    random_cuts_in(layout, MultiPlaneCut::CutOpOnly, total, 1);
+}
+
+/// Random cuts until `total` have fired, from `seed` on: returns the cuts and those that hit a
+/// second write's program.
+fn random_cuts_in(layout: PairLayout, cut: MultiPlaneCut, total: u64, first_seed: u64) -> (u64, u64) {
+    let (mut cuts, mut second, mut in_second) = (0u64, 0u64, 0u64);
+    let mut seed = first_seed;
     while cuts < total {
         let (geo, cfg) = small();
         let torn = [0.5, 0.99, 0.01][seed as usize % 3];
-        let mut e = env_with(layout, geo, cfg, torn, 0.5, seed);
+        let mut e = env_cut(layout, cut, geo, cfg, torn, 0.5, seed);
         e.verify = Verify::Touched;
         e.random_cuts = Some(RandomCuts::within_600(seed));
         let mut rng = Rng::new(seed ^ 0xABCD);
         let ops = random_workload(&mut rng, cfg.logical_pages, 400);
-        let s = e.run(&ops, Start::Format).unwrap_or_else(|err| panic!("{layout:?}, seed {seed}: {err}"));
+        let s =
+            e.run(&ops, Start::Format).unwrap_or_else(|err| panic!("{layout:?} {cut:?}, seed {seed}: {err}"));
         assert_eq!(e.emu.counters().rejected, 0, "seed {seed}");
         cuts += s.cuts as u64 + 1;
         second += e.totals.second_writes;
+        in_second += e.faults.second_write_cuts as u64;
         seed += 1;
     }
-    assert!(second > 10 * seed, "{layout:?}: {second} second writes in {seed} runs");
+    let runs = seed - first_seed;
+    assert!(second > 10 * runs, "{layout:?} {cut:?}: {second} second writes in {runs} runs");
+    (cuts, in_second)
+}
+
+/// Issue #20: the random cuts against the model on both multi-plane cut semantics (`CutOpOnly`,
+/// `WholeCall`), torn pages partly programmed (a half, 99 % or 1 % of the bits a program was
+/// changing): every acknowledged write reads back, an unacknowledged one reads old or new,
+/// never an error. `FTL_WOM_TEAR_CUTS` cuts each (default 400), seeds from `FTL_WOM_TEAR_SEED`
+/// (default 1); some of them must hit second writes.
+#[test]
+fn random_cuts_tearing_whole_second_writes() {
+    let env =
+        |name: &str, default: u64| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+    let (total, seed) = (env("FTL_WOM_TEAR_CUTS", 400), env("FTL_WOM_TEAR_SEED", 1));
+    for cut in [MultiPlaneCut::CutOpOnly, MultiPlaneCut::WholeCall] {
+        let (cuts, in_second) = random_cuts_in(PairLayout::TwoPlanes, cut, total, seed);
+        eprintln!("{cut:?}: {cuts} cuts, {in_second} in second writes");
+        assert!(in_second * 50 > cuts, "{cut:?}: {in_second} of {cuts} cuts hit a second write");
+    }
 }
 
 /// The model test's device and op mix reach second writes and their GC within one sequence.
@@ -786,6 +908,160 @@ fn torn_second_write(layout: PairLayout) {
     assert_eq!(f.nand().counters().rejected, 0);
 }
 
+/// A device whose two-plane second write after `skip` more programs both halves whole except
+/// their second-write metadata, which stays erased, then loses power: as a chip that tears the
+/// whole call can leave it (`MultiPlaneCut::WholeCall`), the first writes the pair covered gone
+/// in both planes and nothing on flash saying a second write was there. Records the two pages.
+struct TearSecondWriteMetaErased {
+    skip: u32,
+    torn: Vec<nand_hal::PageId>,
+}
+
+impl Hook for TearSecondWriteMetaErased {
+    type Dev = Emulator;
+    fn program_multi(
+        &mut self,
+        emu: &mut Emulator,
+        ops: &[nand_hal::ProgramOp<'_>],
+    ) -> Result<(), (usize, EmuError)> {
+        if self.torn.is_empty() && ops.len() == 2 && ops.iter().all(|o| is_second_write(o.spare)) {
+            if self.skip > 0 {
+                self.skip -= 1;
+                return emu.program_multi(ops);
+            }
+            for (i, o) in ops.iter().enumerate() {
+                let mut spare = o.spare.to_vec();
+                let n = spare.len();
+                spare[n - ftl_core::reuse::SW_META_LEN..].fill(0xFF);
+                emu.program_page(o.page, o.data, &spare).map_err(|e| (i, e))?;
+                self.torn.push(o.page);
+            }
+            emu.power_cut_now();
+            return Err((0, EmuError::PowerLoss));
+        }
+        emu.program_multi(ops)
+    }
+}
+
+/// `n` overwrites of the hot logical pages `0..hot` (ids from `id` on), noted in `want`.
+fn write_hot<N: NandFlash>(
+    f: &mut ftl_tests::TestFtl<'_, N>,
+    want: &mut [u64],
+    id: &mut u64,
+    hot: u64,
+    n: u64,
+) {
+    for _ in 0..n {
+        *id += 1;
+        let l = (*id * 7 % hot) as u32;
+        f.write(l, &page(l, *id)).unwrap();
+        want[l as usize] = *id;
+    }
+}
+
+/// Issue #20: a second write torn in both planes with its metadata erased in both halves (its data
+/// and codec bits programmed, the first writes there destroyed) is no second write to mount, and
+/// its pages are never second-written again before their blocks are erased (a later pair walk
+/// finds the first write no longer decoding or the codec region programmed): every page reads
+/// back through later writes, GC, cuts and mounts, the strict chip refuses no program, and each
+/// torn page holds its torn image until its block is erased. Over twelve tear points in two
+/// pairs: a pair's first second write (its blocks hold no live data and come back to be erased)
+/// and later ones, which leave the torn pages in blocks holding live data (the pair's earlier
+/// second writes), so they stay on flash through the later writes, GC and cuts.
+#[test]
+fn second_write_torn_in_both_planes_with_erased_metadata_is_never_reused() {
+    let mut kept = 0;
+    for skip in 0..12 {
+        kept += torn_meta_erased_case(skip);
+    }
+    assert!(kept > 0, "no torn page came back in a block holding live data");
+}
+
+/// One tear, `skip` second writes after the first mount; returns how many torn pages came back in
+/// a used block with live data.
+fn torn_meta_erased_case(skip: u32) -> u32 {
+    use ftl_core::blocks::BlockState;
+    let geo = wom_geometry(8, 16, 2);
+    let logical = 64u32;
+    let hot = 16u64;
+    let mut cfg = Config::with_logical_pages(&geo, logical);
+    cfg.checkpoint_interval_blocks = 8;
+    let mut emu = emulator_cut(geo, 0.5, 0.5, 3, MultiPlaneCut::WholeCall);
+    let mut mem = FtlMemory::new(&geo, &cfg);
+    let mut w = parts(&geo, &cfg);
+    let mut want = vec![0u64; logical as usize];
+    let mut id = 0u64;
+    {
+        let mut f = open(&mut emu, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), true).unwrap();
+        for l in hot as u32..logical {
+            f.write(l, &page(l, 1_000_000 + l as u64)).unwrap();
+            want[l as usize] = 1_000_000 + l as u64;
+        }
+        while f.reuse_stats().unwrap().second_writes < 40 {
+            assert!(id < 5000, "skip {skip}: no second writes: {:?}", f.reuse_stats());
+            write_hot(&mut f, &mut want, &mut id, hot, 1);
+        }
+        f.flush().unwrap();
+    }
+    let torn;
+    {
+        let dev = Forward::new(&mut emu, TearSecondWriteMetaErased { skip, torn: Vec::new() });
+        let mut f = open(dev, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), false).unwrap();
+        for _ in 0..5000 {
+            id += 1;
+            let l = (id * 7 % hot) as u32;
+            match f.write(l, &page(l, id)) {
+                Ok(()) => want[l as usize] = id,
+                Err(e) => {
+                    assert!(ftl_tests::is_power_loss(&e), "skip {skip}: {e:?}");
+                    break;
+                }
+            }
+        }
+        torn = f.nand().hook.torn.clone();
+        assert_eq!(torn.len(), 2, "skip {skip}: {:?}", f.reuse_stats());
+    }
+    let images: Vec<(Vec<u8>, Vec<u8>)> =
+        torn.iter().map(|&p| emu.peek_page(p).map(|(d, s)| (d.to_vec(), s.to_vec())).unwrap()).collect();
+    let erases: Vec<u32> = torn.iter().map(|&p| emu.erase_count(geo.block_of(p)).unwrap()).collect();
+    emu.restore_power();
+    let kept;
+    {
+        let mut f = open(&mut emu, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), false).unwrap();
+        read_all(&mut f, &want, &format!("skip {skip}: after the torn second write"));
+        kept = torn
+            .iter()
+            .filter(|&&p| {
+                f.block_infos()
+                    .any(|(b, i)| b == geo.block_of(p) && i.state() == BlockState::Used && i.valid() > 0)
+            })
+            .count() as u32;
+        let before = f.reuse_stats().unwrap().second_writes;
+        write_hot(&mut f, &mut want, &mut id, hot, 400);
+        assert!(f.reuse_stats().unwrap().second_writes > before + 50, "{:?}", f.reuse_stats());
+        read_all(&mut f, &want, &format!("skip {skip}: after later second writes"));
+    }
+    emu.power_cut_now();
+    emu.restore_power();
+    {
+        let mut f = open(&mut emu, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), false).unwrap();
+        read_all(&mut f, &want, &format!("skip {skip}: after a later cut"));
+        write_hot(&mut f, &mut want, &mut id, hot, 400);
+        f.flush().unwrap();
+        read_all(&mut f, &want, &format!("skip {skip}: after more second writes"));
+        assert_eq!(f.nand().counters().rejected, 0, "skip {skip}");
+    }
+    for (i, &p) in torn.iter().enumerate() {
+        let erased = emu.erase_count(geo.block_of(p)).unwrap() > erases[i];
+        let (d, s) = emu.peek_page(p).unwrap();
+        assert!(
+            erased || (d == &images[i].0[..] && s == &images[i].1[..]),
+            "skip {skip}: torn page {p:?} was programmed again before its block was erased"
+        );
+    }
+    kept
+}
+
 /// The page codec of the baseline that reports `bits` corrected on every read, as a worn block's
 /// first writes would.
 #[derive(Clone, Default)]
@@ -867,7 +1143,15 @@ fn second_writes_fit_nop_three() {
 #[test]
 fn failures_and_cuts_with_second_writes() {
     let seeds: u64 = std::env::var("FTL_WOM_FAULT_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
-    failures_and_cuts(PairLayout::TwoPlanes, seeds);
+    failures_and_cuts(PairLayout::TwoPlanes, MultiPlaneCut::CutOpOnly, seeds);
+}
+
+/// Issue #20: the same on an emulator whose cuts tear every page of a multi-plane program
+/// (`MultiPlaneCut::WholeCall`), `FTL_WOM_FAULT_SEEDS` runs.
+#[test]
+fn failures_and_cuts_tearing_whole_second_writes() {
+    let seeds: u64 = std::env::var("FTL_WOM_FAULT_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
+    failures_and_cuts(PairLayout::TwoPlanes, MultiPlaneCut::WholeCall, seeds);
 }
 
 /// The same with same-block pairs (`FTL_WOM_FAULT_SEEDS` / 2 runs): a failed program of a
@@ -875,10 +1159,10 @@ fn failures_and_cuts_with_second_writes() {
 #[test]
 fn failures_and_cuts_with_same_block_second_writes() {
     let seeds: u64 = std::env::var("FTL_WOM_FAULT_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
-    failures_and_cuts(PairLayout::SameBlock, seeds / 2);
+    failures_and_cuts(PairLayout::SameBlock, MultiPlaneCut::CutOpOnly, seeds / 2);
 }
 
-fn failures_and_cuts(layout: PairLayout, seeds: u64) {
+fn failures_and_cuts(layout: PairLayout, cut: MultiPlaneCut, seeds: u64) {
     let (mut completed, mut failures, mut second) = (0, 0, 0);
     for seed in 1..=seeds {
         let (geo, cfg) = small();
@@ -890,10 +1174,14 @@ fn failures_and_cuts(layout: PairLayout, seeds: u64) {
             factory_bad_permille: 20,
             ..FaultConfig::default()
         };
-        let emu =
-            Emulator::new(EmulatorConfig { faults, seed, reject_set_bits: true, ..EmulatorConfig::new(geo) })
-                .unwrap();
-        let mut e = Env::new(emu, cfg);
+        let config = EmulatorConfig {
+            faults,
+            seed,
+            reject_set_bits: true,
+            multi_plane_cut: cut,
+            ..EmulatorConfig::new(geo)
+        };
+        let mut e = Env::new(Emulator::new(config).unwrap(), cfg);
         let mut w = small_parts(&geo, &cfg);
         w.config.layout = layout;
         e.ext.wom = Some(w);
@@ -910,7 +1198,7 @@ fn failures_and_cuts(layout: PairLayout, seeds: u64) {
             Ok(_) => completed += 1,
             // Enough grown bad blocks can leave too little room for the capacity: a clean error.
             Err(err) if err.contains("NoSpace") => {}
-            Err(err) => panic!("{layout:?}, seed {seed}: {err}"),
+            Err(err) => panic!("{layout:?} {cut:?}, seed {seed}: {err}"),
         }
         assert_eq!(e.emu.counters().rejected, 0, "seed {seed}");
         failures += e.totals.program_failures;
@@ -925,13 +1213,27 @@ fn failures_and_cuts(layout: PairLayout, seeds: u64) {
 /// More than one plane pair: four planes in one LUN, and two LUNs of two planes, with cuts.
 #[test]
 fn several_plane_pairs_with_cuts() {
+    several_plane_pairs(MultiPlaneCut::CutOpOnly, 6);
+}
+
+/// Issue #20: the same on an emulator whose cuts tear every page of a multi-plane program
+/// (`MultiPlaneCut::WholeCall`; on 4 planes a first-write program of up to four pages),
+/// `FTL_WOM_TEAR_SEEDS` seeds per geometry (default 6).
+#[test]
+fn several_plane_pairs_tearing_whole_calls() {
+    let seeds = std::env::var("FTL_WOM_TEAR_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(6u64);
+    several_plane_pairs(MultiPlaneCut::WholeCall, seeds);
+}
+
+fn several_plane_pairs(cut: MultiPlaneCut, seeds: u64) {
     for (planes, luns) in [(4u32, 1u32), (2, 2)] {
         let mut second = 0;
-        for seed in 1..=6u64 {
+        for seed in 1..=seeds {
             let geo = Geometry { luns, ..wom_geometry(8, 12, planes) };
             let mut cfg = Config::with_logical_pages(&geo, 48);
             cfg.checkpoint_interval_blocks = 6;
-            let mut e = Env::new(emulator(geo, 0.5, 0.5, seed), cfg);
+            let torn = [0.5, 0.99, 0.01][seed as usize % 3];
+            let mut e = Env::new(emulator_cut(geo, torn, 0.5, seed, cut), cfg);
             e.ext.wom = Some(small_parts(&geo, &cfg));
             e.verify = Verify::Touched;
             e.random_cuts = Some(RandomCuts {
@@ -943,11 +1245,11 @@ fn several_plane_pairs_with_cuts() {
             let mut rng = Rng::new(seed ^ 0x77);
             let ops = random_workload(&mut rng, cfg.logical_pages, 300);
             e.run(&ops, Start::Format)
-                .unwrap_or_else(|err| panic!("{planes} planes x {luns} LUNs, seed {seed}: {err}"));
+                .unwrap_or_else(|err| panic!("{planes} planes x {luns} LUNs {cut:?}, seed {seed}: {err}"));
             assert_eq!(e.emu.counters().rejected, 0);
             second += e.totals.second_writes;
         }
-        assert!(second > 100, "{planes} planes x {luns} LUNs: {second} second writes");
+        assert!(second > 100 * seeds / 6, "{planes} planes x {luns} LUNs: {second} second writes");
     }
 }
 
@@ -1009,6 +1311,25 @@ fn random_cuts_with_second_writes_and_rber() {
     rber_cut_runs(PairLayout::TwoPlanes, seeds, &|| RequestSizeClassifier::default(), SingleHostStream);
 }
 
+/// Issue #20: the same on an emulator whose cuts tear every page of a multi-plane program
+/// (`MultiPlaneCut::WholeCall`: both halves of a cut second write torn), torn pages partly
+/// programmed down to a few bits (a tenth of a percent of the bits a program was changing: a torn
+/// first write that BCH corrects), `FTL_WOM_RBER_SEEDS` seeds.
+#[test]
+fn random_cuts_tearing_whole_second_writes_with_rber() {
+    use ftl_core::policy::{RequestSizeClassifier, SingleHostStream};
+    let seeds: u64 = std::env::var("FTL_WOM_RBER_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(6);
+    let (cut, torn) = (MultiPlaneCut::WholeCall, &[0.5, 0.99, 0.01, 0.001][..]);
+    rber_cut_runs_in(
+        PairLayout::TwoPlanes,
+        cut,
+        torn,
+        seeds,
+        &|| RequestSizeClassifier::default(),
+        SingleHostStream,
+    );
+}
+
 /// The same with same-block pairs (`FTL_WOM_RBER_SEEDS` / 2 seeds).
 #[test]
 fn random_cuts_with_same_block_second_writes_and_rber() {
@@ -1038,6 +1359,22 @@ where
     K: ftl_core::policy::Classifier + Clone,
     L: ftl_core::policy::Placement + Clone,
 {
+    rber_cut_runs_in(layout, MultiPlaneCut::CutOpOnly, &[0.5, 0.99, 0.01], seeds, classifier, placement);
+}
+
+/// [`rber_cut_runs`] with the multi-plane cut semantics `cut`, seed `s` tearing pages by
+/// `torn[s % torn.len()]`.
+fn rber_cut_runs_in<K, L>(
+    layout: PairLayout,
+    cut: MultiPlaneCut,
+    torn: &[f64],
+    seeds: u64,
+    classifier: &dyn Fn() -> K,
+    placement: L,
+) where
+    K: ftl_core::policy::Classifier + Clone,
+    L: ftl_core::policy::Placement + Clone,
+{
     use ftl_core::policy::{Greedy, Policies};
     let rber: f64 = std::env::var("FTL_WOM_RBER").ok().and_then(|v| v.parse().ok()).unwrap_or(1e-6);
     let (mut cuts, mut flips, mut second) = (0, 0, 0);
@@ -1046,11 +1383,12 @@ where
         let geo = Geometry { ecc: EccRequirement { bits: 4, codeword_bytes: 512 }, ..geo };
         let faults = FaultConfig {
             rber,
-            torn_fraction: [0.5, 0.99, 0.01][seed as usize % 3],
+            torn_fraction: torn[seed as usize % torn.len()],
             partial_erase_fraction: 0.5,
             ..FaultConfig::default()
         };
-        let emu = Emulator::new(EmulatorConfig { faults, seed, ..EmulatorConfig::new(geo) }).unwrap();
+        let config = EmulatorConfig { faults, seed, multi_plane_cut: cut, ..EmulatorConfig::new(geo) };
+        let emu = Emulator::new(config).unwrap();
         let policies = Policies {
             codec: WomBch::for_geometry(&geo).unwrap(),
             classifier: classifier(),
@@ -1066,7 +1404,8 @@ where
         e.random_cuts = Some(RandomCuts::within_600(seed));
         let mut rng = Rng::new(seed ^ 0xB17);
         let ops = random_workload(&mut rng, cfg.logical_pages, 600);
-        let s = e.run(&ops, Start::Format).unwrap_or_else(|err| panic!("{layout:?}, seed {seed}: {err}"));
+        let s =
+            e.run(&ops, Start::Format).unwrap_or_else(|err| panic!("{layout:?} {cut:?}, seed {seed}: {err}"));
         cuts += s.cuts;
         flips += e.emu.counters().bit_flips;
         second += e.totals.second_writes;
