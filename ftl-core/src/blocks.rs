@@ -459,6 +459,22 @@ impl<'m> BlockTable<'m> {
         self.view(plane).min_valid()
     }
 
+    /// The used block of `plane` with the fewest valid pages (fewer than a full block) among
+    /// those without `flag`. O(blocks visited).
+    pub fn min_valid_without(&self, plane: u32, flag: u8) -> Option<BlockId> {
+        for v in 0..self.geo.pages_per_block {
+            let mut cur = self.heads[self.bucket_head(plane, v)];
+            while cur != NIL {
+                let i = &self.info[cur as usize];
+                if i.flags() & flag == 0 {
+                    return Some(BlockId(cur));
+                }
+                cur = i.next();
+            }
+        }
+        None
+    }
+
     /// A used block of `plane` whose pages are all valid, if any.
     pub fn full_block(&self, plane: u32) -> Option<BlockId> {
         let h = self.heads[self.bucket_head(plane, self.geo.pages_per_block)];

@@ -8,7 +8,11 @@
 //! failure in the middle of a copy (program failure on the destination, power loss) never loses
 //! data: the victim keeps every page not yet copied, and each copy is mapped only once programmed.
 //! Before an erase or a retirement, pending trims are journaled (the trimmed pages were not
-//! copied) and a block with a live journal page triggers a checkpoint first.
+//! copied) and a block with a live journal page triggers a checkpoint first. When the free blocks
+//! do not cover that checkpoint (and one block for GC), such a block is passed over for a victim
+//! without a live journal page, and one already collected waits in the lists, unerased, until
+//! they do; a checkpoint due when GC opens a block waits likewise (`frontier.rs`). Without this,
+//! a device whose mounts after cuts had used up its free blocks failed with `NoSpace`.
 
 use nand_hal::{BlockId, NandFlash, PageId};
 
@@ -79,6 +83,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             return Ok(true);
         };
         let VictimAction::Erase = self.policies.victim().action(&view, victim);
+        let victim = self.victim_within_room(plane, victim);
         if !self.geo.contains_block(victim)
             || self.geo.plane_index(victim) != plane
             || self.blocks.state(victim) != BlockState::Used
@@ -92,6 +97,24 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.collect(victim, Finish::Erase)?;
         self.counters.gc_blocks += 1;
         Ok(true)
+    }
+
+    /// Whether erasing `b` now would force a checkpoint (it holds a live journal page) that the
+    /// free blocks do not cover (`checkpoint_need`: its blocks and one for GC).
+    fn erase_waits_for_room(&self, b: BlockId) -> bool {
+        self.blocks.get(b).flags() & FLAG_LIVE_JOURNAL != 0
+            && self.blocks.total_free() < self.checkpoint_need()
+    }
+
+    /// The victim policy's choice `victim`, or, when its erase would wait for room
+    /// ([`Self::erase_waits_for_room`]), the used block of `plane` with the fewest valid pages
+    /// that holds no live journal page, if there is one: collecting it needs no checkpoint and
+    /// brings the free blocks back.
+    pub(crate) fn victim_within_room(&self, plane: u32, victim: BlockId) -> BlockId {
+        if !self.geo.contains_block(victim) || !self.erase_waits_for_room(victim) {
+            return victim;
+        }
+        self.blocks.min_valid_without(plane, FLAG_LIVE_JOURNAL).unwrap_or(victim)
     }
 
     /// Moves the valid pages of `b` away, then erases or retires it.
@@ -114,6 +137,15 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         finish: Finish,
         before: BlockState,
     ) -> Result<(), Error> {
+        // A victim whose erase needs a checkpoint the free blocks cannot hold goes back to the
+        // lists with no valid page (every page superseded: what a cut during its collection
+        // leaves); it is erased, with its checkpoint, once GC brought the free blocks back (the
+        // victim choice passes over it until then). Found by random cuts on a 32-block device
+        // whose mounts after cuts had left no free block (tests/tests/copy_back.rs).
+        if finish == Finish::Erase && self.erase_waits_for_room(b) {
+            self.blocks.set_state(b, before);
+            return Ok(());
+        }
         // Erasing the block or marking it bad both take its pages out of every later replay:
         // first journal pending trims (the trimmed pages were not copied, and an older copy
         // elsewhere would come back) and, if it holds a live journal page, write a checkpoint.

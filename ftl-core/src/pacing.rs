@@ -266,6 +266,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             return false;
         };
         let VictimAction::Erase = self.policies.victim().action(&view, victim);
+        let victim = self.victim_within_room(plane, victim);
         if !self.geo.contains_block(victim)
             || self.geo.plane_index(victim) != plane
             || self.blocks.state(victim) != BlockState::Used
