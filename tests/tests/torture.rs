@@ -339,7 +339,16 @@ fn exhaustive_cut_points_tearing_whole_multi_plane_calls_nearly_complete_program
 fn exhaustive_tearing_whole_calls(torn: f64, erase: f64) {
     let stride = env_u64("FTL_TORTURE_TEAR_STRIDE", 32);
     let cuts = CutPoints { semantics: MultiPlaneCut::WholeCall, stride, every_multi: true };
-    let (_, second) = exhaustive_in(2, torn, erase, MapChoice::Flat, Env::for_build, cuts);
+    // Two-plane pairs whatever `FTL_WOM_LAYOUT` says (scripts/test.sh runs the `wom` build with
+    // same-block pairs, which are single-plane programs).
+    let two_planes = |emu, cfg| {
+        let mut env = Env::for_build(emu, cfg);
+        if let Some(w) = env.ext.wom.as_mut() {
+            w.config.layout = ftl_core::reuse::PairLayout::TwoPlanes;
+        }
+        env
+    };
+    let (_, second) = exhaustive_in(2, torn, erase, MapChoice::Flat, two_planes, cuts);
     assert!(second > 100, "torn {torn}: {second} cuts in second writes");
 }
 
