@@ -398,6 +398,20 @@ impl<'m> Reuse<'m> {
         self.slotted = [None; MAX_TOTAL_PLANES / 2];
     }
 
+    /// Recycled blocks still missing for every recycled block to have its pair (the layout's:
+    /// one in the sibling plane, a second one in the same plane, none for same-block pairs),
+    /// over `planes` planes, with one more recycled block in `plus` if given. GC keeps
+    /// `in_reuse + unmatched` within the cap, so the plane that lacks one can always recycle it
+    /// and a pair can always form.
+    fn unmatched(&self, planes: u32, plus: Option<u32>) -> u32 {
+        let n = |p: u32| self.recycled.get(p as usize).copied().unwrap_or(0) + u32::from(plus == Some(p));
+        match self.cfg.layout {
+            PairLayout::TwoPlanes => (0..planes / 2).map(|q| n(2 * q).abs_diff(n(2 * q + 1))).sum(),
+            PairLayout::SamePlane => (0..planes).map(|p| n(p) % 2).sum(),
+            PairLayout::SameBlock => 0,
+        }
+    }
+
     fn state(&self, b: BlockId) -> ReuseState {
         match self.mem.state.get(b.0 as usize).map_or(0, |s| s & STATE_MASK) {
             2 => ReuseState::Recycled,
@@ -1238,13 +1252,27 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     // GC, erase, map and checkpoint hooks
 
     /// Whether GC erases `victim` (else it recycles it): reused, the plane below its clean
-    /// reserve, the recycled + reused cap reached, or the block past its life share.
+    /// reserve, no room under the recycled + reused cap for it and for the blocks that would
+    /// then still be missing for its pair ([`Reuse::unmatched`]), or the block past its life
+    /// share.
     fn erases(&self, victim: BlockId) -> bool {
+        self.erases_under_cap(victim) || self.over_cap(victim)
+    }
+
+    /// Whether recycling `victim` would take the cap's room (see [`Ftl::erases`]).
+    fn over_cap(&self, victim: BlockId) -> bool {
+        let plane = self.geo.plane_index(victim);
+        self.ext.reuse.as_ref().is_none_or(|r| {
+            r.in_reuse + 1 + r.unmatched(self.geo.total_planes(), Some(plane)) > r.cfg.cap_blocks
+        })
+    }
+
+    /// [`Ftl::erases`] but for the cap.
+    fn erases_under_cap(&self, victim: BlockId) -> bool {
         let plane = self.geo.plane_index(victim);
         let Some(r) = self.ext.reuse.as_ref() else { return true };
         r.state(victim) != ReuseState::None
             || self.blocks.free_count(plane) < self.cfg.gc_free_threshold
-            || r.in_reuse + 1 > r.cfg.cap_blocks
             || !self.within_life(victim)
             || (self.blocks.get(victim).valid() as u64) * 1000
                 > self.geo.pages_per_block as u64 * r.cfg.recycle_max_valid_permille as u64
@@ -1300,12 +1328,66 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         Ok(true)
     }
 
+    /// A recycled block of `plane` that can never take a second write, which GC erases: one
+    /// past its life share or worn (no pair picks it), or, with no active pair in its plane
+    /// pair, one the cap leaves without a partner (`in_reuse + unmatched` over the cap, as after
+    /// a failed activation marker, and this plane holds the surplus), the one with the fewest
+    /// valid pages.
+    fn stranded(&self, plane: u32) -> Option<BlockId> {
+        let r = self.ext.reuse.as_ref()?;
+        let recycled = || {
+            (0..self.geo.blocks_per_plane)
+                .map(|n| self.geo.block_in_plane(plane, n))
+                .filter(|&b| r.state(b) == ReuseState::Recycled && self.blocks.state(b) == BlockState::Open)
+        };
+        if r.recycled.get(plane as usize).is_none_or(|&n| n == 0) {
+            return None;
+        }
+        if let Some(b) = recycled().find(|&b| !self.within_life(b)) {
+            return Some(b);
+        }
+        let (q, _) = pair_of(plane);
+        let n = |p: u32| r.recycled.get(p as usize).copied().unwrap_or(0);
+        let surplus = match r.cfg.layout {
+            PairLayout::TwoPlanes => n(plane) > n(plane ^ 1),
+            PairLayout::SamePlane => n(plane) % 2 == 1,
+            PairLayout::SameBlock => false,
+        };
+        let over = r.in_reuse + r.unmatched(self.geo.total_planes(), None) > r.cfg.cap_blocks;
+        if !surplus || !over || r.active.get(q).is_none_or(|a| a.a != NIL) {
+            return None;
+        }
+        recycled().min_by_key(|&b| self.blocks.get(b).valid())
+    }
+
+    /// When the cap alone keeps `victim` from being recycled: the reused used block with the
+    /// fewest valid pages, if it holds no more than `victim` (GC erases it instead of `victim`).
+    fn cap_holder(&self, victim: BlockId) -> Option<BlockId> {
+        if self.erases_under_cap(victim) || !self.over_cap(victim) {
+            return None;
+        }
+        let r = self.ext.reuse.as_ref()?;
+        let most = self.blocks.get(victim).valid();
+        (0..self.geo.total_blocks())
+            .map(BlockId)
+            .filter(|&b| {
+                r.state(b) == ReuseState::Reused
+                    && self.blocks.state(b) == BlockState::Used
+                    && self.blocks.get(b).valid() <= most
+            })
+            .min_by_key(|&b| self.blocks.get(b).valid())
+    }
+
     /// After the baseline's reserve GC: while clean + recycled blocks are below the reuse
     /// threshold, recycle used victims and erase reused ones (bounded; stops at a used victim GC
     /// would erase, so with no second writes it collects exactly what the baseline would).
     pub(crate) fn reuse_top_up(&mut self, plane: u32) -> Result<(), Error> {
         let Some(r) = self.ext.reuse.as_ref() else { return Ok(()) };
         let want = r.cfg.gc_threshold;
+        if let Some(b) = self.stranded(plane) {
+            self.collect(b, crate::gc::Finish::Erase)?;
+            self.counters.gc_blocks += 1;
+        }
         for _ in 0..want {
             let Some(r) = self.ext.reuse.as_ref() else { return Ok(()) };
             if self.blocks.free_count(plane) + r.recycled[plane as usize] >= want {
@@ -1318,11 +1400,20 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             // A reused victim is erased (the paper's rule); any other victim GC would erase
             // ends the top-up.
             let reused = self.ext.reuse.as_ref().is_some_and(|r| r.state(victim) == ReuseState::Reused);
-            if self.blocks.state(victim) != BlockState::Used
-                || self.geo.plane_index(victim) != plane
-                || (self.erases(victim) && !reused)
-            {
+            if self.blocks.state(victim) != BlockState::Used || self.geo.plane_index(victim) != plane {
                 break;
+            }
+            if !reused && self.erases(victim) {
+                // Only the cap stops its recycling: a reused block holding no more valid pages
+                // (any plane) gives its room back first, else the cap would keep it forever.
+                match self.cap_holder(victim) {
+                    Some(b) => {
+                        self.collect(b, crate::gc::Finish::Erase)?;
+                        self.counters.gc_blocks += 1;
+                        continue;
+                    }
+                    None => break,
+                }
             }
             self.reuse_collect(victim)?;
         }
