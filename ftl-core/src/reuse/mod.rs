@@ -32,11 +32,23 @@
 //! recycled and reused ones erased; a used victim that would be erased ends it, so with no
 //! second writes GC does exactly what the baseline does). The victim (fewest valid pages) is
 //! erased if it is reused, if the plane is below its clean reserve, if recycled + reused
-//! blocks would exceed [`ReuseConfig::cap_blocks`] (2R), if it is past its life share or (off by
-//! default) holds more valid pages than [`ReuseConfig::recycle_max_valid_permille`];
-//! otherwise it is recycled. With no used or reused victim, the recycled block with the fewest
-//! valid pages is erased, so recycled blocks never starve a plane. Valid second-write pages of
-//! an erased victim are decoded and rewritten as first writes on the GC stream.
+//! blocks, plus the recycled blocks still missing for every recycled block to have its pair
+//! (one in the sibling plane; with `SamePlane` a second one in the plane), would exceed
+//! [`ReuseConfig::cap_blocks`] (2R), if it is past its life share or (off by default) holds
+//! more valid pages than [`ReuseConfig::recycle_max_valid_permille`]; otherwise it is
+//! recycled. So the cap never fills with recycled blocks of one plane that no pair can take
+//! (with a cap of one pair, the plane that lacks one can always recycle it). When only the cap
+//! stops the top-up from recycling its victim, the reused block with the fewest valid pages
+//! (any plane) is erased first if it holds no more than the victim, which gives the cap's room
+//! back; a recycled block no pair can take (worn, or the cap over-full after a failed
+//! activation marker, with no active pair in its plane pair) is erased by the top-up. With no
+//! used or reused victim, the recycled block with the fewest valid pages is erased, so
+//! recycled blocks never starve a plane. Valid second-write pages of an erased victim are
+//! decoded and rewritten as first writes on the GC stream. (Found by a cap of one pair, which
+//! both planes' recycling had filled in one plane, after a mount and without one:
+//! `tests/tests/wom.rs`, `second_writes_*_cap_full`, `second_writes_never_stall_at_the_cap`.)
+//! These are erases and recycles of the kinds GC did before, so the power-loss guarantees below
+//! are unchanged.
 //!
 //! **Prefetch** ([`Ftl::prefetch_second_write`], when [`ReuseConfig::prefetch`]): background
 //! work between host requests reads the next pair of invalid pages into the pair buffers, so
