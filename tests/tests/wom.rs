@@ -944,6 +944,25 @@ impl Hook for TearSecondWriteMetaErased {
 }
 
 /// `n` overwrites of the hot logical pages `0..hot` (ids from `id` on), noted in `want`.
+/// Writes the cold pages `hot..want.len()` once, then hot pages until the FTL has made 40 second
+/// writes (at most 5000 hot writes), recording each page's content id in `want`.
+fn warm_up<N: NandFlash>(
+    f: &mut ftl_tests::TestFtl<'_, N>,
+    want: &mut [u64],
+    id: &mut u64,
+    hot: u64,
+    what: &str,
+) {
+    for l in hot as u32..want.len() as u32 {
+        f.write(l, &page(l, 1_000_000 + l as u64)).unwrap();
+        want[l as usize] = 1_000_000 + l as u64;
+    }
+    while f.reuse_stats().unwrap().second_writes < 40 {
+        assert!(*id < 5000, "{what}: no second writes: {:?}", f.reuse_stats());
+        write_hot(f, want, id, hot, 1);
+    }
+}
+
 fn write_hot<N: NandFlash>(
     f: &mut ftl_tests::TestFtl<'_, N>,
     want: &mut [u64],
@@ -993,14 +1012,7 @@ fn torn_meta_erased_case(skip: u32) -> u32 {
     let mut id = 0u64;
     {
         let mut f = open(&mut emu, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), true).unwrap();
-        for l in hot as u32..logical {
-            f.write(l, &page(l, 1_000_000 + l as u64)).unwrap();
-            want[l as usize] = 1_000_000 + l as u64;
-        }
-        while f.reuse_stats().unwrap().second_writes < 40 {
-            assert!(id < 5000, "skip {skip}: no second writes: {:?}", f.reuse_stats());
-            write_hot(&mut f, &mut want, &mut id, hot, 1);
-        }
+        warm_up(&mut f, &mut want, &mut id, hot, &format!("skip {skip}"));
         f.flush().unwrap();
     }
     let torn;
@@ -1498,14 +1510,7 @@ fn second_writes_keep_going(remount: bool) -> u64 {
     let mut want = vec![0u64; logical as usize];
     let mut id = 0u64;
     let mut f = open(&mut emu, &mut mem, w.extensions(), cfg, DefaultPolicies::default(), true).unwrap();
-    for l in hot as u32..logical {
-        f.write(l, &page(l, 1_000_000 + l as u64)).unwrap();
-        want[l as usize] = 1_000_000 + l as u64;
-    }
-    while f.reuse_stats().unwrap().second_writes < 40 {
-        assert!(id < 5000, "no second writes: {:?}", f.reuse_stats());
-        write_hot(&mut f, &mut want, &mut id, hot, 1);
-    }
+    warm_up(&mut f, &mut want, &mut id, hot, "cap");
     let before = id;
     f.flush().unwrap();
     if remount {
