@@ -1051,7 +1051,7 @@ fn session_step<N: CutControl, P: PolicySet>(
         }
         Op::Read { lpn, pages } => {
             let (lpn, pages) = clamp(ctx.model, lpn, pages);
-            let r = if ctx.flex_intents && step % 2 == 0 {
+            let r = if ctx.flex_intents && step.is_multiple_of(2) {
                 flush_read_range(ftl, ctx.model, lpn, pages, ctx.stop_on_device_error)
             } else {
                 verify_range_stop(ftl, ctx.model, lpn, pages, ctx.stop_on_device_error)
