@@ -1246,3 +1246,69 @@ fn multi_plane_with_flex_ecc_matches_single_plane() {
         }
     }
 }
+
+/// Issue #20, the room rule of a multi-plane group (`multiplane.rs`: the spare areas of a
+/// group's pages are assembled in the page buffer, `planes x (META_LEN + codec bytes) <= data +
+/// spare bytes`) with FlexECC's codec bytes (a tag byte, the BCH parity, a CRC-32C), on a chip
+/// of 4 planes of 128 + 128-byte pages (a 256-byte page buffer). BCH t = 16 over the 128 bytes
+/// (m = 11: 22 parity bytes, 27 codec bytes): 4 x (28 + 27) = 220 bytes fit, stripes of 4 go out
+/// as multi-plane programs and read back 4 at a time. t = 24 (33 parity bytes, 38 codec bytes):
+/// 4 x 66 = 264 bytes do not fit, every page is programmed on its own, and reads group at most 3
+/// pages (3 x 66 = 198). Either way every page reads back, in the format its intent asked for.
+#[test]
+fn multi_plane_groups_fit_flex_codec_bytes_in_the_page_buffer() {
+    type Big = FlexCodec<2048, 5>;
+    for (t, fits) in [(16u32, true), (24, false)] {
+        let g = Geometry {
+            data_bytes: 128,
+            spare_bytes: 128,
+            ecc: nand_hal::EccRequirement { bits: t as u8, codeword_bytes: 128 },
+            ..geometry(8, 16, 4)
+        };
+        let c = cfg_pages(&g, 96);
+        let codec: Big = FlexCodec::new(BchCodec::new(11, t, 128, 128).unwrap());
+        let codec_len = codec.spare_len();
+        assert_eq!(4 * (META_LEN + codec_len) <= g.raw_page_bytes() as usize, fits, "t = {t}");
+        let pol = Policies {
+            codec,
+            classifier: RequestSizeClassifier::default(),
+            victim: Greedy,
+            placement: SingleHostStream,
+        };
+        let mut emu = Emulator::new(EmulatorConfig::new(g)).unwrap();
+        let mut mem = FtlMemory::new(&g, &c);
+        let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
+        let (map, m) = mem.parts();
+        let flex = Extensions::none().flex(&mut marks, FlexConfig::default());
+        let mut ftl = Ftl::format_with(&mut emu, pol, map, m, c, flex).unwrap();
+        ftl.reset_counters();
+        let pb = g.data_bytes as usize;
+        let fill = |l: u32, out: &mut [u8]| fill_page(l, 5, out);
+        for (w, lpn) in (0..32u32).step_by(8).enumerate() {
+            let mut data = vec![0u8; 8 * pb];
+            for (j, p) in data.chunks_mut(pb).enumerate() {
+                fill(lpn + j as u32, p);
+            }
+            let intent = if w % 2 == 1 { Intent::Clean } else { Intent::Dirty };
+            ftl.write_with(lpn, &data, intent).unwrap();
+        }
+        let c1 = *ftl.counters();
+        assert_eq!(c1.host_write_pages, 32, "t = {t}: {c1:?}");
+        assert_eq!(c1.multi_plane_programs, if fits { 8 } else { 0 }, "t = {t}: {c1:?}");
+        let mut all = vec![0u8; 32 * pb];
+        ftl.read(0, &mut all).unwrap();
+        for (l, p) in all.chunks(pb).enumerate() {
+            assert_eq!(identify(l as u32, p), Found::Content(Some(5)), "t = {t}: lpn {l}");
+        }
+        // 32 pages, 4 per page offset: one group of 4 per offset, or (3 x 66 bytes the most that
+        // fit) a group of 3 and a single read: 8 multi-plane reads either way.
+        let reads = ftl.counters().multi_plane_reads;
+        assert_eq!(reads, 8, "t = {t}");
+        let mut buf = vec![0u8; pb];
+        for l in 0..32u32 {
+            let want = if (l / 8) % 2 == 1 { PageFormat::Detecting } else { PageFormat::Correcting };
+            let r = ftl.read_with(l, &mut buf).unwrap();
+            assert_eq!(r, PageRead::Good { format: Some(want), corrected: 0 }, "t = {t}: lpn {l}");
+        }
+    }
+}
