@@ -5,6 +5,12 @@
 //! expected format, with bit errors injected into the data area of chosen physical pages (read
 //! noise that a GC copy bakes in, as on a real device). The metadata is kept error-free here: its
 //! own protection is another mechanism's job.
+//!
+//! Multi-plane operations with FlexECC (issue #20; power cuts: tests/tests/multiplane.rs):
+//! `multi_plane_with_flex_ecc_matches_single_plane` runs the same workloads with them on and off
+//! (flat and cached map, 2 and 4 planes) against a model;
+//! `multi_plane_groups_fit_flex_codec_bytes_in_the_page_buffer` checks the page buffer's room
+//! for a group's spare areas with FlexECC's codec bytes.
 
 // FlexECC (feature `flex-ecc`).
 #![cfg(feature = "flex-ecc")]
@@ -1171,15 +1177,19 @@ fn fresh_image(multi: bool, cached: bool, planes: u32) -> (DataPages, Vec<PageRe
     (image, reads, counters)
 }
 
-/// Issue #20: multi-plane programs, reads and erases with FlexECC attached. The same seeded
-/// workload ([`multi_plane_run`], checked against its model in both runs) with multi-plane
-/// operations on and off returns the same data on every read and the same FlexECC counters of writes by intent, marks, formatted reads and
-/// corrupt pages; on, it issued multi-plane programs (of clean and dirty stripes and `write_many`
-/// batches), reads and (flat map: GC's deferred victims) erases, off none. Flat and cached map,
-/// 2 and 4 planes. (GC's own counters, and so how many marked pages it converted before they
-/// were rewritten, differ a little between the two: a stripe's planes each run their paced GC
-/// before its multi-plane program, not each before its own page, and GC's victims wait for the
-/// allocator's paired erase; both runs convert pages, and the model checks each run's result.)
+/// Issue #20: multi-plane programs, reads and erases with FlexECC attached, on and off.
+/// On a fresh device ([`fresh_image`], no GC) the stripes' multi-plane programs leave every data
+/// page byte for byte as the single-page programs do (data, aux word, format tag and codec
+/// bytes) and every page reads back the same, in its intent's format. The seeded workload
+/// ([`multi_plane_run`], checked against its model in both runs) returns the same data on every
+/// read and the same FlexECC counts of writes by intent, marks and formatted reads; on, it
+/// issued multi-plane programs (of clean and dirty stripes and `write_many` batches), reads and
+/// (flat map: GC's deferred victims) erases, off none. Flat and cached map, 2 and 4 planes.
+/// (GC's own counters, and so how many marked pages it converted before they were rewritten,
+/// differ a little between the two: a stripe's planes each run their paced GC before its
+/// multi-plane program, not each before its own page, and (flat map) GC's victims wait for the
+/// allocator's paired erase; both runs convert pages, and the model checks each run's formats
+/// and marks.)
 #[test]
 fn multi_plane_with_flex_ecc_matches_single_plane() {
     for planes in [2, 4] {

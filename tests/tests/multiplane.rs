@@ -1,9 +1,15 @@
 //! Multi-plane operations (`ftl_core::multiplane`) under power cuts and failures, and the batch
 //! API (`Ftl::write_many`, `Ftl::read_many`) against a model.
 //!
-//! The FTL issues multi-plane operations only without techniques (each has its own paths), so
-//! these tests run the baseline (`Env::new`, the flat map) in every build; the default build's
-//! torture and model suites stack the techniques and do not reach them.
+//! The FTL issues multi-plane operations without techniques or with FlexECC alone (second
+//! writes, deduplication and the NV cache have their own paths), so these tests run the baseline
+//! (`Env::new`, the flat map) in every build; the default build's torture and model suites stack
+//! the techniques and do not reach them. With feature `flex-ecc` (issue #20), FlexECC attached
+//! alone ([`flex_env`]: its codec over BCH t = 4, clean writes and flush-reads among the ops):
+//! - `exhaustive_cuts_with_flex_ecc`: the exhaustive run below on 2 and 4 planes, both emulator
+//!   semantics of a cut multi-plane call, flat and cached map (about 13,500 cut points).
+//! - `random_cuts_multi_plane_with_flex_ecc`: the random runs below, both semantics, flat and
+//!   cached map: `FTL_MPFLEX_CUTS` cuts each (default 300), seeds from `FTL_MPFLEX_SEED`.
 //!
 //! - `exhaustive_cuts_in_multi_plane_ops`: a workload of multi-page writes (stripes programmed
 //!   by one multi-plane program), GC (victims erased in multi-plane erases at allocation),
@@ -500,7 +506,7 @@ fn assert_flex_reached(r: &CutRuns, what: &str, conversions: bool) {
     let t = &r.totals;
     assert!(
         t.flex_clean_writes > 0 && t.flex_marked > 0 && (t.flex_converted > 0 || !conversions),
-        "{what}: the runs must write clean pages, mark flush-read ones (and convert them: {conversions}): {r:?}"
+        "{what}: the runs must write clean pages, mark flush-read ones (and convert: {conversions}): {r:?}"
     );
 }
 
