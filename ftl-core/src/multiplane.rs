@@ -9,7 +9,7 @@
 //! real geometries; a group that does not fit is written page by page).
 //!
 //! When: on by default ([`Ftl::set_multi_plane`]) with more than one plane per LUN, with no
-//! technique attached or with FlexECC ([`multi_plane_allowed`]; second writes, deduplication and
+//! technique attached or with FlexECC (`multi_plane_allowed`; second writes, deduplication and
 //! the NV cache each have their own write, read and GC paths and keep the single-plane
 //! operations), with either map; GC's deferred erase (below) only with the flat map, with or
 //! without FlexECC.
