@@ -8,9 +8,25 @@
 //! group needs `planes x (META_LEN + codec bytes) <= data_bytes + spare_bytes` (always true on
 //! real geometries; a group that does not fit is written page by page).
 //!
-//! When: on by default ([`Ftl::set_multi_plane`]) with more than one plane per LUN and no
-//! technique attached (each technique has its own write and GC paths; they keep the single-plane
-//! operations), with either map; GC's deferred erase (below) only with the flat map.
+//! When: on by default ([`Ftl::set_multi_plane`]) with more than one plane per LUN, with no
+//! technique attached or with FlexECC (`multi_plane_allowed`; second writes, deduplication and
+//! the NV cache each have their own write, read and GC paths and keep the single-plane
+//! operations), with either map; GC's deferred erase (below) only with the flat map, with or
+//! without FlexECC.
+//!
+//! **FlexECC** (feature `flex-ecc`) does the same per page on either path: `write` and
+//! `write_many` note each page's RAM hints and counters before any program
+//! (`Ftl::flex_note_write`: drop mark cleared, detecting bit set as the intent says); each page
+//! of a stripe is encoded in the format the write's intent asks for
+//! (`Ftl::flex_page_format`, as `append` does for a host page, the format tag in its codec
+//! bytes), and a page the stripe writes again one by one after a failure the same; a
+//! multi-plane read checks each page as [`Ftl::read`] of one page does (the codec decodes the
+//! format its tag names; FlexECC's reporting reads, flush-reads and verifies are single-page
+//! calls and stay single-plane). Erases touch nothing of FlexECC, so the deferred erase runs
+//! too: its marks are per logical page, and a victim left `Dirty` holds only superseded pages
+//! (GC converted or kept each moved page's format before). Its codec bytes (a tag byte, the BCH
+//! parity and a CRC-32C) count in the room rule above (BCH t = 8 over a 2 KiB page with 64
+//! spare bytes: 4 x (28 + 57) = 340 bytes of 2112).
 //!
 //! **A flash-resident map** ([`crate::CachedMap`]). A single page's write faults its entry in
 //! with room for its change (`map_io.rs`) before its program, so that map write-backs precede the
@@ -124,6 +140,15 @@ pub(crate) enum RequestTemp {
     PerPage,
 }
 
+/// Whether the techniques of `stack` run with multi-plane operations (the module doc, **When**):
+/// FlexECC does (it only picks the format of the pages written, the same on either path);
+/// second writes, deduplication and the NV cache do not (each has its own write, read and GC
+/// paths, which issue single-plane operations).
+pub(crate) const fn multi_plane_allowed(stack: crate::Stack) -> bool {
+    let crate::Stack { wom, dedup, nv_cache, flex_ecc: _ } = stack;
+    !wom && !dedup && !nv_cache
+}
+
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Turns multi-plane operations on (the default) or off (every operation single-plane, GC
     /// erasing each victim as it finishes it: the FTL before multi-plane support).
@@ -134,7 +159,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Whether multi-plane erases (and GC's deferred erase) are on: see the module doc.
     #[inline]
     pub(crate) fn multi_erase_on(&self) -> bool {
-        self.multi_plane && self.geo.planes_per_lun > 1 && self.stack() == crate::Stack::default()
+        self.multi_plane && self.geo.planes_per_lun > 1 && multi_plane_allowed(self.stack())
     }
 
     /// Whether multi-plane programs and reads are on (either map: see the module doc).
@@ -268,12 +293,17 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         if pages.iter().any(|&(lpn, _)| self.trims.overlaps(lpn, 1)) {
             self.write_journal()?;
         }
+        // FlexECC's RAM hints and counters, as `write` of each page notes them.
+        for &(lpn, _) in pages {
+            self.flex_note_write(lpn, 1);
+        }
         self.write_striped(pages.len(), |i| pages[i], RequestTemp::PerPage)?;
         self.finish_write()
     }
 
     /// The core's first write of `n` pages (`page(i)` gives the i-th), striped: see the module
-    /// doc. Only with [`Self::multi_rw_on`] (no technique's hook to call). Each page is
+    /// doc. Only with [`Self::multi_rw_on`] (no technique's write hook to call; FlexECC's notes
+    /// are taken by the caller, its page format by the program). Each page is
     /// classified once, in order (a stripe that realigns the frontiers takes only some of the
     /// pages it classified; the rest start the next stripe).
     pub(crate) fn write_striped<'d>(

@@ -736,12 +736,21 @@ pub struct Ctx<'a> {
     pub mount_cut: &'a mut Option<u32>,
     /// Whether a device error other than a power cut stops the session (instead of failing it).
     pub stop_on_device_error: bool,
+    /// FlexECC intents ([`Env::flex_intents`]).
+    pub flex_intents: bool,
 }
 
 impl<'a> Ctx<'a> {
     /// Reads back the touched pages; a device error other than a power cut fails the session.
     pub fn touched(model: &'a mut Model, log: &'a mut Log, mount_cut: &'a mut Option<u32>) -> Self {
-        Ctx { model, log, verify: Verify::Touched, mount_cut, stop_on_device_error: false }
+        Ctx {
+            model,
+            log,
+            verify: Verify::Touched,
+            mount_cut,
+            stop_on_device_error: false,
+            flex_intents: false,
+        }
     }
 }
 
@@ -832,6 +841,73 @@ fn verify_range_stop<N: NandFlash, P: PolicySet>(
         }
     }
     Ok(Ok(()))
+}
+
+/// Writes `data` from `lpn`: `clean` (FlexECC's [`ftl_core::intent::Intent::Clean`], the
+/// detecting format) or a plain write (dirty).
+#[cfg(feature = "flex-ecc")]
+fn write_intent<N: NandFlash, P: PolicySet>(
+    ftl: &mut TestFtl<'_, N, P>,
+    lpn: u32,
+    data: &[u8],
+    clean: bool,
+) -> Result<(), Error> {
+    if clean {
+        ftl.write_with(lpn, data, ftl_core::intent::Intent::Clean)
+    } else {
+        ftl.write(lpn, data)
+    }
+}
+
+/// Without feature `flex-ecc`: a plain write.
+#[cfg(not(feature = "flex-ecc"))]
+fn write_intent<N: NandFlash, P: PolicySet>(
+    ftl: &mut TestFtl<'_, N, P>,
+    lpn: u32,
+    data: &[u8],
+    _clean: bool,
+) -> Result<(), Error> {
+    ftl.write(lpn, data)
+}
+
+/// FlexECC's flush-reads of `pages` pages from `lpn`, one at a time (each good correcting page
+/// marked for GC to drop to the detecting format), each compared with the model.
+#[cfg(feature = "flex-ecc")]
+fn flush_read_range<N: NandFlash, P: PolicySet>(
+    ftl: &mut TestFtl<'_, N, P>,
+    model: &Model,
+    lpn: u32,
+    pages: u32,
+    stop: bool,
+) -> Result<Result<(), Outcome>, String> {
+    use ftl_core::intent::PageRead;
+    let mut buf = vec![0u8; ftl.page_bytes() as usize];
+    for l in lpn..lpn + pages {
+        let r = match check_dev(ftl.flush_read(l, &mut buf), &format!("flush-read of lpn {l}"), stop)? {
+            Ok(r) => r,
+            Err(o) => return Ok(Err(o)),
+        };
+        if let PageRead::Corrupt { .. } = r {
+            return Err(format!("flush-read of lpn {l}: {r:?}"));
+        }
+        let (want, got) = (model.cur[l as usize], identify(l, &buf));
+        if got != Found::Content(want) {
+            return Err(format!("flush-read of lpn {l}: {got:?}, the model says {}", model.describe(want)));
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// Without feature `flex-ecc`: plain reads.
+#[cfg(not(feature = "flex-ecc"))]
+fn flush_read_range<N: NandFlash, P: PolicySet>(
+    ftl: &mut TestFtl<'_, N, P>,
+    model: &Model,
+    lpn: u32,
+    pages: u32,
+    stop: bool,
+) -> Result<Result<(), Outcome>, String> {
+    verify_range_stop(ftl, model, lpn, pages, stop)
 }
 
 /// Reads every logical page and compares it with the model.
@@ -963,16 +1039,23 @@ fn session_step<N: CutControl, P: PolicySet>(
             for (i, id) in ids.iter().enumerate() {
                 fill_page(lpn + i as u32, *id, &mut buf[i * pb..(i + 1) * pb]);
             }
-            if let Err(o) =
-                check_dev(ftl.write(lpn, buf), &format!("step {step}: write"), ctx.stop_on_device_error)?
-            {
+            let clean = ctx.flex_intents && step % 3 == 1;
+            if let Err(o) = check_dev(
+                write_intent(ftl, lpn, buf, clean),
+                &format!("step {step}: write"),
+                ctx.stop_on_device_error,
+            )? {
                 return Ok(Err(o));
             }
             Some((lpn, pages))
         }
         Op::Read { lpn, pages } => {
             let (lpn, pages) = clamp(ctx.model, lpn, pages);
-            let r = verify_range_stop(ftl, ctx.model, lpn, pages, ctx.stop_on_device_error);
+            let r = if ctx.flex_intents && step.is_multiple_of(2) {
+                flush_read_range(ftl, ctx.model, lpn, pages, ctx.stop_on_device_error)
+            } else {
+                verify_range_stop(ftl, ctx.model, lpn, pages, ctx.stop_on_device_error)
+            };
             if let Err(o) = r.map_err(|e| format!("step {step}: {e}"))? {
                 return Ok(Err(o));
             }
@@ -1057,6 +1140,14 @@ pub struct Totals {
     pub flex_dirty_writes: u64,
     /// Correcting pages GC moved as such (feature `flex-ecc`).
     pub flex_correcting_moved: u64,
+    /// Pages FlexECC wrote as clean (detecting; feature `flex-ecc`).
+    pub flex_clean_writes: u64,
+    /// Flush-reads that marked a page (feature `flex-ecc`).
+    pub flex_marked: u64,
+    /// Marked pages GC rewrote in the detecting format (feature `flex-ecc`).
+    pub flex_converted: u64,
+    /// Detecting pages GC moved as such (feature `flex-ecc`).
+    pub flex_detecting_moved: u64,
     /// Map pages read (cached map).
     pub map_page_reads: u64,
     /// Map pages written (cached map).
@@ -1125,6 +1216,10 @@ impl Totals {
         let c = ftl.flex_counters();
         self.flex_dirty_writes += c.dirty_writes;
         self.flex_correcting_moved += c.correcting_moved;
+        self.flex_clean_writes += c.clean_writes;
+        self.flex_marked += c.marked;
+        self.flex_converted += c.converted;
+        self.flex_detecting_moved += c.detecting_moved;
     }
 
     /// Without feature `flex-ecc` there is no FlexECC.
@@ -1205,6 +1300,12 @@ pub struct Env<P = DefaultPolicies> {
     /// Multi-plane operations on every instance (`Ftl::set_multi_plane`; on by default, as in
     /// the FTL; `FTL_MULTI_PLANE=0` turns them off in every harness run).
     pub multi_plane: bool,
+    /// FlexECC intents (feature `flex-ecc`, with FlexECC attached; off by default): every third
+    /// write op is clean (`write_with(Intent::Clean)`: the detecting format), every other read op
+    /// flush-reads its pages one by one (GC then drops them to the detecting format); the model
+    /// is the same (the content does not depend on the format). Without the feature: plain
+    /// writes and reads.
+    pub flex_intents: bool,
 }
 
 /// Power cuts at random offsets, rescheduled whenever none is pending.
@@ -1309,6 +1410,7 @@ impl<P: PolicySet + Clone> Env<P> {
             faults: FaultPlan::default(),
             gc_pacing: true,
             multi_plane: !std::env::var("FTL_MULTI_PLANE").is_ok_and(|v| v == "0"),
+            flex_intents: false,
         }
     }
 
@@ -1490,6 +1592,7 @@ impl<P: PolicySet + Clone> Env<P> {
                 verify: self.verify,
                 mount_cut: &mut self.mount_cut,
                 stop_on_device_error: false,
+                flex_intents: self.flex_intents,
             };
             let outcome = session(&mut ftl, &mut ctx, &ops[..limit], &mut next_op);
             ftl.nand_mut().clear_survivable_faults();

@@ -318,6 +318,7 @@ fn transient_run(k: u64, performed: bool) -> Result<u64, String> {
                 verify: Verify::Touched,
                 mount_cut: &mut mount_cut,
                 stop_on_device_error: true,
+                flex_intents: false,
             };
             match session(&mut f, &mut ctx, &ops, &mut next)? {
                 Outcome::End => break,

@@ -1,9 +1,15 @@
 //! Multi-plane operations (`ftl_core::multiplane`) under power cuts and failures, and the batch
 //! API (`Ftl::write_many`, `Ftl::read_many`) against a model.
 //!
-//! The FTL issues multi-plane operations only without techniques (each has its own paths), so
-//! these tests run the baseline (`Env::new`, the flat map) in every build; the default build's
-//! torture and model suites stack the techniques and do not reach them.
+//! The FTL issues multi-plane operations without techniques or with FlexECC alone (second
+//! writes, deduplication and the NV cache have their own paths), so these tests run the baseline
+//! (`Env::new`, the flat map) in every build; the default build's torture and model suites stack
+//! the techniques and do not reach them. With feature `flex-ecc` (issue #20), FlexECC attached
+//! alone ([`flex_env`]: its codec over BCH t = 4, clean writes and flush-reads among the ops):
+//! - `exhaustive_cuts_with_flex_ecc`: the exhaustive run below on 2 and 4 planes, both emulator
+//!   semantics of a cut multi-plane call, flat and cached map (about 13,500 cut points).
+//! - `random_cuts_multi_plane_with_flex_ecc`: the random runs below, both semantics, flat and
+//!   cached map: `FTL_MPFLEX_CUTS` cuts each (default 300), seeds from `FTL_MPFLEX_SEED`.
 //!
 //! - `exhaustive_cuts_in_multi_plane_ops`: a workload of multi-page writes (stripes programmed
 //!   by one multi-plane program), GC (victims erased in multi-plane erases at allocation),
@@ -144,6 +150,12 @@ impl CutRuns {
         self.totals.program_failures += t.program_failures;
         self.totals.erase_failures += t.erase_failures;
         self.totals.gc_blocks += t.gc_blocks;
+        self.totals.flex_dirty_writes += t.flex_dirty_writes;
+        self.totals.flex_correcting_moved += t.flex_correcting_moved;
+        self.totals.flex_clean_writes += t.flex_clean_writes;
+        self.totals.flex_marked += t.flex_marked;
+        self.totals.flex_converted += t.flex_converted;
+        self.totals.flex_detecting_moved += t.flex_detecting_moved;
         self.map_writes += t.map_page_writes;
     }
 }
@@ -157,12 +169,24 @@ fn exhaustive_cuts(geo: Geometry, cut: MultiPlaneCut) -> CutRuns {
 /// [`exhaustive_cuts`] with the host pages striped in `order`, on `map` (`MapChoice::Flat`, or
 /// [`cached_map`]'s choice when cached).
 fn exhaustive_cuts_in(geo: Geometry, cut: MultiPlaneCut, order: StripeOrder, map: MapChoice) -> CutRuns {
+    exhaustive_cuts_env(geo, cut, order, map, Env::new)
+}
+
+/// [`exhaustive_cuts_in`] with each run's environment from `env` (its policies, the techniques
+/// it attaches).
+fn exhaustive_cuts_env<P: PolicySet + Clone>(
+    geo: Geometry,
+    cut: MultiPlaneCut,
+    order: StripeOrder,
+    map: MapChoice,
+    make_env: impl Fn(Emulator, Config) -> Env<P>,
+) -> CutRuns {
     let mut cfg = Config::with_logical_pages(&geo, 32);
     cfg.checkpoint_interval_blocks = 4;
     cfg.stripe_order = order;
     let map = if map == MapChoice::Flat { map } else { cached_map(&cfg) };
     let ops = striped_workload(cfg.logical_pages, &mut Rng::new(11));
-    let mut dry = Env::new(emulator(geo, 0.5, 1, false, cut), cfg);
+    let mut dry = make_env(emulator(geo, 0.5, 1, false, cut), cfg);
     dry.use_map(map);
     dry.verify = Verify::Touched;
     let n = dry.run(&ops, Start::Format).unwrap().ops_at_end;
@@ -179,7 +203,7 @@ fn exhaustive_cuts_in(geo: Geometry, cut: MultiPlaneCut, order: StripeOrder, map
     let stride = env_u64("FTL_TORTURE_STRIDE", 1).max(1) as usize;
     let mut runs = CutRuns::default();
     for k in (0..n).step_by(stride) {
-        let mut env = Env::new(emulator(geo, [0.5, 0.999, 0.01][k as usize % 3], k, false, cut), cfg);
+        let mut env = make_env(emulator(geo, [0.5, 0.999, 0.01][k as usize % 3], k, false, cut), cfg);
         env.use_map(map);
         env.verify = Verify::Touched;
         env.ops_after_cut = Some(12);
@@ -271,6 +295,12 @@ enum Codec {
     /// BCH t = 8 per 512 bytes at RBER 2e-5 (as bit_errors.rs): torn pages that decode with
     /// corrections are kept and rewritten by mount (its step 7).
     Bch,
+    /// FlexECC attached ([`flex_env`]): its codec over BCH t = 4 per 512 bytes, clean writes in
+    /// the detecting format and flush-reads (GC drops them to it) among the ops; no raw bit
+    /// errors (a detecting page with one fails its read: served from the backing store by
+    /// `read_or_fetch`, which the harness does not call).
+    #[cfg(feature = "flex-ecc")]
+    Flex,
 }
 
 /// BCH(m = 13, t = 8) over 512-byte codewords (bit_errors.rs).
@@ -315,6 +345,8 @@ fn random_cuts_on(
             Codec::Crc => (geometry(ppb, bpp, planes), 0.0, [0.5, 0.999, 0.01]),
             // 0.99: metadata decodes (BCH t = 3), data does not; 0.999: data decodes corrected.
             Codec::Bch => (bch_geometry(ppb, bpp, planes), 2e-5, [0.99, 0.999, 0.5]),
+            #[cfg(feature = "flex-ecc")]
+            Codec::Flex => (flex_geometry(ppb, bpp, planes), 0.0, [0.99, 0.999, 0.5]),
         };
         let mut cfg = Config::for_utilization(&geo, 600);
         cfg.checkpoint_interval_blocks = 16;
@@ -333,6 +365,8 @@ fn random_cuts_on(
             Codec::Bch => {
                 run_random_cuts(Env::with_policies(emu, cfg, bch_policies(&geo)), map, &ops, seed, &mut runs)
             }
+            #[cfg(feature = "flex-ecc")]
+            Codec::Flex => run_random_cuts(flex_env(emu, cfg), map, &ops, seed, &mut runs),
         };
         s.unwrap_or_else(|e| {
             panic!(
@@ -429,6 +463,109 @@ fn random_cuts_multi_plane_cached_map() {
                 r.whole_programs * 20 > r.cuts,
                 "one cut in 20 must tear a whole multi-plane program: {r:?}"
             );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// FlexECC attached (feature `flex-ecc`, issue #20)
+
+/// FlexECC's codec over BCH t = 4 per 512 bytes, the baseline's other policies.
+#[cfg(feature = "flex-ecc")]
+type FlexPolicies =
+    Policies<ftl_policies::flex_ecc::FlexCodec<8192, 1>, RequestSizeClassifier, Greedy, SingleHostStream>;
+
+/// `geometry` with room for FlexECC's codec bytes (64 spare bytes).
+#[cfg(feature = "flex-ecc")]
+fn flex_geometry(ppb: u32, bpp: u32, planes: u32) -> Geometry {
+    Geometry { spare_bytes: 64, ..geometry(ppb, bpp, planes) }
+}
+
+/// An environment over `emu` with FlexECC attached alone (whatever else the build enables),
+/// [`FlexPolicies`], and FlexECC's intents among the ops (`Env::flex_intents`: every third
+/// write clean, in the detecting format; every other read a flush-read, so that GC drops pages
+/// to that format).
+#[cfg(feature = "flex-ecc")]
+fn flex_env(emu: Emulator, cfg: Config) -> Env<FlexPolicies> {
+    use ftl_policies::flex_ecc::{BchCodec, FlexCodec};
+    let geo = emu.geometry();
+    let codec = FlexCodec::new(BchCodec::new(13, 4, 512, geo.data_bytes as usize).expect("BCH"));
+    let d = DefaultPolicies::default();
+    let policies = Policies { codec, classifier: d.classifier, victim: d.victim, placement: d.placement };
+    let mut env = Env::with_policies(emu, cfg, policies);
+    let flex = ftl_tests::stack::FlexParts::for_build(&geo, &env.cfg);
+    env.ext = ftl_tests::ExtParts { flex, ..ftl_tests::ExtParts::none() };
+    env.flex_intents = true;
+    env
+}
+
+/// FlexECC's work the cut runs of a test reached: clean writes, flush-read marks and, if
+/// `conversions`, GC's conversions (besides the multi-plane calls their callers check).
+#[cfg(feature = "flex-ecc")]
+fn assert_flex_reached(r: &CutRuns, what: &str, conversions: bool) {
+    let t = &r.totals;
+    assert!(
+        t.flex_clean_writes > 0 && t.flex_marked > 0 && (t.flex_converted > 0 || !conversions),
+        "{what}: the runs must write clean pages, mark flush-read ones (and convert: {conversions}): {r:?}"
+    );
+}
+
+/// Issue #20: the striped workload of [`exhaustive_cuts_in_multi_plane_ops`] with FlexECC
+/// attached (clean writes, flush-reads, GC conversions on 2 planes), cut at every device
+/// operation (`FTL_TORTURE_STRIDE`): 2 and 4 planes, both emulator semantics of a cut
+/// multi-plane call, the flat map (multi-plane programs, reads and GC's deferred, paired erases)
+/// and the cached map. Every acknowledged write reads back, an unacknowledged one old or new.
+#[cfg(feature = "flex-ecc")]
+#[test]
+fn exhaustive_cuts_with_flex_ecc() {
+    let order = StripeOrder::PlaneFirst;
+    let maps = [MapChoice::Flat, ftl_tests::CACHED];
+    let cuts = [MultiPlaneCut::CutOpOnly, MultiPlaneCut::WholeCall];
+    for (planes, bpp) in [(2, 12), (4, 10)] {
+        for (map, cut) in maps.into_iter().flat_map(|m| cuts.map(|c| (m, c))) {
+            let what = format!("{planes} planes, {cut:?}, {}", map_name(map));
+            let r = exhaustive_cuts_env(flex_geometry(4, bpp, planes), cut, order, map, flex_env);
+            assert!(r.totals.multi_plane_programs > 40, "{what}: {r:?}");
+            if map == MapChoice::Flat {
+                assert!(r.totals.multi_plane_erases > 5, "{what}: {r:?}");
+            }
+            if cut == MultiPlaneCut::WholeCall {
+                assert!(
+                    r.whole_programs > 20,
+                    "{what}: the cuts must tear whole multi-plane programs: {r:?}"
+                );
+            }
+            // (On 4 planes the 32 logical pages leave GC's victims empty: nothing to convert.)
+            assert_flex_reached(&r, &what, planes == 2);
+        }
+    }
+}
+
+/// Issue #20: random workloads (with clean writes and flush-reads) with a cut always pending,
+/// program and erase failures in half the seeds, on 2- and 4-plane devices with FlexECC
+/// attached, under both emulator semantics, on the flat and the cached map: `FTL_MPFLEX_CUTS`
+/// cuts each (default 300), seeds from `FTL_MPFLEX_SEED` (default 1).
+#[cfg(feature = "flex-ecc")]
+#[test]
+fn random_cuts_multi_plane_with_flex_ecc() {
+    for map in [MapChoice::Flat, ftl_tests::CACHED] {
+        for cut in [MultiPlaneCut::CutOpOnly, MultiPlaneCut::WholeCall] {
+            let r = random_cuts_on(
+                map,
+                cut,
+                Codec::Flex,
+                env_u64("FTL_MPFLEX_CUTS", 300),
+                env_u64("FTL_MPFLEX_SEED", 1),
+                "FTL_MPFLEX",
+            );
+            let what = format!("{cut:?}, {}", map_name(map));
+            if cut == MultiPlaneCut::WholeCall {
+                assert!(
+                    r.whole_programs * 20 > r.cuts,
+                    "{what}: one cut in 20 must tear a whole program: {r:?}"
+                );
+            }
+            assert_flex_reached(&r, &what, true);
         }
     }
 }
