@@ -371,7 +371,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let pb = self.geo.data_bytes as usize;
         let req = WriteRequest { lpn, pages: n, page_bytes: self.geo.data_bytes };
         let temp = self.policies.classifier().classify_request(&req);
-        if n > 1 && self.multi_rw_on() {
+        if n > 1 && self.multi_program_on() {
             // Striped over the planes with multi-plane programs (see `multiplane.rs`).
             let page = |i: usize| (lpn + i as u32, &data[i * pb..(i + 1) * pb]);
             self.write_striped(n as usize, page, crate::multiplane::RequestTemp::Whole(temp))?;

@@ -9,10 +9,31 @@
 //! real geometries; a group that does not fit is written page by page).
 //!
 //! When: on by default ([`Ftl::set_multi_plane`]) with more than one plane per LUN, with no
-//! technique attached or with FlexECC (`multi_plane_allowed`; second writes, deduplication and
-//! the NV cache each have their own write, read and GC paths and keep the single-plane
-//! operations), with either map; GC's deferred erase (below) only with the flat map, with or
-//! without FlexECC.
+//! technique attached or with FlexECC (`multi_plane_allowed`), with either map; with
+//! deduplication, multi-plane reads and erases but single-plane programs
+//! (`multi_program_allowed`; below); second writes and the NV cache each have their own write,
+//! read and GC paths and keep the single-plane operations. GC's deferred erase (below) only
+//! with the flat map, with or without FlexECC or deduplication.
+//!
+//! **Deduplication** (feature `dedup`, flat map only). Reads: a multi-plane read resolves each
+//! logical page as [`Ftl::read_one`] does (a shared page to the physical page of its content,
+//! whose spare names its first owner or where it moved from, so a shared page's tag is not
+//! checked against the logical page), and groups by that physical page; two logical pages
+//! sharing one page are never in one call (one plane each). Erases: the deferred erase touches
+//! nothing deduplication keeps: GC journals pending share records before it copies anything
+//! (`collect`), so every record that invalidated a page of the victim is on flash before the
+//! victim goes `Dirty`; the index is told of each moved or dead page as GC moves it, and the
+//! reference counts live in the virtual entries, not in the block; a victim holding a share
+//! journal page or a shared page's relocation copy gets its checkpoint before it goes `Dirty`
+//! (`FLAG_LIVE_JOURNAL`, as a trim journal's block). A victim left `Dirty` is the state a cut
+//! before today's erase leaves, which mount (`dedup/mount.rs`) already replays: a relocation
+//! whose source is still unerased reads as before. Programs stay single-plane: the write path
+//! programs each unique page between index probes and share records (a record must reach flash
+//! before a later data page of its logical pages, `dedup_order_before`), and a page is inserted
+//! in the index at its location after its program; handing the unique pages of a request to
+//! [`Self::write_striped`] would need that order and the index inserts per stripe, not done.
+//! [`Ftl::write_many`] then writes page by page through the write path; mount checks only the
+//! newest replayed page for tearing (`recovery.rs` `torn_window`).
 //!
 //! **FlexECC** (feature `flex-ecc`) does the same per page on either path: `write` and
 //! `write_many` note each page's RAM hints and counters before any program
@@ -140,13 +161,21 @@ pub(crate) enum RequestTemp {
     PerPage,
 }
 
-/// Whether the techniques of `stack` run with multi-plane operations (the module doc, **When**):
-/// FlexECC does (it only picks the format of the pages written, the same on either path);
-/// second writes, deduplication and the NV cache do not (each has its own write, read and GC
-/// paths, which issue single-plane operations).
+/// Whether the techniques of `stack` run with multi-plane erases and reads (the module doc,
+/// **When**): FlexECC does (it only picks the format of the pages written, the same on either
+/// path), and deduplication does (its reads resolve a shared page first; its GC leaves nothing
+/// to erase before its records are on flash); second writes and the NV cache do not (each has
+/// its own write, read and GC paths, which issue single-plane operations).
 pub(crate) const fn multi_plane_allowed(stack: crate::Stack) -> bool {
-    let crate::Stack { wom, dedup, nv_cache, flex_ecc: _ } = stack;
-    !wom && !dedup && !nv_cache
+    let crate::Stack { wom, dedup: _, nv_cache, flex_ecc: _ } = stack;
+    !wom && !nv_cache
+}
+
+/// Whether the techniques of `stack` run with multi-plane programs too: those of
+/// [`multi_plane_allowed`] but deduplication, whose write path programs each unique page on its
+/// own, between its index probes and share records (the module doc, **When**).
+pub(crate) const fn multi_program_allowed(stack: crate::Stack) -> bool {
+    multi_plane_allowed(stack) && !stack.dedup
 }
 
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
@@ -162,10 +191,17 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.multi_plane && self.geo.planes_per_lun > 1 && multi_plane_allowed(self.stack())
     }
 
-    /// Whether multi-plane programs and reads are on (either map: see the module doc).
+    /// Whether multi-plane reads are on (either map: see the module doc).
     #[inline]
     pub(crate) fn multi_rw_on(&self) -> bool {
         self.multi_erase_on()
+    }
+
+    /// Whether multi-plane programs (host stripes, [`Ftl::write_many`] batches) are on: as
+    /// [`Self::multi_rw_on`], but not with deduplication ([`multi_program_allowed`]).
+    #[inline]
+    pub(crate) fn multi_program_on(&self) -> bool {
+        self.multi_rw_on() && multi_program_allowed(self.stack())
     }
 
     /// Whether GC leaves its victims `Dirty` for the allocator's multi-plane erases (and the
@@ -284,7 +320,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 return Err(Error::BufferSize);
             }
         }
-        if !self.multi_rw_on() {
+        if !self.multi_program_on() {
             for &(lpn, data) in pages {
                 self.write(lpn, data)?;
             }
@@ -302,7 +338,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     }
 
     /// The core's first write of `n` pages (`page(i)` gives the i-th), striped: see the module
-    /// doc. Only with [`Self::multi_rw_on`] (no technique's write hook to call; FlexECC's notes
+    /// doc. Only with [`Self::multi_program_on`] (no technique's write hook to call; FlexECC's notes
     /// are taken by the caller, its page format by the program). Each page is
     /// classified once, in order (a stripe that realigns the frontiers takes only some of the
     /// pages it classified; the rest start the next stripe).
@@ -670,7 +706,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let mut k = 0;
             for (i, chunk) in chunks.by_ref().take(round) {
                 let l = lpn + i as u32;
-                if let Some(p) = self.map_get(l)? {
+                self.map_fault_in(l)?;
+                // A shared page (deduplication) is read where its content is.
+                if let Some(p) = self.read_target(l) {
                     let b = self.geo.block_of(p);
                     keys[k] = (self.geo.lun_of(b).0 as u64) << 40
                         | (self.geo.page_in_block(p) as u64) << 8
@@ -729,14 +767,14 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 self.map_fault_in(*lpn)?;
             }
         }
-        let Some(first) = self.map.get(items[i].0) else {
+        let Some(first) = self.read_target(items[i].0) else {
             return Ok(1);
         };
         let fb = self.geo.block_of(first);
         let mut planes = 1u32 << self.geo.plane_of(fb).0;
         let mut n = 1;
         while n < max && i + n < items.len() {
-            let Some(p) = self.map.get(items[i + n].0) else {
+            let Some(p) = self.read_target(items[i + n].0) else {
                 break;
             };
             let b = self.geo.block_of(p);
@@ -753,14 +791,25 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(n)
     }
 
+    /// The physical page a read of `lpn` reads (its entry in RAM): its mapped page, or the
+    /// physical page of its shared content (deduplication); `None` if unmapped, or shared content
+    /// with no page (never: read on its own, [`Ftl::read_one`] reports it).
+    fn read_target(&self, lpn: u32) -> Option<PageId> {
+        let (p, _) = self.dedup_resolve(self.map.get(lpn)?);
+        self.geo.contains_page(p).then_some(p)
+    }
+
     /// One multi-plane read of `items` (mapped, shaped by [`Self::read_group_len`]), each page
-    /// checked as [`Ftl::read_one`] checks it.
+    /// checked as [`Ftl::read_one`] checks it: its spare names the logical page read, or (shared
+    /// content, deduplication) its first owner or where it moved from.
     fn read_multi_group(&mut self, items: &mut [(u32, &mut [u8])]) -> Result<(), Error> {
         let k = items.len();
         let sl = META_LEN + self.codec_len;
         let mut pages = [PageId(0); MAX_PLANES];
+        let mut shared = [false; MAX_PLANES];
         for (j, (lpn, _)) in items.iter().enumerate() {
-            pages[j] = self.map.get(*lpn).ok_or(Error::Corrupt)?;
+            let mapped = self.map.get(*lpn).ok_or(Error::Corrupt)?;
+            (pages[j], shared[j]) = self.dedup_resolve(mapped);
         }
         {
             let mut spares = self.buf[..k * sl].chunks_exact_mut(sl);
@@ -777,7 +826,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         for (j, (lpn, out)) in items.iter_mut().enumerate() {
             let spare = &self.buf[j * sl..(j + 1) * sl];
             match PageMeta::decode(&spare[..META_LEN]) {
-                SpareState::Valid(m) if m.kind == PageKind::Data && m.tag == *lpn => {}
+                SpareState::Valid(m) if m.kind == PageKind::Data && (m.tag == *lpn || shared[j]) => {}
                 _ => return Err(Error::Uncorrectable { lpn: *lpn }),
             }
             self.policies

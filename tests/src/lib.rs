@@ -1160,6 +1160,12 @@ pub struct Totals {
     pub multi_plane_programs: u64,
     /// Multi-plane erases.
     pub multi_plane_erases: u64,
+    /// Multi-plane reads.
+    pub multi_plane_reads: u64,
+    /// Index probes of deduplication's write path (feature `dedup`).
+    pub dedup_probes: u64,
+    /// Shared pages GC moved (feature `dedup`).
+    pub shared_moves: u64,
 }
 
 impl Totals {
@@ -1179,6 +1185,7 @@ impl Totals {
         self.gc_copy_back_aborts += c.gc_copy_back_aborts;
         self.multi_plane_programs += c.multi_plane_programs;
         self.multi_plane_erases += c.multi_plane_erases;
+        self.multi_plane_reads += c.multi_plane_reads;
     }
 
     /// Adds one instance's counters and, if it had second writes on, their counts.
@@ -1192,7 +1199,10 @@ impl Totals {
 
     #[cfg(feature = "dedup")]
     fn add_dedup<N: NandFlash, P: PolicySet>(&mut self, ftl: &TestFtl<'_, N, P>) {
-        self.deduplicated += ftl.dedup_stats().deduplicated;
+        let d = ftl.dedup_stats();
+        self.deduplicated += d.deduplicated;
+        self.dedup_probes += d.probes;
+        self.shared_moves += d.shared_moves;
     }
 
     /// Without feature `dedup` nothing is deduplicated.

@@ -1,10 +1,19 @@
 //! Multi-plane operations (`ftl_core::multiplane`) under power cuts and failures, and the batch
 //! API (`Ftl::write_many`, `Ftl::read_many`) against a model.
 //!
-//! The FTL issues multi-plane operations without techniques or with FlexECC alone (second
-//! writes, deduplication and the NV cache have their own paths), so these tests run the baseline
-//! (`Env::new`, the flat map) in every build; the default build's torture and model suites stack
-//! the techniques and do not reach them. With feature `flex-ecc` (issue #20), FlexECC attached
+//! The FTL issues multi-plane operations without techniques or with FlexECC alone, and
+//! multi-plane reads and erases (programs single-plane) with deduplication (second writes and
+//! the NV cache have their own paths), so these tests run the baseline (`Env::new`, the flat
+//! map) in every build; the default build's torture and model suites stack the techniques and
+//! do not reach them. With feature `dedup` (issue #20), deduplication attached alone
+//! ([`dedup_env`]: the build's CAFTL index, shared contents among the writes):
+//! - `dedup_runs_the_same_with_multi_plane_reads_and_erases`: a seeded workload with
+//!   multi-plane off and on, 2 and 4 planes: the same contents, reference counts and dedup
+//!   counters; multi-plane reads and erases only when on, never a multi-plane program.
+//! - `exhaustive_cuts_with_dedup`: the exhaustive run below with shared contents on 2 and 4
+//!   planes, both emulator semantics of a cut multi-plane call (about 4,900 cut points).
+//!
+//! With feature `flex-ecc` (issue #20), FlexECC attached
 //! alone ([`flex_env`]: its codec over BCH t = 4, clean writes and flush-reads among the ops):
 //! - `exhaustive_cuts_with_flex_ecc`: the exhaustive run below on 2 and 4 planes, both emulator
 //!   semantics of a cut multi-plane call, flat and cached map (about 13,500 cut points).
@@ -147,6 +156,8 @@ impl CutRuns {
         self.whole_erases += e.whole_call_cut_erases;
         self.totals.multi_plane_programs += t.multi_plane_programs;
         self.totals.multi_plane_erases += t.multi_plane_erases;
+        self.totals.multi_plane_reads += t.multi_plane_reads;
+        self.totals.deduplicated += t.deduplicated;
         self.totals.program_failures += t.program_failures;
         self.totals.erase_failures += t.erase_failures;
         self.totals.gc_blocks += t.gc_blocks;
@@ -185,16 +196,28 @@ fn exhaustive_cuts_env<P: PolicySet + Clone>(
     cfg.checkpoint_interval_blocks = 4;
     cfg.stripe_order = order;
     let map = if map == MapChoice::Flat { map } else { cached_map(&cfg) };
-    let ops = striped_workload(cfg.logical_pages, &mut Rng::new(11));
+    let mut ops = striped_workload(cfg.logical_pages, &mut Rng::new(11));
     let mut dry = make_env(emulator(geo, 0.5, 1, false, cut), cfg);
+    // Deduplication attached: shared contents among the writes, whose programs stay single-plane.
+    let dedup = dry.ext.stack().dedup;
+    if dedup {
+        ftl_tests::with_duplicates(&mut ops);
+    }
     dry.use_map(map);
     dry.verify = Verify::Touched;
     let n = dry.run(&ops, Start::Format).unwrap().ops_at_end;
     let t = dry.totals;
-    assert!(
-        t.multi_plane_programs > 20 && t.gc_blocks > 0,
-        "the workload must reach multi-plane programs and GC: {t:?}"
-    );
+    if dedup {
+        assert!(
+            t.multi_plane_programs == 0 && t.multi_plane_reads > 20 && t.deduplicated > 20 && t.gc_blocks > 0,
+            "the workload must reach multi-plane reads, duplicates and GC (no multi-plane program): {t:?}"
+        );
+    } else {
+        assert!(
+            t.multi_plane_programs > 20 && t.gc_blocks > 0,
+            "the workload must reach multi-plane programs and GC: {t:?}"
+        );
+    }
     if map == MapChoice::Flat {
         assert!(t.multi_plane_erases > 5, "the workload must reach multi-plane erases: {t:?}");
     } else {
@@ -463,6 +486,124 @@ fn random_cuts_multi_plane_cached_map() {
                 r.whole_programs * 20 > r.cuts,
                 "one cut in 20 must tear a whole multi-plane program: {r:?}"
             );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deduplication attached (feature `dedup`, issue #20): multi-plane reads and erases, programs
+// single-plane
+
+/// The baseline policies with deduplication attached as the build attaches it (CAFTL index that
+/// pre-hashes, no sampling; `ftl_tests::stack`).
+#[cfg(feature = "dedup")]
+fn dedup_env(emu: Emulator, cfg: Config) -> Env {
+    let geo = emu.geometry();
+    let mut env = Env::new(emu, cfg);
+    let dedup = ftl_tests::stack::DedupParts::for_build(&geo, &env.cfg);
+    assert!(dedup.is_some(), "the dedup build attaches deduplication");
+    env.ext = ftl_tests::ExtParts { dedup, ..ftl_tests::ExtParts::none() };
+    env
+}
+
+/// What a run of [`dedup_run`] left: its totals, every logical page's content read back after
+/// a remount (one multi-page read) and each one's reference count, and the shared contents.
+#[cfg(feature = "dedup")]
+#[derive(Debug, PartialEq)]
+struct DedupImage {
+    contents: Vec<Found>,
+    refs: Vec<u32>,
+    shared: usize,
+    live: u64,
+}
+
+/// [`striped_workload`] with shared contents (`with_duplicates`) on `geo`, multi-plane
+/// operations `multi_plane`, no cut; every read checked against the model.
+#[cfg(feature = "dedup")]
+fn dedup_run(geo: Geometry, multi_plane: bool) -> (ftl_tests::Totals, DedupImage) {
+    let mut cfg = Config::with_logical_pages(&geo, 32);
+    cfg.checkpoint_interval_blocks = 4;
+    let mut ops = striped_workload(cfg.logical_pages, &mut Rng::new(5));
+    for seed in 6..9 {
+        ops.extend(random_workload(&mut Rng::new(seed), cfg.logical_pages, 150));
+        ops.push(Op::Flush);
+    }
+    ftl_tests::with_duplicates(&mut ops);
+    let mut env = dedup_env(emulator(geo, 0.5, 1, false, MultiPlaneCut::CutOpOnly), cfg);
+    env.multi_plane = multi_plane;
+    env.verify = Verify::All;
+    env.run(&ops, Start::Format).unwrap_or_else(|e| panic!("multi-plane {multi_plane}: {e}"));
+    let totals = env.totals;
+    let policies = env.policies.clone();
+    let mut f =
+        ftl_tests::open(&mut env.emu, &mut env.mem, env.ext.extensions(), cfg, policies, false).unwrap();
+    let pb = f.page_bytes() as usize;
+    let mut buf = vec![0u8; pb * cfg.logical_pages as usize];
+    f.read(0, &mut buf).unwrap();
+    let contents = buf.chunks_exact(pb).enumerate().map(|(l, p)| identify(l as u32, p)).collect();
+    let refs = (0..cfg.logical_pages).map(|l| f.content_refs(l)).collect();
+    let image = DedupImage { contents, refs, shared: f.shared_contents(), live: f.live_physical_pages() };
+    (totals, image)
+}
+
+/// The same seeded dedup workload with multi-plane operations off and on (2 and 4 planes): the
+/// same contents read back, the same duplicates found and shared (reference counts per logical
+/// page, shared contents, live physical pages); with them on, multi-plane reads and erases
+/// (GC's deferred erase) run, and no multi-plane program (deduplication's write path programs
+/// page by page).
+#[cfg(feature = "dedup")]
+#[test]
+fn dedup_runs_the_same_with_multi_plane_reads_and_erases() {
+    let mut moves = 0;
+    for planes in [2, 4] {
+        let geo = geometry(4, 12, planes);
+        let (off, image_off) = dedup_run(geo, false);
+        let (on, image_on) = dedup_run(geo, true);
+        assert_eq!(
+            image_on, image_off,
+            "{planes} planes: contents and sharing must not depend on multi-plane"
+        );
+        assert!(
+            image_on.shared > 0 && off.deduplicated > 50,
+            "{planes} planes: the workload must share: {off:?}"
+        );
+        assert_eq!(
+            (on.deduplicated, on.dedup_probes, on.host_write_pages),
+            (off.deduplicated, off.dedup_probes, off.host_write_pages),
+            "{planes} planes: dedup rate"
+        );
+        // (Off: the harness turns them off once an instance is open, so format's erases and
+        // each mount's check of every page still count.)
+        assert!(
+            on.multi_plane_reads > off.multi_plane_reads + 20
+                && on.multi_plane_erases > off.multi_plane_erases + 20
+                && on.multi_plane_programs + off.multi_plane_programs == 0,
+            "{planes} planes: multi-plane reads and erases when on, no multi-plane program: {on:?}\n{off:?}"
+        );
+        moves += on.shared_moves.min(off.shared_moves);
+        eprintln!("{planes} planes: off {off:?}\non {on:?}");
+    }
+    assert!(moves > 0, "GC must move shared pages, multi-plane on and off");
+}
+
+/// The dedup workload of [`exhaustive_cuts_in`] cut at every device operation
+/// (`FTL_TORTURE_STRIDE`) on 2 and 4 planes, under both emulator semantics of a cut multi-plane
+/// call (`WholeCall`: every block of a cut multi-plane erase partly erased), against the model.
+#[cfg(feature = "dedup")]
+#[test]
+fn exhaustive_cuts_with_dedup() {
+    for planes in [2, 4] {
+        for cut in [MultiPlaneCut::CutOpOnly, MultiPlaneCut::WholeCall] {
+            let geo = geometry(4, 12, planes);
+            let r = exhaustive_cuts_env(geo, cut, StripeOrder::PlaneFirst, MapChoice::Flat, dedup_env);
+            let t = &r.totals;
+            assert!(
+                t.multi_plane_erases > 100 && t.multi_plane_reads > 100 && t.deduplicated > 100,
+                "{planes} planes, {cut:?}: {r:?}"
+            );
+            if cut == MultiPlaneCut::WholeCall {
+                assert!(r.whole_erases > 5, "{planes} planes: cuts must land in multi-plane erases: {r:?}");
+            }
         }
     }
 }
