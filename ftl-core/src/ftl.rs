@@ -292,7 +292,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let mut r = Ok(());
         // With the NV cache, pages are read in the host's order (the cache sees them as a
         // single-page read would), so channel-first rounds are not reordered.
-        if n > 1 && self.multi_rw_on() && self.cfg.stripe_order == StripeOrder::ChannelFirst && !self.nv_on() {
+        if n > 1 && self.multi_rw_on() && self.cfg.stripe_order == StripeOrder::ChannelFirst && !self.nv_on()
+        {
             r = self.read_rounds(lpn, buf);
         } else if n > 1 && self.multi_rw_on() {
             // Multi-plane reads where the pages allow (see `multiplane.rs`), a stripe at a time.

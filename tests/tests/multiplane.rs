@@ -1405,9 +1405,15 @@ mod nv_cache {
         let mut steps = workload(logical, seed, 1500, remounts).into_iter().peekable();
         let mut format = true;
         while steps.peek().is_some() {
-            let mut f =
-                ftl_tests::open(&mut emu, &mut mem, ext.extensions(), cfg, DefaultPolicies::default(), format)
-                    .unwrap();
+            let mut f = ftl_tests::open(
+                &mut emu,
+                &mut mem,
+                ext.extensions(),
+                cfg,
+                DefaultPolicies::default(),
+                format,
+            )
+            .unwrap();
             format = false;
             f.set_multi_plane(multi);
             // Format's multi-plane erases (before the switch) are not the workload's.
@@ -1420,7 +1426,8 @@ mod nv_cache {
                 match s {
                     Step::Batch(lpns) => {
                         let data = pages_of(&geo, &lpns, id);
-                        let pairs: Vec<(u32, &[u8])> = lpns.iter().zip(&data).map(|(&l, d)| (l, &d[..])).collect();
+                        let pairs: Vec<(u32, &[u8])> =
+                            lpns.iter().zip(&data).map(|(&l, d)| (l, &d[..])).collect();
                         f.write_many(&pairs).unwrap();
                         for &l in &lpns {
                             now[l as usize] = Some(id);
@@ -1527,11 +1534,104 @@ mod nv_cache {
                     let (off, _) = run(planes, cc, false, seed, true);
                     let (on, calls_r) = run(planes, cc, true, seed, true);
                     assert!(off.nv.len() > 5, "{case}: the workload must remount");
-                    assert!(off.reads == on.reads && off.reads.len() > 1000, "{case}, remounts: reads differ");
+                    assert!(
+                        off.reads == on.reads && off.reads.len() > 1000,
+                        "{case}, remounts: reads differ"
+                    );
                     assert!(calls_r.reads > 20 && calls_r.erases > 5, "{case}, remounts: {calls_r:?}");
                     eprintln!("{case}: {calls:?}, off {nv:?}, on {nv_on:?}");
                 }
             }
+        }
+    }
+
+    /// The rule that keeps a stripe's cache copies from writing an only copy back between its
+    /// program and its last remap, with a cut after the batch is flushed. Eight cached only
+    /// copies (written to a write-back cache, then mounted write-through: the cache holds the
+    /// only copy of each, none on flash), `b`'s the least recently used; then `write_many` of
+    /// `[a, b]` and a flush: the copy of `a` evicts `b`'s old only copy, which is written back;
+    /// eight more pages evict every slot (`b`'s new copy too), no checkpoint in between, then a
+    /// cut. Issued as one multi-plane program, that write-back came after `b`'s new page with a
+    /// larger sequence number, and the mount took it: the flushed `b` read old (seen with the
+    /// rule switched off). With the rule the batch goes page by page and `b` reads new after the
+    /// cut; with the only copies written back first (`nv_write_back_all`), the same batch is one
+    /// multi-plane program.
+    #[test]
+    fn stripe_never_lets_an_evicted_only_copy_overwrite_its_pages() {
+        for write_back_first in [false, true] {
+            let geo = geometry(4, 12, 2);
+            let mut cfg = Config::with_logical_pages(&geo, 32);
+            cfg.checkpoint_interval_blocks = 16;
+            let mut emu = emulator(geo, 0.5, 1, false, MultiPlaneCut::CutOpOnly);
+            let mut mem = ftl_tests::test_memory(&geo, &cfg);
+            let mut ext = ExtParts { cache: CacheParts::for_build(&geo, &cfg), ..ExtParts::none() };
+            let slots = cfg.logical_pages / 4;
+            let (a, b) = (20u32, 0u32);
+            let more: Vec<u32> = (24..32).collect();
+            {
+                ext.cache.as_mut().expect("feature cdm").config =
+                    NvCacheConfig { write_back: true, ..NvCacheConfig::new(NvPolicy::Cdm) };
+                let mut f = ftl_tests::open(
+                    &mut emu,
+                    &mut mem,
+                    ext.extensions(),
+                    cfg,
+                    DefaultPolicies::default(),
+                    true,
+                )
+                .unwrap();
+                // `b` first: the least recently used slot.
+                for l in b..b + slots {
+                    f.write(l, &pages_of(&geo, &[l], 1)[0]).unwrap();
+                }
+                assert_eq!(f.nv_cache().map(|c| c.only_copies()), Some(slots));
+                f.unmount().unwrap();
+            }
+            ext.cache.as_mut().expect("feature cdm").config = NvCacheConfig::new(NvPolicy::Cdm);
+            {
+                let mut f = ftl_tests::open(
+                    &mut emu,
+                    &mut mem,
+                    ext.extensions(),
+                    cfg,
+                    DefaultPolicies::default(),
+                    false,
+                )
+                .unwrap();
+                assert_eq!(f.nv_cache().map(|c| c.only_copies()), Some(slots), "mount keeps the only copies");
+                if write_back_first {
+                    f.nv_write_back_all().unwrap();
+                }
+                let before = *f.counters();
+                write_ids(&mut f, &[a, b], 2);
+                f.flush().unwrap();
+                let c = *f.counters();
+                let programs = c.multi_plane_programs - before.multi_plane_programs;
+                let wb = f.nv_counters().expect("cache").write_backs;
+                if write_back_first {
+                    assert_eq!(programs, 1, "no only copy to evict: one multi-plane program");
+                } else {
+                    assert_eq!(programs, 0, "an only copy among the 2 least recently used: page by page");
+                    assert!(wb >= 1, "the copy of {a} evicts {b}'s only copy: {wb} write-backs");
+                }
+                assert_eq!(read_ids(&mut f, &[a, b]), [Found::Content(Some(2)); 2]);
+                // Eight more pages: every slot evicted (`b`'s new copy clean: no write-back),
+                // so after the cut `b` reads from flash.
+                write_ids(&mut f, &more, 3);
+                f.flush().unwrap();
+                assert!(!f.nv_cache().expect("cache").contains(b));
+                f.nand_mut().power_cut_now();
+            }
+            emu.restore_power();
+            let mut f =
+                ftl_tests::open(&mut emu, &mut mem, ext.extensions(), cfg, DefaultPolicies::default(), false)
+                    .unwrap();
+            let want: Vec<Found> =
+                (0..slots).map(|l| Found::Content(Some(if l == b { 2 } else { 1 }))).collect();
+            let lpns: Vec<u32> = (0..slots).collect();
+            assert_eq!(read_ids(&mut f, &lpns), want, "write-back first: {write_back_first}");
+            assert_eq!(read_ids(&mut f, &[a]), [Found::Content(Some(2))]);
+            assert_eq!(read_ids(&mut f, &more), [Found::Content(Some(3)); 8]);
         }
     }
 
@@ -1545,18 +1645,28 @@ mod nv_cache {
         let r = exhaustive_cuts_with(geometry(4, 12, 2), MultiPlaneCut::CutOpOnly, pf, flat, Attach::NvCache);
         assert!(r.totals.multi_plane_programs > 500 && r.totals.nv_read_hits > 0, "{r:?}");
         for planes in [2, 4] {
-            let r =
-                exhaustive_cuts_with(geometry(4, 12, planes), MultiPlaneCut::WholeCall, pf, flat, Attach::NvCache);
+            let r = exhaustive_cuts_with(
+                geometry(4, 12, planes),
+                MultiPlaneCut::WholeCall,
+                pf,
+                flat,
+                Attach::NvCache,
+            );
             assert!(
                 r.whole_programs > 40 && r.whole_erases > 5,
                 "{planes} planes: the cuts must land in multi-plane programs and erases: {r:?}"
             );
         }
+        // Channel-first striping on 2 LUNs x 2 planes (reads in the host's order with the cache).
+        let geo = Geometry { luns: 2, ..geometry(4, 12, 2) };
+        let cf = StripeOrder::ChannelFirst;
+        let r = exhaustive_cuts_with(geo, MultiPlaneCut::WholeCall, cf, flat, Attach::NvCache);
+        assert!(r.whole_programs > 20, "the cuts must land in multi-plane programs: {r:?}");
     }
 
     /// [`random_cuts_multi_plane`] (program and erase failures in half the seeds) with the NV
     /// cache attached, under both emulator semantics of a cut multi-plane call:
-    /// `FTL_MPNV_CUTS` cuts each (default 400), seeds from `FTL_MPNV_SEED` (default 1).
+    /// `FTL_MPNV_CUTS` cuts each (default 1500), seeds from `FTL_MPNV_SEED` (default 1).
     #[test]
     fn random_cuts_with_the_nv_cache() {
         for cut in [MultiPlaneCut::CutOpOnly, MultiPlaneCut::WholeCall] {
@@ -1565,12 +1675,15 @@ mod nv_cache {
                 Attach::NvCache,
                 cut,
                 Codec::Crc,
-                env_u64("FTL_MPNV_CUTS", 400),
+                env_u64("FTL_MPNV_CUTS", 1500),
                 env_u64("FTL_MPNV_SEED", 1),
                 "FTL_MPNV",
             );
             if cut == MultiPlaneCut::WholeCall {
-                assert!(r.whole_programs * 20 > r.cuts, "one cut in 20 must tear a whole multi-plane program: {r:?}");
+                assert!(
+                    r.whole_programs * 20 > r.cuts,
+                    "one cut in 20 must tear a whole multi-plane program: {r:?}"
+                );
             }
         }
     }
