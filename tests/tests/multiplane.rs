@@ -55,7 +55,11 @@
 //!   multi-plane operations on and off: the same bytes on every read (each checked against the
 //!   model), the same NV cache counters, and multi-plane calls only when on.
 //! - `exhaustive_cuts_with_the_nv_cache` and `random_cuts_with_the_nv_cache`
-//!   (`FTL_MPNV_CUTS`): the cut runs above with the cache attached, under both cut semantics.
+//!   (`FTL_MPNV_CUTS`): the cut runs above with the cache attached, under both cut semantics
+//!   (and channel first on 2 LUNs).
+//! - `stripe_never_lets_an_evicted_only_copy_overwrite_its_pages`: a stripe whose cache copies
+//!   might evict an only copy is written page by page (else the only copy's write-back, after
+//!   the stripe's program, outranks the stripe's newer page at the next mount).
 //!
 //! Channel-first striping (`Config::stripe_order`, `StripeOrder::ChannelFirst`):
 //! - `channel_first_places_consecutive_pages_on_alternate_luns`: the planes consecutive pages
