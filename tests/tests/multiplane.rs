@@ -173,6 +173,10 @@ enum Attach {
     /// cdm.rs's).
     #[cfg(feature = "cdm")]
     NvCache,
+    /// The same cache in write-back mode: host pages go to the cache (no host stripes), reads
+    /// and erases are multi-plane, evicted only copies are written back page by page.
+    #[cfg(feature = "cdm")]
+    NvCacheWriteBack,
 }
 
 impl Attach {
@@ -185,6 +189,23 @@ impl Attach {
             Attach::NvCache => {
                 ExtParts { cache: ftl_tests::stack::CacheParts::for_build(geo, cfg), ..ExtParts::none() }
             }
+            #[cfg(feature = "cdm")]
+            Attach::NvCacheWriteBack => {
+                let mut cache = ftl_tests::stack::CacheParts::for_build(geo, cfg);
+                if let Some(c) = cache.as_mut() {
+                    c.config.write_back = true;
+                }
+                ExtParts { cache, ..ExtParts::none() }
+            }
+        }
+    }
+
+    /// Whether host writes are striped (multi-plane programs): not into a write-back cache.
+    fn stripes(self) -> bool {
+        match self {
+            #[cfg(feature = "cdm")]
+            Attach::NvCacheWriteBack => false,
+            _ => true,
         }
     }
 
@@ -426,7 +447,7 @@ fn random_cuts_with(
     }
     let t = &runs.totals;
     assert!(
-        t.multi_plane_programs > 100 && t.program_failures > 0 && t.erase_failures > 0,
+        (t.multi_plane_programs > 100 || !attach.stripes()) && t.program_failures > 0 && t.erase_failures > 0,
         "the runs must reach multi-plane programs and failures: {runs:?}"
     );
     attach.check_reached(t);
@@ -1670,7 +1691,8 @@ mod nv_cache {
 
     /// [`random_cuts_multi_plane`] (program and erase failures in half the seeds) with the NV
     /// cache attached, under both emulator semantics of a cut multi-plane call:
-    /// `FTL_MPNV_CUTS` cuts each (default 1500), seeds from `FTL_MPNV_SEED` (default 1).
+    /// `FTL_MPNV_CUTS` cuts each (default 1500), seeds from `FTL_MPNV_SEED` (default 1); and a
+    /// third as many with the write-back cache.
     #[test]
     fn random_cuts_with_the_nv_cache() {
         for cut in [MultiPlaneCut::CutOpOnly, MultiPlaneCut::WholeCall] {
@@ -1683,7 +1705,19 @@ mod nv_cache {
                 env_u64("FTL_MPNV_SEED", 1),
                 "FTL_MPNV",
             );
+            // The write-back cache (`cdm-wb`): no host stripes; multi-plane reads and erases.
+            let wb = random_cuts_with(
+                MapChoice::Flat,
+                Attach::NvCacheWriteBack,
+                cut,
+                Codec::Crc,
+                env_u64("FTL_MPNV_CUTS", 1500) / 3,
+                env_u64("FTL_MPNV_SEED", 1),
+                "FTL_MPNV",
+            );
+            assert_eq!(wb.totals.multi_plane_programs, 0, "{wb:?}");
             if cut == MultiPlaneCut::WholeCall {
+                assert!(wb.whole_erases > 0, "cuts must tear whole multi-plane erases: {wb:?}");
                 assert!(
                     r.whole_programs * 20 > r.cuts,
                     "one cut in 20 must tear a whole multi-plane program: {r:?}"
