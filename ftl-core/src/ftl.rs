@@ -290,7 +290,10 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let pb = self.geo.data_bytes as usize;
         let reads_before = self.counters.nand_reads;
         let mut r = Ok(());
-        if n > 1 && self.multi_rw_on() && self.cfg.stripe_order == StripeOrder::ChannelFirst {
+        // With the NV cache, pages are read in the host's order (the cache sees them as a
+        // single-page read would), so channel-first rounds are not reordered.
+        if n > 1 && self.multi_rw_on() && self.cfg.stripe_order == StripeOrder::ChannelFirst && !self.nv_on()
+        {
             r = self.read_rounds(lpn, buf);
         } else if n > 1 && self.multi_rw_on() {
             // Multi-plane reads where the pages allow (see `multiplane.rs`), a stripe at a time.
@@ -331,6 +334,12 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         if self.nv_read_hit(lpn, out)? {
             return Ok(());
         }
+        self.read_flash(lpn, out)
+    }
+
+    /// [`Ftl::read_one`] of a page the NV cache does not hold (asked already): from flash, then
+    /// the NV cache's copy.
+    pub(crate) fn read_flash(&mut self, lpn: u32, out: &mut [u8]) -> Result<(), Error> {
         let Some(page) = self.map_get(lpn)? else {
             out.fill(0);
             return Ok(());
@@ -371,8 +380,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let pb = self.geo.data_bytes as usize;
         let req = WriteRequest { lpn, pages: n, page_bytes: self.geo.data_bytes };
         let temp = self.policies.classifier().classify_request(&req);
-        if n > 1 && self.multi_program_on() {
-            // Striped over the planes with multi-plane programs (see `multiplane.rs`).
+        if n > 1 && self.multi_program_on() && !self.nv_takes_writes() {
+            // Striped over the planes with multi-plane programs (see `multiplane.rs`; a
+            // write-back NV cache takes each page instead, below).
             let page = |i: usize| (lpn + i as u32, &data[i * pb..(i + 1) * pb]);
             self.write_striped(n as usize, page, crate::multiplane::RequestTemp::Whole(temp))?;
             return self.finish_write();

@@ -8,12 +8,13 @@
 //! group needs `planes x (META_LEN + codec bytes) <= data_bytes + spare_bytes` (always true on
 //! real geometries; a group that does not fit is written page by page).
 //!
-//! When: on by default ([`Ftl::set_multi_plane`]) with more than one plane per LUN, with no
-//! technique attached or with FlexECC (`multi_plane_allowed`), with either map; with
-//! deduplication, multi-plane reads and erases but single-plane programs
-//! (`multi_program_allowed`; below); second writes and the NV cache each have their own write,
-//! read and GC paths and keep the single-plane operations. GC's deferred erase (below) only
-//! with the flat map, with or without FlexECC or deduplication.
+//! When: on by default ([`Ftl::set_multi_plane`]) with more than one plane per LUN, with either
+//! map, with no technique attached, with FlexECC or with the NV cache (`multi_plane_allowed`);
+//! with deduplication (not stacked with the NV cache), multi-plane reads and erases but
+//! single-plane programs (`multi_program_allowed`; below); second writes, and deduplication
+//! stacked with the NV cache (their read paths were each made multi-plane alone), keep the
+//! single-plane operations. GC's deferred erase (below) only with the flat map, with or
+//! without FlexECC, deduplication or the NV cache.
 //!
 //! **Deduplication** (feature `dedup`, flat map only). Reads: a multi-plane read resolves each
 //! logical page as [`Ftl::read_one`] does (a shared page to the physical page of its content,
@@ -48,6 +49,34 @@
 //! (GC converted or kept each moved page's format before). Its codec bytes (a tag byte, the BCH
 //! parity and a CRC-32C) count in the room rule above (BCH t = 8 over a 2 KiB page with 64
 //! spare bytes: 4 x (28 + 57) = 340 bytes of 2112).
+//!
+//! **The NV cache** (feature `cdm`; flat map only, it is refused on the other). Its per-page
+//! hooks run on the multi-plane paths as on the single-page ones, in the host's page order:
+//! - Program: a write-through cache copies each page of a stripe after the stripe's program and
+//!   that page's remap (`nv_after_write`). A copy may evict the least recently used slot, and
+//!   evicting an only copy (a page GC dropped) writes it to flash, which may run GC: between a
+//!   stripe's program and its last page's remap that would program a later page's old data (its
+//!   only copy written back, or its old page moved by GC) with a larger sequence number than the
+//!   new page, which replay would then take. So a stripe goes out as one multi-plane program only
+//!   if none of the `k` least recently used slots holds an only copy (its `k` copies evict at
+//!   most those), checked right before the program; otherwise page by page. A write-back cache
+//!   (`cdm-wb`) takes every host page ([`Ftl::write`] and [`Ftl::write_many`] do not stripe with
+//!   it), so its power-loss contract meets no stripe. Its destage (an evicted only copy written
+//!   back, or `nv_write_back_all`) stays single-page: a multi-plane program needs every page's
+//!   data in RAM at once, and a slot's data is read out of the NV memory into the FTL's one page
+//!   buffer (`Nvm` is read by copy, not addressed), so striping it needs a page buffer per extra
+//!   plane (2 KiB each on the board); eviction frees one slot at a time, and the pages must become
+//!   clean slots, not new cache entries as host stripes' pages do.
+//! - Read: each page asks the cache first, as a single read does (a hit is served from it); a
+//!   multi-plane group holds only pages not cached, and after its read each page, in order, asks
+//!   the cache (a miss) and is copied into it with its sequence number (`nv_fill`); a page whose
+//!   mapping moved since the read (a copy's eviction wrote an only copy back, and GC ran) is read
+//!   again alone. [`StripeOrder::ChannelFirst`] reads are not reordered by LUN with the cache (it
+//!   sees the host's order), so they group neighbouring pages only.
+//! - Erase: GC drops a victim's cached pages before moving the rest, as before, and leaves the
+//!   victim `Dirty` for the allocator's multi-plane erase (**Erase**, below): a dropped page is
+//!   superseded by its slot, whose NV directory entry tells mount what it needs whether the
+//!   victim is erased or not (a cut before a single-plane GC's erase leaves that state too).
 //!
 //! **A flash-resident map** ([`crate::CachedMap`]). A single page's write faults its entry in
 //! with room for its change (`map_io.rs`) before its program, so that map write-backs precede the
@@ -150,7 +179,7 @@ use crate::meta::{PageKind, PageMeta, SpareState, META_LEN};
 use crate::policy::{
     Classifier, Destination, PageCodec, Placement, PolicySet, Stream, Temperature, WriteRequest,
 };
-use crate::{Error, Ftl};
+use crate::{Error, Ftl, Stack};
 
 /// How the pages of a write are classified: as one request, or each as a request of its own.
 #[derive(Copy, Clone)]
@@ -163,18 +192,20 @@ pub(crate) enum RequestTemp {
 
 /// Whether the techniques of `stack` run with multi-plane erases and reads (the module doc,
 /// **When**): FlexECC does (it only picks the format of the pages written, the same on either
-/// path), and deduplication does (its reads resolve a shared page first; its GC leaves nothing
-/// to erase before its records are on flash); second writes and the NV cache do not (each has
-/// its own write, read and GC paths, which issue single-plane operations).
-pub(crate) const fn multi_plane_allowed(stack: crate::Stack) -> bool {
-    let crate::Stack { wom, dedup: _, nv_cache, flex_ecc: _ } = stack;
-    !wom && !nv_cache
+/// path), the NV cache does (its per-page hooks run on the multi-plane paths), and
+/// deduplication does (its reads resolve a shared page first; its GC leaves nothing to erase
+/// before its records are on flash), but not deduplication stacked with the NV cache (each read
+/// path was made multi-plane alone); second writes do not (their own write, read and GC paths
+/// issue single-plane operations).
+pub(crate) const fn multi_plane_allowed(stack: Stack) -> bool {
+    let Stack { wom, dedup, nv_cache, flex_ecc: _ } = stack;
+    !wom && !(dedup && nv_cache)
 }
 
 /// Whether the techniques of `stack` run with multi-plane programs too: those of
 /// [`multi_plane_allowed`] but deduplication, whose write path programs each unique page on its
 /// own, between its index probes and share records (the module doc, **When**).
-pub(crate) const fn multi_program_allowed(stack: crate::Stack) -> bool {
+pub(crate) const fn multi_program_allowed(stack: Stack) -> bool {
     multi_plane_allowed(stack) && !stack.dedup
 }
 
@@ -320,7 +351,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 return Err(Error::BufferSize);
             }
         }
-        if !self.multi_program_on() {
+        if !self.multi_program_on() || self.nv_takes_writes() {
             for &(lpn, data) in pages {
                 self.write(lpn, data)?;
             }
@@ -338,7 +369,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     }
 
     /// The core's first write of `n` pages (`page(i)` gives the i-th), striped: see the module
-    /// doc. Only with [`Self::multi_program_on`] (no technique's write hook to call; FlexECC's notes
+    /// doc. Only with [`Self::multi_program_on`] and no write-back NV cache (the one hook it
+    /// calls per page is the write-through NV cache's, after the page's remap; FlexECC's notes
     /// are taken by the caller, its page format by the program). Each page is
     /// classified once, in order (a stripe that realigns the frontiers takes only some of the
     /// pages it classified; the rest start the next stripe).
@@ -558,9 +590,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         // map: see the module doc), else one by one.
         let resident = self.map_fault_in_group(lpns)?;
         // Still lined up (GC or a checkpoint in between may have moved a frontier, a plane
-        // without a free block spilled to another)?
+        // without a free block spilled to another)? And no only copy the NV cache might write
+        // back between the program and the last page's remap (see the module doc)?
         let first = self.frontiers[Self::frontier_index(planes[0], stream)];
         let aligned = resident
+            && !self.nv_may_write_back(k)
             && (0..k).all(|j| {
                 let i = Self::frontier_index(planes[j], stream);
                 let f = self.frontiers[i];
@@ -743,10 +777,16 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         let mut i = 0;
         while i < items.len() {
+            // The NV cache first, as a single read asks it.
+            let (lpn, out) = &mut items[i];
+            if self.nv_read_hit(*lpn, out)? {
+                i += 1;
+                continue;
+            }
             let n = self.read_group_len(items, i)?;
             if n < 2 {
                 let (lpn, out) = &mut items[i];
-                self.read_one(*lpn, out)?;
+                self.read_flash(*lpn, out)?;
                 i += 1;
                 continue;
             }
@@ -756,7 +796,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(())
     }
 
-    /// How many items from `i` on are mapped to sibling planes of one LUN at one page offset.
+    /// How many items from `i` on are mapped to sibling planes of one LUN at one page offset
+    /// (those after the first not in the NV cache).
     fn read_group_len(&mut self, items: &[(u32, &mut [u8])], i: usize) -> Result<usize, Error> {
         let sl = META_LEN + self.codec_len;
         let max = (self.geo.planes_per_lun as usize).min(MAX_PLANES).min(self.buf.len() / sl);
@@ -777,6 +818,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             let Some(p) = self.read_target(items[i + n].0) else {
                 break;
             };
+            if self.nv_holds(items[i + n].0) {
+                break;
+            }
             let b = self.geo.block_of(p);
             let bit = 1u32 << self.geo.plane_of(b).0;
             if self.geo.lun_of(b) != self.geo.lun_of(fb)
@@ -799,9 +843,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.geo.contains_page(p).then_some(p)
     }
 
-    /// One multi-plane read of `items` (mapped, shaped by [`Self::read_group_len`]), each page
-    /// checked as [`Ftl::read_one`] checks it: its spare names the logical page read, or (shared
-    /// content, deduplication) its first owner or where it moved from.
+    /// One multi-plane read of `items` (mapped, shaped by [`Self::read_group_len`]; the first
+    /// one's NV cache miss counted), each page checked as [`Ftl::read_one`] checks it (its spare
+    /// names the logical page read, or, shared content (deduplication), its first owner or where
+    /// it moved from), then, in order, what a single read does for each: the NV cache asked
+    /// (every page after the first) and its copy made.
     fn read_multi_group(&mut self, items: &mut [(u32, &mut [u8])]) -> Result<(), Error> {
         let k = items.len();
         let sl = META_LEN + self.codec_len;
@@ -823,16 +869,47 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             self.counters.multi_plane_reads += 1;
             self.nand.read_multi(&mut ops[..k]).map_err(|(_, e)| Error::from(e))?;
         }
+        // Every page checked first (the spares are in the page buffer, which an NV cache
+        // eviction's write-back below uses): `bad`, the first that does not check.
+        let mut seqs = [0u64; MAX_PLANES];
+        let mut bad = k;
         for (j, (lpn, out)) in items.iter_mut().enumerate() {
             let spare = &self.buf[j * sl..(j + 1) * sl];
-            match PageMeta::decode(&spare[..META_LEN]) {
-                SpareState::Valid(m) if m.kind == PageKind::Data && (m.tag == *lpn || shared[j]) => {}
-                _ => return Err(Error::Uncorrectable { lpn: *lpn }),
+            let ok = match PageMeta::decode(&spare[..META_LEN]) {
+                SpareState::Valid(m) if m.kind == PageKind::Data && (m.tag == *lpn || shared[j]) => {
+                    seqs[j] = m.seq;
+                    self.policies.codec().decode(out, &spare[META_LEN..]).is_ok()
+                }
+                _ => false,
+            };
+            if !ok {
+                bad = j;
+                break;
             }
-            self.policies
-                .codec()
-                .decode(out, &spare[META_LEN..])
-                .map_err(|_| Error::Uncorrectable { lpn: *lpn })?;
+        }
+        for (j, (lpn, out)) in items.iter_mut().enumerate() {
+            if j > 0 && self.nv_on() {
+                // Where a single read of this page asks the NV cache: a miss (no page of the
+                // group was cached, and copies of other pages since put none there); and an
+                // eviction's write-back since the read may have run GC, which moved the page
+                // (same data, newer sequence number): then it is read again, alone.
+                if self.nv_read_hit(*lpn, out)? {
+                    continue;
+                }
+                if self.map.get(*lpn) != Some(pages[j]) {
+                    self.read_flash(*lpn, out)?;
+                    continue;
+                }
+            }
+            if j == bad {
+                return Err(Error::Uncorrectable { lpn: *lpn });
+            }
+            if j > bad {
+                // Not checked (only after `bad` was read again, above): read alone.
+                self.read_flash(*lpn, out)?;
+                continue;
+            }
+            self.nv_fill(*lpn, out, seqs[j])?;
         }
         Ok(())
     }

@@ -31,7 +31,7 @@ use ftl_tests::{
     fill_page, geometry, identify, is_power_loss, session, settle_all, verify_all, Ctx, CutHook, Forward,
     Found, Hook, Log, Model, Op, Outcome, TestFtl, WomParts,
 };
-use nand_hal::{ErrorKind, Geometry, NandFlash, PageId, ProgramOp};
+use nand_hal::{ErrorKind, NandFlash, PageId, ProgramOp};
 use proptest::prelude::*;
 use sim_host::emulator::{EmuError, Emulator, EmulatorConfig, FaultConfig, NvRam};
 use sim_host::memory::FtlMemory;
@@ -127,6 +127,9 @@ struct CdmEnv {
     write_backs: u64,
     evictions: u64,
     second_writes: u64,
+    /// Multi-plane programs and reads (the device has 2 planes; issue #20).
+    multi_programs: u64,
+    multi_reads: u64,
 }
 
 type CdmFtl<'a> = TestFtl<'a, Device<'a>>;
@@ -152,6 +155,8 @@ impl CdmEnv {
             write_backs: 0,
             evictions: 0,
             second_writes: 0,
+            multi_programs: 0,
+            multi_reads: 0,
         }
     }
 
@@ -241,6 +246,8 @@ impl CdmEnv {
                 self.evictions += c.evictions;
             }
             self.second_writes += second_writes(&ftl);
+            self.multi_programs += ftl.counters().multi_plane_programs;
+            self.multi_reads += ftl.counters().multi_plane_reads;
             match outcome {
                 Outcome::Cut => {
                     self.log.push("power cut".into());
@@ -431,7 +438,9 @@ fn workload() -> Vec<Op> {
 }
 
 /// The proptest's configuration reaches what it is about: GC drops of removable pages,
-/// write-backs of evicted only copies, evictions.
+/// write-backs of evicted only copies, evictions; and, on its 2-plane device, multi-plane
+/// programs and reads (so the NAND and NVM cuts of `exhaustive_cuts` and the proptest land in
+/// stripes and their cache copies too).
 #[test]
 fn config_reaches_drops_and_write_backs() {
     let mut env = CdmEnv::new(emulator(0.5, 0.5), config(), 32, NvCacheConfig::new(NvPolicy::Cdm), 1);
@@ -442,6 +451,11 @@ fn config_reaches_drops_and_write_backs() {
         env.drops,
         env.write_backs,
         env.evictions
+    );
+    assert!(env.multi_programs > 50 && env.multi_reads > 5, "{} {}", env.multi_programs, env.multi_reads);
+    eprintln!(
+        "drops {}, write-backs {}, evictions {}, multi-plane programs {}, reads {}",
+        env.drops, env.write_backs, env.evictions, env.multi_programs, env.multi_reads
     );
 }
 
@@ -832,6 +846,7 @@ mod second_writes {
     use sim_host::sim::wom::{polar_wom, ReuseBuffers};
 
     use super::*;
+    use nand_hal::Geometry;
 
     /// Out-of-order programming, NOP 4, room in the spare for second-write metadata: the wom
     /// tests' small device (8 pages per block, 12 blocks per plane, 2 planes, 32 logical pages).

@@ -1,12 +1,13 @@
 //! Multi-plane operations (`ftl_core::multiplane`) under power cuts and failures, and the batch
 //! API (`Ftl::write_many`, `Ftl::read_many`) against a model.
 //!
-//! The FTL issues multi-plane operations without techniques or with FlexECC alone, and
-//! multi-plane reads and erases (programs single-plane) with deduplication (second writes and
-//! the NV cache have their own paths), so these tests run the baseline (`Env::new`, the flat
-//! map) in every build; the default build's torture and model suites stack the techniques and
-//! do not reach them. With feature `dedup` (issue #20), deduplication attached alone
-//! ([`dedup_env`]: the build's CAFTL index, shared contents among the writes):
+//! The FTL issues multi-plane operations without techniques, with FlexECC and with the NV
+//! cache, and multi-plane reads and erases (programs single-plane) with deduplication not
+//! stacked with the NV cache (second writes have their own paths), so these tests run the
+//! baseline (`Env::new`, the flat map) in every build, with feature `cdm` the NV cache too
+//! (`nv_cache`, at the end); the default build's torture and model suites stack techniques
+//! that keep single-plane operations. With feature `dedup` (issue #20), deduplication
+//! attached alone ([`dedup_env`]: the build's CAFTL index, shared contents among the writes):
 //! - `dedup_runs_the_same_with_multi_plane_reads_and_erases`: a seeded workload with
 //!   multi-plane off and on, 2 and 4 planes: the same contents, reference counts and dedup
 //!   counters; multi-plane reads and erases only when on, never a multi-plane program.
@@ -63,6 +64,18 @@
 //! check the rule's two sides (room made by a write-back before the program; a stripe that
 //! cannot be resident written page by page), each across a cut.
 //!
+//! The NV cache (feature `cdm`, module `nv_cache`):
+//! - `nv_cache_runs_multi_plane_with_the_same_cache_behaviour`: one seeded workload per cache
+//!   setting (CDM and NVM-basic write-through, CDM write-back) on 2 and 4 planes with
+//!   multi-plane operations on and off: the same bytes on every read (each checked against the
+//!   model), the same NV cache counters, and multi-plane calls only when on.
+//! - `exhaustive_cuts_with_the_nv_cache` and `random_cuts_with_the_nv_cache`
+//!   (`FTL_MPNV_CUTS`): the cut runs above with the cache attached, under both cut semantics
+//!   (and channel first on 2 LUNs).
+//! - `stripe_never_lets_an_evicted_only_copy_overwrite_its_pages`: a stripe whose cache copies
+//!   might evict an only copy is written page by page (else the only copy's write-back, after
+//!   the stripe's program, outranks the stripe's newer page at the next mount).
+//!
 //! Channel-first striping (`Config::stripe_order`, `StripeOrder::ChannelFirst`):
 //! - `channel_first_places_consecutive_pages_on_alternate_luns`: the planes consecutive pages
 //!   land on, against the order written out by hand, with multi-plane programs off and on.
@@ -79,7 +92,7 @@ use ftl_policies::flex_ecc::BchCodec;
 use ftl_testkit::{FtlMemory, MapChoice};
 use ftl_tests::{
     fill_page, format, format_with, geometry, identify, is_power_loss, mount, mount_with, random_workload,
-    small_map_cache, Content, Env, Found, Op, RandomCuts, Rng, Start, Verify,
+    small_map_cache, Content, Env, ExtParts, Found, Op, RandomCuts, Rng, Start, Verify,
 };
 use nand_emu::{Emulator, EmulatorConfig, FaultConfig, MultiPlaneCut};
 use nand_hal::{EccRequirement, Geometry, NandFlash, PageId};
@@ -87,6 +100,12 @@ use proptest::prelude::*;
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// `n` scaled down by `FTL_TORTURE_STRIDE` (an exhaustive run cuts every stride-th operation):
+/// how many of the cut points' events a strided run must still reach.
+fn per_stride(n: u64) -> u64 {
+    n / env_u64("FTL_TORTURE_STRIDE", 1).max(1)
 }
 
 fn emulator(geo: Geometry, torn: f64, seed: u64, fail: bool, cut: MultiPlaneCut) -> Emulator {
@@ -167,7 +186,64 @@ impl CutRuns {
         self.totals.flex_marked += t.flex_marked;
         self.totals.flex_converted += t.flex_converted;
         self.totals.flex_detecting_moved += t.flex_detecting_moved;
+        self.totals.nv_write_inserts += t.nv_write_inserts;
+        self.totals.nv_read_hits += t.nv_read_hits;
         self.map_writes += t.map_page_writes;
+    }
+}
+
+/// What the cut runs stack on the FTL.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Attach {
+    /// Nothing: the baseline.
+    Nothing,
+    /// The harness's NV cache (feature `cdm`: CDM, write-through, a quarter of the logical
+    /// pages, its NV memory whole across the NAND's cuts; cuts of the NV memory itself are
+    /// cdm.rs's).
+    #[cfg(feature = "cdm")]
+    NvCache,
+    /// The same cache in write-back mode: host pages go to the cache (no host stripes), reads
+    /// and erases are multi-plane, evicted only copies are written back page by page.
+    #[cfg(feature = "cdm")]
+    NvCacheWriteBack,
+}
+
+impl Attach {
+    /// The parts every format and mount of a run lends the FTL.
+    fn parts(self, geo: &Geometry, cfg: &Config) -> ExtParts {
+        let _ = (geo, cfg);
+        match self {
+            Attach::Nothing => ExtParts::none(),
+            #[cfg(feature = "cdm")]
+            Attach::NvCache => {
+                ExtParts { cache: ftl_tests::stack::CacheParts::for_build(geo, cfg), ..ExtParts::none() }
+            }
+            #[cfg(feature = "cdm")]
+            Attach::NvCacheWriteBack => {
+                let mut cache = ftl_tests::stack::CacheParts::for_build(geo, cfg);
+                if let Some(c) = cache.as_mut() {
+                    c.config.write_back = true;
+                }
+                ExtParts { cache, ..ExtParts::none() }
+            }
+        }
+    }
+
+    /// Whether host writes are striped (multi-plane programs): not into a write-back cache.
+    fn stripes(self) -> bool {
+        match self {
+            #[cfg(feature = "cdm")]
+            Attach::NvCacheWriteBack => false,
+            _ => true,
+        }
+    }
+
+    /// The runs reached what the attached technique does: pages put in the cache, and read
+    /// from it.
+    fn check_reached(self, t: &ftl_tests::Totals) {
+        if self != Attach::Nothing {
+            assert!(t.nv_write_inserts > 0 && t.nv_read_hits > 0, "the runs must reach the NV cache: {t:?}");
+        }
     }
 }
 
@@ -180,17 +256,30 @@ fn exhaustive_cuts(geo: Geometry, cut: MultiPlaneCut) -> CutRuns {
 /// [`exhaustive_cuts`] with the host pages striped in `order`, on `map` (`MapChoice::Flat`, or
 /// [`cached_map`]'s choice when cached).
 fn exhaustive_cuts_in(geo: Geometry, cut: MultiPlaneCut, order: StripeOrder, map: MapChoice) -> CutRuns {
-    exhaustive_cuts_env(geo, cut, order, map, Env::new)
+    exhaustive_cuts_env(geo, cut, order, map, Env::new, Attach::Nothing)
 }
 
-/// [`exhaustive_cuts_in`] with each run's environment from `env` (its policies, the techniques
-/// it attaches).
+/// [`exhaustive_cuts_in`] with `attach` stacked on every format and mount.
+#[cfg(feature = "cdm")]
+fn exhaustive_cuts_with(
+    geo: Geometry,
+    cut: MultiPlaneCut,
+    order: StripeOrder,
+    map: MapChoice,
+    attach: Attach,
+) -> CutRuns {
+    exhaustive_cuts_env(geo, cut, order, map, Env::new, attach)
+}
+
+/// [`exhaustive_cuts_in`] with each run's environment from `make_env` (its policies, the
+/// techniques it attaches) and `attach` stacked on every format and mount.
 fn exhaustive_cuts_env<P: PolicySet + Clone>(
     geo: Geometry,
     cut: MultiPlaneCut,
     order: StripeOrder,
     map: MapChoice,
     make_env: impl Fn(Emulator, Config) -> Env<P>,
+    attach: Attach,
 ) -> CutRuns {
     let mut cfg = Config::with_logical_pages(&geo, 32);
     cfg.checkpoint_interval_blocks = 4;
@@ -204,6 +293,9 @@ fn exhaustive_cuts_env<P: PolicySet + Clone>(
         ftl_tests::with_duplicates(&mut ops);
     }
     dry.use_map(map);
+    if !matches!(attach, Attach::Nothing) {
+        dry.ext = attach.parts(&geo, &cfg);
+    }
     dry.verify = Verify::Touched;
     let n = dry.run(&ops, Start::Format).unwrap().ops_at_end;
     let t = dry.totals;
@@ -218,6 +310,7 @@ fn exhaustive_cuts_env<P: PolicySet + Clone>(
             "the workload must reach multi-plane programs and GC: {t:?}"
         );
     }
+    attach.check_reached(&t);
     if map == MapChoice::Flat {
         assert!(t.multi_plane_erases > 5, "the workload must reach multi-plane erases: {t:?}");
     } else {
@@ -228,13 +321,16 @@ fn exhaustive_cuts_env<P: PolicySet + Clone>(
     for k in (0..n).step_by(stride) {
         let mut env = make_env(emulator(geo, [0.5, 0.999, 0.01][k as usize % 3], k, false, cut), cfg);
         env.use_map(map);
+        if !matches!(attach, Attach::Nothing) {
+            env.ext = attach.parts(&geo, &cfg);
+        }
         env.verify = Verify::Touched;
         env.ops_after_cut = Some(12);
         env.mount_cut = Some(((k * 0x9E37_79B9) % 400) as u32);
         env.emu.schedule_power_cut(k);
         let s = env.run(&ops, Start::Format).unwrap_or_else(|e| {
             panic!(
-                "{} planes, {order:?}, {cut:?}, {}: cut at device op {k} of {n}: {e}",
+                "{} planes, {order:?}, {cut:?}, {}, {attach:?}: cut at device op {k} of {n}: {e}",
                 geo.planes_per_lun,
                 map_name(map)
             )
@@ -244,7 +340,7 @@ fn exhaustive_cuts_env<P: PolicySet + Clone>(
         runs.add(&env);
     }
     eprintln!(
-        "{} LUNs x {} planes, {order:?}, {cut:?}, {}: {} cut points of {n}; {runs:?}; dry-run counters {t:?}",
+        "{} LUNs x {} planes, {order:?}, {cut:?}, {}, {attach:?}: {} cut points of {n}; {runs:?}; dry-run counters {t:?}",
         geo.luns,
         geo.planes_per_lun,
         map_name(map),
@@ -267,7 +363,7 @@ fn exhaustive_cuts_channel_first() {
     for cut in [MultiPlaneCut::CutOpOnly, MultiPlaneCut::WholeCall] {
         let r = exhaustive_cuts_in(geo, cut, StripeOrder::ChannelFirst, MapChoice::Flat);
         if cut == MultiPlaneCut::WholeCall {
-            assert!(r.whole_programs > 20, "the cuts must land in multi-plane programs: {r:?}");
+            assert!(r.whole_programs > per_stride(20), "the cuts must land in multi-plane programs: {r:?}");
         }
     }
 }
@@ -279,7 +375,7 @@ fn exhaustive_cuts_tearing_whole_multi_plane_calls() {
     for planes in [2, 4] {
         let r = exhaustive_cuts(geometry(4, 12, planes), MultiPlaneCut::WholeCall);
         assert!(
-            r.whole_programs > 40 && r.whole_erases > 5,
+            r.whole_programs > per_stride(40) && r.whole_erases > per_stride(5),
             "{planes} planes: the cuts must land in multi-plane programs and erases: {r:?}"
         );
     }
@@ -293,7 +389,7 @@ fn exhaustive_cuts_tearing_whole_multi_plane_calls() {
 fn exhaustive_cuts_in_multi_plane_ops_cached_map() {
     let cached = ftl_tests::CACHED;
     let r = exhaustive_cuts_in(geometry(4, 12, 2), MultiPlaneCut::CutOpOnly, StripeOrder::PlaneFirst, cached);
-    assert!(r.totals.multi_plane_programs > 1000 && r.map_writes > 1000, "{r:?}");
+    assert!(r.totals.multi_plane_programs > per_stride(1000) && r.map_writes > per_stride(1000), "{r:?}");
     for planes in [2, 4] {
         let r = exhaustive_cuts_in(
             geometry(4, 12, planes),
@@ -301,13 +397,16 @@ fn exhaustive_cuts_in_multi_plane_ops_cached_map() {
             StripeOrder::PlaneFirst,
             cached,
         );
-        assert!(r.whole_programs > 40, "{planes} planes: the cuts must land in multi-plane programs: {r:?}");
+        assert!(
+            r.whole_programs > per_stride(40),
+            "{planes} planes: the cuts must land in multi-plane programs: {r:?}"
+        );
     }
     // Channel-first striping on 2 LUNs x 2 planes (a round's reads fault their entries in to
     // sort them).
     let geo = Geometry { luns: 2, ..geometry(4, 12, 2) };
     let r = exhaustive_cuts_in(geo, MultiPlaneCut::WholeCall, StripeOrder::ChannelFirst, cached);
-    assert!(r.whole_programs > 20, "the cuts must land in multi-plane programs: {r:?}");
+    assert!(r.whole_programs > per_stride(20), "the cuts must land in multi-plane programs: {r:?}");
 }
 
 /// The page codec of a random cut run.
@@ -357,6 +456,19 @@ fn random_cuts_on(
     cut: MultiPlaneCut,
     codec: Codec,
     target: u64,
+    seed: u64,
+    rerun: &str,
+) -> CutRuns {
+    random_cuts_with(map, Attach::Nothing, cut, codec, target, seed, rerun)
+}
+
+/// [`random_cuts_on`] with `attach` stacked on every format and mount.
+fn random_cuts_with(
+    map: MapChoice,
+    attach: Attach,
+    cut: MultiPlaneCut,
+    codec: Codec,
+    target: u64,
     mut seed: u64,
     rerun: &str,
 ) -> CutRuns {
@@ -384,16 +496,22 @@ fn random_cuts_on(
         let emu = emulator_rber(geo, rber, torn[(seed % 3) as usize], seed, fail, cut);
         let map = if map == MapChoice::Flat { map } else { cached_map(&cfg) };
         let s = match codec {
-            Codec::Crc => run_random_cuts(Env::new(emu, cfg), map, &ops, seed, &mut runs),
+            Codec::Crc => {
+                let mut env = Env::new(emu, cfg);
+                env.ext = attach.parts(&geo, &cfg);
+                run_random_cuts(env, map, &ops, seed, &mut runs)
+            }
             Codec::Bch => {
-                run_random_cuts(Env::with_policies(emu, cfg, bch_policies(&geo)), map, &ops, seed, &mut runs)
+                let mut env = Env::with_policies(emu, cfg, bch_policies(&geo));
+                env.ext = attach.parts(&geo, &cfg);
+                run_random_cuts(env, map, &ops, seed, &mut runs)
             }
             #[cfg(feature = "flex-ecc")]
             Codec::Flex => run_random_cuts(flex_env(emu, cfg), map, &ops, seed, &mut runs),
         };
         s.unwrap_or_else(|e| {
             panic!(
-                "seed {seed} ({planes} planes, failures {fail}, {cut:?}, {codec:?}, {}) failed (rerun: {rerun}_SEED={seed} {rerun}_CUTS=1): {e}",
+                "seed {seed} ({planes} planes, failures {fail}, {cut:?}, {codec:?}, {}, {attach:?}) failed (rerun: {rerun}_SEED={seed} {rerun}_CUTS=1): {e}",
                 map_name(map)
             )
         });
@@ -401,15 +519,16 @@ fn random_cuts_on(
     }
     let t = &runs.totals;
     assert!(
-        t.multi_plane_programs > 100 && t.program_failures > 0 && t.erase_failures > 0,
+        (t.multi_plane_programs > 100 || !attach.stripes()) && t.program_failures > 0 && t.erase_failures > 0,
         "the runs must reach multi-plane programs and failures: {runs:?}"
     );
+    attach.check_reached(t);
     if map == MapChoice::Flat {
         assert!(t.multi_plane_erases > 10, "the runs must reach multi-plane erases: {runs:?}");
     } else {
         assert!(runs.map_writes > 1000, "the runs must reach map write-backs: {runs:?}");
     }
-    eprintln!("{cut:?}, {codec:?}, {}: {} random cuts; {runs:?}", map_name(map), runs.cuts);
+    eprintln!("{cut:?}, {codec:?}, {}, {attach:?}: {} random cuts; {runs:?}", map_name(map), runs.cuts);
     runs
 }
 
@@ -595,7 +714,14 @@ fn exhaustive_cuts_with_dedup() {
     for planes in [2, 4] {
         for cut in [MultiPlaneCut::CutOpOnly, MultiPlaneCut::WholeCall] {
             let geo = geometry(4, 12, planes);
-            let r = exhaustive_cuts_env(geo, cut, StripeOrder::PlaneFirst, MapChoice::Flat, dedup_env);
+            let r = exhaustive_cuts_env(
+                geo,
+                cut,
+                StripeOrder::PlaneFirst,
+                MapChoice::Flat,
+                dedup_env,
+                Attach::Nothing,
+            );
             let t = &r.totals;
             assert!(
                 t.multi_plane_erases > 100 && t.multi_plane_reads > 100 && t.deduplicated > 100,
@@ -665,14 +791,21 @@ fn exhaustive_cuts_with_flex_ecc() {
     for (planes, bpp) in [(2, 12), (4, 10)] {
         for (map, cut) in maps.into_iter().flat_map(|m| cuts.map(|c| (m, c))) {
             let what = format!("{planes} planes, {cut:?}, {}", map_name(map));
-            let r = exhaustive_cuts_env(flex_geometry(4, bpp, planes), cut, order, map, flex_env);
-            assert!(r.totals.multi_plane_programs > 40, "{what}: {r:?}");
+            let r = exhaustive_cuts_env(
+                flex_geometry(4, bpp, planes),
+                cut,
+                order,
+                map,
+                flex_env,
+                Attach::Nothing,
+            );
+            assert!(r.totals.multi_plane_programs > per_stride(40), "{what}: {r:?}");
             if map == MapChoice::Flat {
-                assert!(r.totals.multi_plane_erases > 5, "{what}: {r:?}");
+                assert!(r.totals.multi_plane_erases > per_stride(5), "{what}: {r:?}");
             }
             if cut == MultiPlaneCut::WholeCall {
                 assert!(
-                    r.whole_programs > 20,
+                    r.whole_programs > per_stride(20),
                     "{what}: the cuts must tear whole multi-plane programs: {r:?}"
                 );
             }
@@ -1497,5 +1630,406 @@ fn cached_map_too_small_for_a_stripe() {
         f.reset_counters();
         assert!(read_ids(&mut f, lpns).iter().all(|&r| r == Found::Content(Some(3))), "{lpns:?}");
         assert_eq!(f.counters().multi_plane_reads, reads, "{planes} planes, {lpns:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// With the NV cache attached (feature `cdm`)
+
+/// The NV cache's per-page hooks on the multi-plane paths: host stripes programmed by one
+/// multi-plane program each go into the cache page by page after their remaps, multi-plane
+/// reads ask the cache and fill it page by page as single reads do, GC drops cached pages from
+/// victims that the allocator then erases with multi-plane erases.
+#[cfg(feature = "cdm")]
+mod nv_cache {
+    use super::*;
+    use ftl_core::cdm::{NvCacheConfig, NvCounters, NvPolicy};
+    use ftl_core::policy::DefaultPolicies;
+    use ftl_tests::stack::CacheParts;
+
+    /// One step of [`workload`].
+    #[derive(Clone, Debug)]
+    enum Step {
+        /// `write_many` of these pages.
+        Batch(Vec<u32>),
+        /// `write` of `n` pages from `lpn`.
+        Write(u32, u32),
+        /// `read` of `n` pages from `lpn`.
+        Read(u32, u32),
+        /// `read_many` of these pages.
+        ReadMany(Vec<u32>),
+        Trim(u32, u32),
+        Flush,
+        /// A clean unmount and mount (the cache reconciled with the flash map).
+        Remount,
+    }
+
+    /// A seeded workload over `logical` pages: batches and multi-page writes and reads, half of
+    /// the writes on a hot tenth of the pages (the cache holds a quarter), trims, flushes, and
+    /// clean remounts if `remounts`.
+    fn workload(logical: u32, seed: u64, len: usize, remounts: bool) -> Vec<Step> {
+        let mut rng = Rng::new(seed);
+        let lpn = |rng: &mut Rng| {
+            if rng.chance(1, 2) {
+                rng.below((logical / 10) as u64) as u32
+            } else {
+                rng.below(logical as u64) as u32
+            }
+        };
+        (0..len)
+            .map(|_| match rng.below(100) {
+                0..=29 => Step::Batch((0..1 + rng.below(8)).map(|_| lpn(&mut rng)).collect()),
+                30..=54 => {
+                    let l = lpn(&mut rng);
+                    Step::Write(l, (1 + rng.below(8) as u32).min(logical - l))
+                }
+                55..=74 => {
+                    // Most of the device is not cached: multi-plane reads.
+                    let l = rng.below(logical as u64) as u32;
+                    Step::Read(l, (1 + rng.below(8) as u32).min(logical - l))
+                }
+                75..=92 => Step::ReadMany((0..1 + rng.below(8)).map(|_| lpn(&mut rng)).collect()),
+                93..=95 => {
+                    let l = lpn(&mut rng);
+                    Step::Trim(l, (1 + rng.below(4) as u32).min(logical - l))
+                }
+                96..=98 => Step::Flush,
+                _ if remounts => Step::Remount,
+                _ => Step::Flush,
+            })
+            .collect()
+    }
+
+    /// What a run saw.
+    #[derive(Debug, Default, PartialEq, Eq)]
+    struct Seen {
+        /// Every page every read returned, in order.
+        reads: Vec<Vec<u8>>,
+        /// The NV cache's counters of each FTL instance (format, then each mount).
+        nv: Vec<NvCounters>,
+    }
+
+    /// Multi-plane calls and GC over every instance of a run.
+    #[derive(Debug, Default)]
+    struct Calls {
+        programs: u64,
+        reads: u64,
+        erases: u64,
+        gc_blocks: u64,
+    }
+
+    /// [`workload`] on `planes` planes with the NV cache `cc`, multi-plane operations `multi`:
+    /// every read checked against the model (each page's last written content, zeros when
+    /// never written or trimmed).
+    fn run(planes: u32, cc: NvCacheConfig, multi: bool, seed: u64, remounts: bool) -> (Seen, Calls) {
+        let geo = geometry(8, 32, planes);
+        let mut cfg = Config::for_utilization(&geo, 600);
+        cfg.checkpoint_interval_blocks = 8;
+        let logical = cfg.logical_pages;
+        let pb = geo.data_bytes as usize;
+        let mut emu = emulator(geo, 0.5, seed, false, MultiPlaneCut::CutOpOnly);
+        let mut mem = ftl_tests::test_memory(&geo, &cfg);
+        let mut ext = ExtParts { cache: CacheParts::for_build(&geo, &cfg), ..ExtParts::none() };
+        ext.cache.as_mut().expect("feature cdm").config = cc;
+        let mut now: Vec<Content> = vec![None; logical as usize];
+        let mut id = 1u64;
+        let (mut seen, mut calls) = (Seen::default(), Calls::default());
+        let mut steps = workload(logical, seed, 1500, remounts).into_iter().peekable();
+        let mut format = true;
+        while steps.peek().is_some() {
+            let mut f = ftl_tests::open(
+                &mut emu,
+                &mut mem,
+                ext.extensions(),
+                cfg,
+                DefaultPolicies::default(),
+                format,
+            )
+            .unwrap();
+            format = false;
+            f.set_multi_plane(multi);
+            // Format's multi-plane erases (before the switch) are not the workload's.
+            let base = *f.counters();
+            let check = |seen: &mut Seen, lpn: u32, page: &[u8], now: &[Content]| {
+                assert_eq!(identify(lpn, page), Found::Content(now[lpn as usize]), "seed {seed}: lpn {lpn}");
+                seen.reads.push(page.to_vec());
+            };
+            for s in steps.by_ref() {
+                match s {
+                    Step::Batch(lpns) => {
+                        let data = pages_of(&geo, &lpns, id);
+                        let pairs: Vec<(u32, &[u8])> =
+                            lpns.iter().zip(&data).map(|(&l, d)| (l, &d[..])).collect();
+                        f.write_many(&pairs).unwrap();
+                        for &l in &lpns {
+                            now[l as usize] = Some(id);
+                        }
+                    }
+                    Step::Write(lpn, n) => {
+                        let mut data = vec![0u8; n as usize * pb];
+                        for (i, p) in data.chunks_mut(pb).enumerate() {
+                            fill_page(lpn + i as u32, id, p);
+                            now[(lpn + i as u32) as usize] = Some(id);
+                        }
+                        f.write(lpn, &data).unwrap();
+                    }
+                    Step::Read(lpn, n) => {
+                        let mut data = vec![0u8; n as usize * pb];
+                        f.read(lpn, &mut data).unwrap();
+                        for (i, p) in data.chunks(pb).enumerate() {
+                            check(&mut seen, lpn + i as u32, p, &now);
+                        }
+                    }
+                    Step::ReadMany(lpns) => {
+                        let mut bufs = vec![vec![0u8; pb]; lpns.len()];
+                        let mut items: Vec<(u32, &mut [u8])> =
+                            lpns.iter().zip(bufs.iter_mut()).map(|(&l, b)| (l, &mut b[..])).collect();
+                        f.read_many(&mut items).unwrap();
+                        for (&l, b) in lpns.iter().zip(&bufs) {
+                            check(&mut seen, l, b, &now);
+                        }
+                    }
+                    Step::Trim(lpn, n) => {
+                        f.trim(lpn, n).unwrap();
+                        for l in lpn..lpn + n {
+                            now[l as usize] = None;
+                        }
+                    }
+                    Step::Flush => f.flush().unwrap(),
+                    Step::Remount => break,
+                }
+                id += 1;
+            }
+            let c = *f.counters();
+            calls.programs += c.multi_plane_programs - base.multi_plane_programs;
+            calls.reads += c.multi_plane_reads - base.multi_plane_reads;
+            calls.erases += c.multi_plane_erases - base.multi_plane_erases;
+            calls.gc_blocks += c.gc_blocks - base.gc_blocks;
+            seen.nv.push(f.nv_counters().expect("NV cache attached"));
+            f.unmount().unwrap();
+        }
+        (seen, calls)
+    }
+
+    /// The NV cache settings the tests run: CDM and NVM-basic, write-through; CDM write-back.
+    fn settings() -> [NvCacheConfig; 3] {
+        let wb = NvCacheConfig { write_back: true, ..NvCacheConfig::new(NvPolicy::Cdm) };
+        [NvCacheConfig::new(NvPolicy::Cdm), NvCacheConfig::new(NvPolicy::Basic), wb]
+    }
+
+    /// The same seeded workload with the NV cache and multi-plane operations on and off, on 2
+    /// and 4 planes. Without remounts: every read returns the model's content (so on and off
+    /// the same bytes), and what the host's requests do to the cache is the same (read hits and
+    /// misses, write hits, inserts, read fills, evictions; with NVM-basic every counter, NV
+    /// memory traffic included). With clean remounts: the same bytes again (a mount's verdicts
+    /// depend on GC's history: a clean slot whose page GC moved, or that was written back, is
+    /// older than its flash copy and freed). With them on the FTL issues multi-plane programs
+    /// (write-through: host stripes; a write-back cache takes every host page, so none), reads
+    /// and erases.
+    #[test]
+    fn nv_cache_runs_multi_plane_with_the_same_cache_behaviour() {
+        for planes in [2u32, 4] {
+            for cc in settings() {
+                for seed in 1..=3u64 {
+                    let case = format!("{planes} planes, {cc:?}, seed {seed}");
+                    let (off, none) = run(planes, cc, false, seed, false);
+                    let (on, calls) = run(planes, cc, true, seed, false);
+                    assert_eq!((none.programs, none.reads, none.erases), (0, 0, 0), "{case}");
+                    assert!(calls.gc_blocks > 20, "{case}: the workload must reach GC: {calls:?}");
+                    assert!(off.reads == on.reads && off.reads.len() > 1000, "{case}: reads differ");
+                    // What the host's requests do to the cache.
+                    let host = |c: &NvCounters| {
+                        (c.read_hits, c.read_misses, c.write_hits, c.write_inserts, c.read_fills, c.evictions)
+                    };
+                    assert_eq!(host(&off.nv[0]), host(&on.nv[0]), "{case}: {:?} / {:?}", off.nv, on.nv);
+                    if cc.policy == NvPolicy::Basic {
+                        // No drops: nothing depends on which blocks GC picks.
+                        assert_eq!(off.nv, on.nv, "{case}");
+                    }
+                    let (nv, nv_on) = (off.nv[0], on.nv[0]);
+                    assert!(nv.read_hits > 100 && nv.evictions > 100, "{case}: {nv:?}");
+                    if cc.policy == NvPolicy::Cdm {
+                        // GC drops cached pages (and evictions write them back) either way; how
+                        // many depends on which blocks GC picks, which multi-plane operations
+                        // change (victims left for paired erases, the allocator's wear order),
+                        // with or without the cache.
+                        assert!(nv.gc_drops > 0 && nv_on.gc_drops > 0, "{case}: {nv:?} / {nv_on:?}");
+                        assert!(nv.write_backs > 0 && nv_on.write_backs > 0, "{case}: {nv:?} / {nv_on:?}");
+                    }
+                    assert!(calls.reads > 20 && calls.erases > 5, "{case}: {calls:?}");
+                    if cc.write_back {
+                        assert_eq!(calls.programs, 0, "{case}: a write-back cache takes every host page");
+                    } else {
+                        assert!(calls.programs > 50, "{case}: {calls:?}");
+                    }
+                    // With clean remounts (the cache reconciled with the flash map).
+                    let (off, _) = run(planes, cc, false, seed, true);
+                    let (on, calls_r) = run(planes, cc, true, seed, true);
+                    assert!(off.nv.len() > 5, "{case}: the workload must remount");
+                    assert!(
+                        off.reads == on.reads && off.reads.len() > 1000,
+                        "{case}, remounts: reads differ"
+                    );
+                    assert!(calls_r.reads > 20 && calls_r.erases > 5, "{case}, remounts: {calls_r:?}");
+                    eprintln!("{case}: {calls:?}, off {nv:?}, on {nv_on:?}");
+                }
+            }
+        }
+    }
+
+    /// The rule that keeps a stripe's cache copies from writing an only copy back between its
+    /// program and its last remap, with a cut after the batch is flushed. Eight cached only
+    /// copies (written to a write-back cache, then mounted write-through: the cache holds the
+    /// only copy of each, none on flash), `b`'s the least recently used; then `write_many` of
+    /// `[a, b]` and a flush: the copy of `a` evicts `b`'s old only copy, which is written back;
+    /// eight more pages evict every slot (`b`'s new copy too), no checkpoint in between, then a
+    /// cut. Issued as one multi-plane program, that write-back came after `b`'s new page with a
+    /// larger sequence number, and the mount took it: the flushed `b` read old (seen with the
+    /// rule switched off). With the rule the batch goes page by page and `b` reads new after the
+    /// cut; with the only copies written back first (`nv_write_back_all`), the same batch is one
+    /// multi-plane program.
+    #[test]
+    fn stripe_never_lets_an_evicted_only_copy_overwrite_its_pages() {
+        for write_back_first in [false, true] {
+            let geo = geometry(4, 12, 2);
+            let mut cfg = Config::with_logical_pages(&geo, 32);
+            cfg.checkpoint_interval_blocks = 16;
+            let mut emu = emulator(geo, 0.5, 1, false, MultiPlaneCut::CutOpOnly);
+            let mut mem = ftl_tests::test_memory(&geo, &cfg);
+            let mut ext = ExtParts { cache: CacheParts::for_build(&geo, &cfg), ..ExtParts::none() };
+            let slots = cfg.logical_pages / 4;
+            let (a, b) = (20u32, 0u32);
+            let more: Vec<u32> = (24..32).collect();
+            {
+                ext.cache.as_mut().expect("feature cdm").config =
+                    NvCacheConfig { write_back: true, ..NvCacheConfig::new(NvPolicy::Cdm) };
+                let mut f = ftl_tests::open(
+                    &mut emu,
+                    &mut mem,
+                    ext.extensions(),
+                    cfg,
+                    DefaultPolicies::default(),
+                    true,
+                )
+                .unwrap();
+                // `b` first: the least recently used slot.
+                for l in b..b + slots {
+                    f.write(l, &pages_of(&geo, &[l], 1)[0]).unwrap();
+                }
+                assert_eq!(f.nv_cache().map(|c| c.only_copies()), Some(slots));
+                f.unmount().unwrap();
+            }
+            ext.cache.as_mut().expect("feature cdm").config = NvCacheConfig::new(NvPolicy::Cdm);
+            {
+                let mut f = ftl_tests::open(
+                    &mut emu,
+                    &mut mem,
+                    ext.extensions(),
+                    cfg,
+                    DefaultPolicies::default(),
+                    false,
+                )
+                .unwrap();
+                assert_eq!(f.nv_cache().map(|c| c.only_copies()), Some(slots), "mount keeps the only copies");
+                if write_back_first {
+                    f.nv_write_back_all().unwrap();
+                }
+                let before = *f.counters();
+                write_ids(&mut f, &[a, b], 2);
+                f.flush().unwrap();
+                let c = *f.counters();
+                let programs = c.multi_plane_programs - before.multi_plane_programs;
+                let wb = f.nv_counters().expect("cache").write_backs;
+                if write_back_first {
+                    assert_eq!(programs, 1, "no only copy to evict: one multi-plane program");
+                } else {
+                    assert_eq!(programs, 0, "an only copy among the 2 least recently used: page by page");
+                    assert!(wb >= 1, "the copy of {a} evicts {b}'s only copy: {wb} write-backs");
+                }
+                assert_eq!(read_ids(&mut f, &[a, b]), [Found::Content(Some(2)); 2]);
+                // Eight more pages: every slot evicted (`b`'s new copy clean: no write-back),
+                // so after the cut `b` reads from flash.
+                write_ids(&mut f, &more, 3);
+                f.flush().unwrap();
+                assert!(!f.nv_cache().expect("cache").contains(b));
+                f.nand_mut().power_cut_now();
+            }
+            emu.restore_power();
+            let mut f =
+                ftl_tests::open(&mut emu, &mut mem, ext.extensions(), cfg, DefaultPolicies::default(), false)
+                    .unwrap();
+            let want: Vec<Found> =
+                (0..slots).map(|l| Found::Content(Some(if l == b { 2 } else { 1 }))).collect();
+            let lpns: Vec<u32> = (0..slots).collect();
+            assert_eq!(read_ids(&mut f, &lpns), want, "write-back first: {write_back_first}");
+            assert_eq!(read_ids(&mut f, &[a]), [Found::Content(Some(2))]);
+            assert_eq!(read_ids(&mut f, &more), [Found::Content(Some(3)); 8]);
+        }
+    }
+
+    /// [`exhaustive_cuts_in_multi_plane_ops`] with the NV cache attached: every device operation
+    /// cut (`FTL_TORTURE_STRIDE` applies), on 2 planes, and on the chip that tears whole
+    /// multi-plane calls on 2 and 4 planes; the harness's model checks that every acknowledged
+    /// write reads back and an unacknowledged one reads as its old or its new content.
+    #[test]
+    fn exhaustive_cuts_with_the_nv_cache() {
+        let (pf, flat) = (StripeOrder::PlaneFirst, MapChoice::Flat);
+        let r = exhaustive_cuts_with(geometry(4, 12, 2), MultiPlaneCut::CutOpOnly, pf, flat, Attach::NvCache);
+        assert!(r.totals.multi_plane_programs > 500 && r.totals.nv_read_hits > 0, "{r:?}");
+        for planes in [2, 4] {
+            let r = exhaustive_cuts_with(
+                geometry(4, 12, planes),
+                MultiPlaneCut::WholeCall,
+                pf,
+                flat,
+                Attach::NvCache,
+            );
+            assert!(
+                r.whole_programs > 40 && r.whole_erases > 5,
+                "{planes} planes: the cuts must land in multi-plane programs and erases: {r:?}"
+            );
+        }
+        // Channel-first striping on 2 LUNs x 2 planes (reads in the host's order with the cache).
+        let geo = Geometry { luns: 2, ..geometry(4, 12, 2) };
+        let cf = StripeOrder::ChannelFirst;
+        let r = exhaustive_cuts_with(geo, MultiPlaneCut::WholeCall, cf, flat, Attach::NvCache);
+        assert!(r.whole_programs > 20, "the cuts must land in multi-plane programs: {r:?}");
+    }
+
+    /// [`random_cuts_multi_plane`] (program and erase failures in half the seeds) with the NV
+    /// cache attached, under both emulator semantics of a cut multi-plane call:
+    /// `FTL_MPNV_CUTS` cuts each (default 1500), seeds from `FTL_MPNV_SEED` (default 1); and a
+    /// third as many with the write-back cache.
+    #[test]
+    fn random_cuts_with_the_nv_cache() {
+        for cut in [MultiPlaneCut::CutOpOnly, MultiPlaneCut::WholeCall] {
+            let r = random_cuts_with(
+                MapChoice::Flat,
+                Attach::NvCache,
+                cut,
+                Codec::Crc,
+                env_u64("FTL_MPNV_CUTS", 1500),
+                env_u64("FTL_MPNV_SEED", 1),
+                "FTL_MPNV",
+            );
+            // The write-back cache (`cdm-wb`): no host stripes; multi-plane reads and erases.
+            let wb = random_cuts_with(
+                MapChoice::Flat,
+                Attach::NvCacheWriteBack,
+                cut,
+                Codec::Crc,
+                env_u64("FTL_MPNV_CUTS", 1500) / 3,
+                env_u64("FTL_MPNV_SEED", 1),
+                "FTL_MPNV",
+            );
+            assert_eq!(wb.totals.multi_plane_programs, 0, "{wb:?}");
+            if cut == MultiPlaneCut::WholeCall {
+                assert!(wb.whole_erases > 0, "cuts must tear whole multi-plane erases: {wb:?}");
+                assert!(
+                    r.whole_programs * 20 > r.cuts,
+                    "one cut in 20 must tear a whole multi-plane program: {r:?}"
+                );
+            }
+        }
     }
 }

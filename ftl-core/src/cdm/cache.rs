@@ -523,6 +523,24 @@ impl<'m> NvCache<'m> {
         (self.lru != NIL).then_some(self.lru)
     }
 
+    /// Whether one of the `k` least recently used slots holds the only copy of its page.
+    pub(crate) fn dirty_among_lru(&self, k: usize) -> bool {
+        if self.dirty == 0 {
+            return false;
+        }
+        let mut s = self.lru;
+        for _ in 0..k {
+            if s == NIL {
+                return false;
+            }
+            if self.is_dirty(s) {
+                return true;
+            }
+            s = self.slots[s as usize].prev;
+        }
+        false
+    }
+
     /// Whether slot `s` holds a page.
     pub(crate) fn is_live(&self, s: u32) -> bool {
         self.slots[s as usize].flags & F_LIVE != 0

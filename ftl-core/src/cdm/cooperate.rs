@@ -112,10 +112,25 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         Ok(())
     }
 
-    /// Whether the cache holds `lpn` (its current data; no counter moves).
-    #[cfg(feature = "flex-ecc")] // FlexECC's verify asks it
+    /// Whether the cache holds `lpn` (its current data; no counter moves). FlexECC's verify and
+    /// the multi-plane read's grouping ask it.
     pub(crate) fn nv_holds(&self, lpn: u32) -> bool {
         self.ext.nv.as_ref().is_some_and(|nv| nv.lookup(lpn).is_some())
+    }
+
+    /// Whether a write-back cache takes host writes (then they are not striped: `multiplane.rs`).
+    pub(crate) fn nv_takes_writes(&self) -> bool {
+        self.ext.nv.as_ref().is_some_and(|nv| nv.config().write_back)
+    }
+
+    /// Whether `k` more pages put in the cache might evict an only copy (whose write-back
+    /// programs flash): true if one of the `k` least recently used slots holds one. A stripe's
+    /// `k` inserts after its multi-plane program evict at most the `k` least recently used
+    /// slots (each evicts at most one, the least recently used; a page already cached frees its
+    /// own slot instead), so when this is false nothing is programmed between the stripe's
+    /// program and its last page's remap (`multiplane.rs`).
+    pub(crate) fn nv_may_write_back(&self, k: usize) -> bool {
+        self.ext.nv.as_ref().is_some_and(|nv| nv.dirty_among_lru(k))
     }
 
     /// Read hook: serves `lpn` from the cache if it is there.

@@ -206,8 +206,13 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         false
     }
     pub(crate) fn nv_after_mount(&mut self) {}
-    #[cfg(feature = "flex-ecc")] // FlexECC's verify asks it
     pub(crate) fn nv_holds(&self, _lpn: u32) -> bool {
+        false
+    }
+    pub(crate) fn nv_takes_writes(&self) -> bool {
+        false
+    }
+    pub(crate) fn nv_may_write_back(&self, _k: usize) -> bool {
         false
     }
     pub(crate) fn nv_read_hit(&mut self, _lpn: u32, _out: &mut [u8]) -> Result<bool, Error> {
