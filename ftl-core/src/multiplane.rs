@@ -199,7 +199,7 @@ pub(crate) enum RequestTemp {
 /// issue single-plane operations).
 pub(crate) const fn multi_plane_allowed(stack: Stack) -> bool {
     let Stack { wom, dedup, nv_cache, flex_ecc: _ } = stack;
-    !wom && !(dedup && nv_cache)
+    !(wom || (dedup && nv_cache))
 }
 
 /// Whether the techniques of `stack` run with multi-plane programs too: those of
