@@ -953,11 +953,7 @@ struct MultiPlaneRun {
 /// and unmarked), and FlexECC's counters of writes by intent, marks and formatted reads are the
 /// model's counts.
 fn multi_plane_run(multi: bool, cached: bool, planes: u32) -> MultiPlaneRun {
-    let g = Geometry { spare_bytes: 64, ..geometry(8, 16, planes) };
-    let c = cfg_pages(&g, FULL * planes / 2);
-    let mut noise = noisy(g);
-    let mut mem = FtlMemory::with_map(&g, &c, sized_map(map_choice(cached), &c));
-    let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
+    let (_, c, mut noise, mut mem, mut marks) = multi_plane_device(cached, planes);
     let (map, m) = mem.parts();
     let flex = Extensions::none().flex(&mut marks, FlexConfig::default());
     let mut ftl = Ftl::format_with(&mut noise, policies(), map, m, c, flex).unwrap();
@@ -1119,6 +1115,17 @@ fn multi_plane_run(multi: bool, cached: bool, planes: u32) -> MultiPlaneRun {
 /// by logical page.
 type DataPages = std::collections::BTreeMap<u32, (u32, Vec<u8>, Vec<u8>)>;
 
+/// The device of the multi-plane on/off runs: `planes` planes of 8 pages x 16 blocks, 64 spare
+/// bytes, half the pages logical; its geometry, config, the noisy chip, the memory for `cached` (or the
+/// flat map) and FlexECC's marks.
+fn multi_plane_device(cached: bool, planes: u32) -> (Geometry, Config, Noisy, FtlMemory, Vec<u32>) {
+    let g = Geometry { spare_bytes: 64, ..geometry(8, 16, planes) };
+    let c = cfg_pages(&g, FULL * planes / 2);
+    let mem = FtlMemory::with_map(&g, &c, sized_map(map_choice(cached), &c));
+    let marks = vec![0u32; flex_mark_words(c.logical_pages)];
+    (g, c, noisy(g), mem, marks)
+}
+
 /// The data pages on a fresh device after each logical page was written once, in multi-page
 /// requests and `write_many` batches with FlexECC's intents (no GC yet), and what reading every
 /// page back reported, with multi-plane operations on or off (for
@@ -1127,11 +1134,7 @@ type DataPages = std::collections::BTreeMap<u32, (u32, Vec<u8>, Vec<u8>)>;
 /// erase when multi-plane erases are on, so a checkpoint may take another block, and with the
 /// cached map a stripe may write a map page back a few changes early).
 fn fresh_image(multi: bool, cached: bool, planes: u32) -> (DataPages, Vec<PageRead>, Counters) {
-    let g = Geometry { spare_bytes: 64, ..geometry(8, 16, planes) };
-    let c = cfg_pages(&g, FULL * planes / 2);
-    let mut noise = noisy(g);
-    let mut mem = FtlMemory::with_map(&g, &c, sized_map(map_choice(cached), &c));
-    let mut marks = vec![0u32; flex_mark_words(c.logical_pages)];
+    let (g, c, mut noise, mut mem, mut marks) = multi_plane_device(cached, planes);
     let (map, m) = mem.parts();
     let flex = Extensions::none().flex(&mut marks, FlexConfig::default());
     let mut ftl = Ftl::format_with(&mut noise, policies(), map, m, c, flex).unwrap();
