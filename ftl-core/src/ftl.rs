@@ -380,9 +380,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let pb = self.geo.data_bytes as usize;
         let req = WriteRequest { lpn, pages: n, page_bytes: self.geo.data_bytes };
         let temp = self.policies.classifier().classify_request(&req);
-        if n > 1 && self.multi_program_on() && !self.nv_takes_writes() {
-            // Striped over the planes with multi-plane programs (see `multiplane.rs`; a
-            // write-back NV cache takes each page instead, below).
+        if n > 1 && self.multi_program_on() {
+            // Striped over the planes with multi-plane programs (see `multiplane.rs`; not with
+            // a write-back NV cache, which takes each page instead, below).
             let page = |i: usize| (lpn + i as u32, &data[i * pb..(i + 1) * pb]);
             self.write_striped(n as usize, page, crate::multiplane::RequestTemp::Whole(temp))?;
             return self.finish_write();

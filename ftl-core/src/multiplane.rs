@@ -9,18 +9,19 @@
 //! real geometries; a group that does not fit is written page by page).
 //!
 //! When: on by default ([`Ftl::set_multi_plane`]) with more than one plane per LUN, with either
-//! map, with no technique attached, with FlexECC or with the NV cache (`multi_plane_allowed`);
-//! with deduplication (not stacked with the NV cache), multi-plane reads and erases but
-//! single-plane programs (`multi_program_allowed`; below); second writes, and deduplication
-//! stacked with the NV cache (their read paths were each made multi-plane alone), keep the
-//! single-plane operations. GC's deferred erase (below) only with the flat map, with or
-//! without FlexECC, deduplication or the NV cache.
+//! map, with no technique attached, and with FlexECC, deduplication and the NV cache in any
+//! stack (`multi_plane_allowed`); with deduplication, or a write-back NV cache, multi-plane reads
+//! and erases but single-plane programs (`multi_program_allowed`, `Ftl::multi_program_on`;
+//! below); second writes keep the single-plane operations. GC's deferred erase (below) only
+//! with the flat map, with or without FlexECC, deduplication or the NV cache.
 //!
 //! **Deduplication** (feature `dedup`, flat map only). Reads: a multi-plane read resolves each
 //! logical page as [`Ftl::read_one`] does (a shared page to the physical page of its content,
 //! whose spare names its first owner or where it moved from, so a shared page's tag is not
 //! checked against the logical page), and groups by that physical page; two logical pages
-//! sharing one page are never in one call (one plane each). Erases: the deferred erase touches
+//! sharing one page are never in one call (one plane each). Stacked with the NV cache, each
+//! page asks the cache first and a group holds uncached pages only (**The NV cache**, Read,
+//! below; a shared page's re-read check compares the physical page it resolved to). Erases: the deferred erase touches
 //! nothing deduplication keeps: GC journals pending share records before it copies anything
 //! (`collect`), so every record that invalidated a page of the victim is on flash before the
 //! victim goes `Dirty`; the index is told of each moved or dead page as GC moves it, and the
@@ -60,8 +61,10 @@
 //!   new page, which replay would then take. So a stripe goes out as one multi-plane program only
 //!   if none of the `k` least recently used slots holds an only copy (its `k` copies evict at
 //!   most those), checked right before the program; otherwise page by page. A write-back cache
-//!   (`cdm-wb`) takes every host page ([`Ftl::write`] and [`Ftl::write_many`] do not stripe with
-//!   it), so its power-loss contract meets no stripe. Its destage (an evicted only copy written
+//!   (`cdm-wb`) takes every host page (`Ftl::multi_program_on` is off with it: [`Ftl::write`]
+//!   and [`Ftl::write_many`] do not stripe), so its power-loss contract meets no stripe; mount
+//!   still checks `planes_per_lun` pages for tearing (`multi_program_possible`): the write-back
+//!   setting is the mount's, and the life before the cut may have striped write-through. Its destage (an evicted only copy written
 //!   back, or `nv_write_back_all`) stays single-page: a multi-plane program needs every page's
 //!   data in RAM at once, and a slot's data is read out of the NV memory into the FTL's one page
 //!   buffer (`Nvm` is read by copy, not addressed), so striping it needs a page buffer per extra
@@ -71,7 +74,8 @@
 //!   multi-plane group holds only pages not cached, and after its read each page, in order, asks
 //!   the cache (a miss) and is copied into it with its sequence number (`nv_fill`); a page whose
 //!   mapping moved since the read (a copy's eviction wrote an only copy back, and GC ran) is read
-//!   again alone. [`StripeOrder::ChannelFirst`] reads are not reordered by LUN with the cache (it
+//!   again alone (the physical page compared, a shared page's as deduplication resolves it: its
+//!   map entry is virtual). [`StripeOrder::ChannelFirst`] reads are not reordered by LUN with the cache (it
 //!   sees the host's order), so they group neighbouring pages only.
 //! - Erase: GC drops a victim's cached pages before moving the rest, as before, and leaves the
 //!   victim `Dirty` for the allocator's multi-plane erase (**Erase**, below): a dropped page is
@@ -194,12 +198,11 @@ pub(crate) enum RequestTemp {
 /// **When**): FlexECC does (it only picks the format of the pages written, the same on either
 /// path), the NV cache does (its per-page hooks run on the multi-plane paths), and
 /// deduplication does (its reads resolve a shared page first; its GC leaves nothing to erase
-/// before its records are on flash), but not deduplication stacked with the NV cache (each read
-/// path was made multi-plane alone); second writes do not (their own write, read and GC paths
-/// issue single-plane operations).
+/// before its records are on flash), stacked in any way (the cache asked first per page, the
+/// pages it misses resolved as deduplication resolves them); second writes do not (their own
+/// write, read and GC paths issue single-plane operations).
 pub(crate) const fn multi_plane_allowed(stack: Stack) -> bool {
-    let Stack { wom, dedup, nv_cache, flex_ecc: _ } = stack;
-    !(wom || (dedup && nv_cache))
+    !stack.wom
 }
 
 /// Whether the techniques of `stack` run with multi-plane programs too: those of
@@ -229,9 +232,19 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     }
 
     /// Whether multi-plane programs (host stripes, [`Ftl::write_many`] batches) are on: as
-    /// [`Self::multi_rw_on`], but not with deduplication ([`multi_program_allowed`]).
+    /// [`Self::multi_rw_on`], but not with deduplication ([`multi_program_allowed`]) nor with a
+    /// write-back NV cache (it takes every host page; its destage is single-page).
     #[inline]
     pub(crate) fn multi_program_on(&self) -> bool {
+        self.multi_program_possible() && !self.nv_takes_writes()
+    }
+
+    /// Whether the device may hold a multi-plane program cut part way, for mount's torn window
+    /// (`recovery.rs`): [`Self::multi_program_on`] but for the write-back setting, which is the
+    /// mount's (`NvCacheConfig::write_back`, not in the NV memory): the life before the cut may
+    /// have run the cache write-through, striping host pages.
+    #[inline]
+    pub(crate) fn multi_program_possible(&self) -> bool {
         self.multi_rw_on() && multi_program_allowed(self.stack())
     }
 
@@ -351,7 +364,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 return Err(Error::BufferSize);
             }
         }
-        if !self.multi_program_on() || self.nv_takes_writes() {
+        if !self.multi_program_on() {
             for &(lpn, data) in pages {
                 self.write(lpn, data)?;
             }
@@ -892,11 +905,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 // Where a single read of this page asks the NV cache: a miss (no page of the
                 // group was cached, and copies of other pages since put none there); and an
                 // eviction's write-back since the read may have run GC, which moved the page
-                // (same data, newer sequence number): then it is read again, alone.
+                // (same data, newer sequence number): then it is read again, alone. Compared
+                // as read: the physical page, a shared page's too (its map entry is virtual).
                 if self.nv_read_hit(*lpn, out)? {
                     continue;
                 }
-                if self.map.get(*lpn) != Some(pages[j]) {
+                if self.read_target(*lpn) != Some(pages[j]) {
                     self.read_flash(*lpn, out)?;
                     continue;
                 }

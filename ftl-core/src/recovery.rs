@@ -768,7 +768,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// programmed after them), so the newest that many replayed data pages hold every one of
     /// them that replay applied. Otherwise one: the page being programmed.
     fn torn_window(&self) -> usize {
-        if self.multi_program_on() {
+        if self.multi_program_possible() {
             (self.geo.planes_per_lun as usize).clamp(1, MAX_PLANES)
         } else {
             1
