@@ -2088,7 +2088,7 @@ mod nv_cache {
                 Attach::NvCache,
             );
             assert!(
-                r.whole_programs > 40 && r.whole_erases > 5,
+                r.whole_programs > per_stride(40) && r.whole_erases > per_stride(5),
                 "{planes} planes: the cuts must land in multi-plane programs and erases: {r:?}"
             );
         }
@@ -2096,7 +2096,7 @@ mod nv_cache {
         let geo = Geometry { luns: 2, ..geometry(4, 12, 2) };
         let cf = StripeOrder::ChannelFirst;
         let r = exhaustive_cuts_with(geo, MultiPlaneCut::WholeCall, cf, flat, Attach::NvCache);
-        assert!(r.whole_programs > 20, "the cuts must land in multi-plane programs: {r:?}");
+        assert!(r.whole_programs > per_stride(20), "the cuts must land in multi-plane programs: {r:?}");
     }
 
     /// [`random_cuts_multi_plane`] (program and erase failures in half the seeds) with the NV
@@ -2353,7 +2353,9 @@ mod dedup_nv_cache {
     /// NVM-basic (no GC drops, so no only copy and no write-back): every cache counter the same,
     /// and host reads read the same number of flash pages (a multi-plane read reads each of its
     /// pages once; none is read again). With them on, multi-plane reads and erases run, and no
-    /// multi-plane program (deduplication's write path programs page by page).
+    /// multi-plane program (deduplication's write path programs page by page). (With
+    /// deduplication's write path first, the write-back cache takes no host page: it runs as
+    /// write-through, GC's drops its only copies; `ftl_core::ext`, stacking order.)
     #[test]
     fn dedup_with_the_nv_cache_runs_the_same_with_multi_plane_reads_and_erases() {
         for planes in [2u32, 4] {
