@@ -12,8 +12,11 @@
 //! map, with no technique attached, and with FlexECC, deduplication and the NV cache in any
 //! stack (`multi_plane_allowed`); with deduplication, or a write-back NV cache, multi-plane reads
 //! and erases but single-plane programs (`multi_program_allowed`, `Ftl::multi_program_on`;
-//! below); second writes keep the single-plane operations. GC's deferred erase (below) only
-//! with the flat map, with or without FlexECC, deduplication or the NV cache.
+//! below); second writes keep the single-plane operations. GC's deferred erase (below) with
+//! the flat map (with or without FlexECC, deduplication or the NV cache), and with the cached
+//! map unless a mount from the pool would keep its valid counts (`Ftl::pool_keeps_counts`: more
+//! map pages than `mount_pool_blocks` while the pool is bounded, as on the firmware board,
+//! 256 > 160).
 //!
 //! **Deduplication** (feature `dedup`, flat map only). Reads: a multi-plane read resolves each
 //! logical page as [`Ftl::read_one`] does (a shared page to the physical page of its content,
@@ -103,11 +106,22 @@
 //! the firmware board (cached map) the multi-plane paths were compiled out before; they add
 //! 13.3 KB of `.text`.
 //!
-//! **Erase.** With the flat map, GC no longer erases its victim as it finishes it (with a
-//! flash-resident map it still does: a mount from the pool keeps that map's valid counts as upper
-//! bounds and would take an unerased victim for a used block; format's stripes and `Dirty`
-//! blocks the allocator picks are still erased with their siblings): the victim becomes `Dirty` (free,
+//! **Erase.** GC no longer erases its victim as it finishes it: the victim becomes `Dirty` (free,
 //! to be erased before use, as checkpoint blocks and blocks a mount found stale already were).
+//! With a flash-resident map it still erases at once while a mount from the pool would keep that
+//! map's valid counts (`Ftl::pool_keeps_counts`; `recovery.rs` `rebuild` decides with the same
+//! test): such a mount takes the checkpoint's count (less replay's adjustments, an upper bound)
+//! for a block whose first page is older than the checkpoint, so an emptied victim not erased yet
+//! would come back `Used`, holding nothing, until GC took it again (measured: 1 to 7 such blocks
+//! per cut, until writes failed with `NoSpace`; tests/tests/multiplane.rs
+//! `cached_map_pool_mount_takes_no_unerased_victim_for_a_used_block`). Otherwise a mount needs
+//! nothing new: one that recounts (a survey, a pool mount of a map of at most `mount_pool_blocks`
+//! map pages) counts the victim empty, a checkpoint records it `Dirty`, and a record is bounded
+//! (the test reads the pool state) only after a checkpoint, which recorded every victim left
+//! `Dirty` while it was not. Making the kept counts safe would need each deferred victim known
+//! to the mount: a record per victim (anchor wear), a marker page per victim (a program, about
+//! what pairing saves), or a mount that recounts (every map page read). Format's stripes and
+//! `Dirty` blocks the allocator picks are erased with their siblings on either map.
 //! The allocator erases a `Dirty` block it picks together with the block each sibling plane of
 //! the same LUN would pick next, if that one is `Dirty` too (the same pick rule and pool mask, so
 //! a bounded mount pool still covers every erased block); the allocator ranks a `Dirty` block by
@@ -249,12 +263,13 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     }
 
     /// Whether GC leaves its victims `Dirty` for the allocator's multi-plane erases (and the
-    /// allocator ranks `Dirty` blocks by their wear after erase): the flat map only (see the
-    /// module doc, **Erase**). The name is from before programs and reads ran on the cached map
-    /// (`gc.rs` and `frontier.rs` call it).
+    /// allocator ranks `Dirty` blocks by their wear after erase): unless a mount from the newest
+    /// pool record would keep a flash-resident map's valid counts (`Ftl::pool_keeps_counts`; see
+    /// the module doc, **Erase**). The name is from before programs and reads ran on the cached
+    /// map (`gc.rs` and `frontier.rs` call it).
     #[inline]
     pub(crate) fn multi_io_on(&self) -> bool {
-        self.multi_erase_on() && !self.map.on_flash()
+        self.multi_erase_on() && !self.pool_keeps_counts()
     }
 
     // ---- erase ----

@@ -1007,7 +1007,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             && match mode {
                 Rebuild::Survey => false,
                 Rebuild::Fast => true,
-                Rebuild::Pool => self.map.map_pages() > self.cfg.mount_pool_blocks,
+                // (The pool is adopted, so bounded: GC's deferred erase reads the same test.)
+                Rebuild::Pool => self.pool_keeps_counts(),
             };
         for b in 0..self.geo.total_blocks() {
             if self.blocks.state(BlockId(b)) == BlockState::Used && !keep_counts {
