@@ -81,6 +81,9 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     pub(crate) emigrating: u32,
     /// Multi-plane operations on (see [`crate::multiplane`]).
     pub(crate) multi_plane: bool,
+    /// Striped requests in a row that started one page off their LUN's lined-up planes (see
+    /// `multiplane.rs`, **Realignment**).
+    pub(crate) stripe_misses: u8,
     /// Where the anchor's copies are and what its newest record says.
     pub(crate) anchor: crate::anchor::AnchorState,
     /// The mount pool (see `pool.rs`).
@@ -140,6 +143,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             gc_pacing: true,
             emigrating: 0,
             multi_plane: true,
+            stripe_misses: 0,
             anchor: crate::anchor::AnchorState::NONE,
             pool: crate::pool::PoolState { bounded: false, listed: 0, renew_due: false, uncertain: false },
             paced: [PacedVictim::NONE; MAX_TOTAL_PLANES],
