@@ -206,7 +206,7 @@ pub(crate) const fn multi_plane_allowed(stack: Stack) -> bool {
 /// [`multi_plane_allowed`] but deduplication, whose write path programs each unique page on its
 /// own, between its index probes and share records (the module doc, **When**).
 pub(crate) const fn multi_program_allowed(stack: Stack) -> bool {
-    multi_plane_allowed(stack) && !stack.dedup
+    multi_plane_allowed(stack) && !(stack.dedup && stack.nv_cache)
 }
 
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
@@ -351,7 +351,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 return Err(Error::BufferSize);
             }
         }
-        if !self.multi_program_on() || self.nv_takes_writes() {
+        if !self.multi_program_on() || self.nv_takes_writes() || self.dedup_on() {
             for &(lpn, data) in pages {
                 self.write(lpn, data)?;
             }
