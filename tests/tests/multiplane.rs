@@ -1,18 +1,23 @@
 //! Multi-plane operations (`ftl_core::multiplane`) under power cuts and failures, and the batch
 //! API (`Ftl::write_many`, `Ftl::read_many`) against a model.
 //!
-//! The FTL issues multi-plane operations without techniques, with FlexECC and with the NV
-//! cache, and multi-plane reads and erases (programs single-plane) with deduplication not
-//! stacked with the NV cache (second writes have their own paths), so these tests run the
+//! The FTL issues multi-plane operations without techniques, with FlexECC, with the NV cache
+//! and with deduplication not stacked with the NV cache (second writes have their own paths),
+//! so these tests run the
 //! baseline (`Env::new`, the flat map) in every build, with feature `cdm` the NV cache too
 //! (`nv_cache`, at the end); the default build's torture and model suites stack techniques
 //! that keep single-plane operations. With feature `dedup` (issue #20), deduplication
 //! attached alone ([`dedup_env`]: the build's CAFTL index, shared contents among the writes):
-//! - `dedup_runs_the_same_with_multi_plane_reads_and_erases`: a seeded workload with
-//!   multi-plane off and on, 2 and 4 planes: the same contents, reference counts and dedup
-//!   counters; multi-plane reads and erases only when on, never a multi-plane program.
+//! - `dedup_runs_the_same_with_multi_plane_operations`: a seeded workload with multi-plane off
+//!   and on, 2 and 4 planes: the same contents, reference counts and dedup counters;
+//!   multi-plane reads, erases and programs (a request's unique pages striped) only when on.
+//! - `dedup_stripes_with_one_content_twice`: requests holding one content twice in a stripe
+//!   and overwriting pages whose content they write again, off and on, 2 and 4 planes: the
+//!   same contents before and after a remount, reference counts, shared contents, live pages
+//!   and write-path counters; multi-plane programs only when on.
 //! - `exhaustive_cuts_with_dedup`: the exhaustive run below with shared contents on 2 and 4
-//!   planes, both emulator semantics of a cut multi-plane call (about 4,900 cut points).
+//!   planes, both emulator semantics of a cut multi-plane call (about 4,900 cut points; cuts
+//!   tear whole multi-plane programs of unique pages).
 //!
 //! With feature `flex-ecc` (issue #20), FlexECC attached
 //! alone ([`flex_env`]: its codec over BCH t = 4, clean writes and flush-reads among the ops):
@@ -724,7 +729,7 @@ struct DirectImage {
 /// each page read back against what was written, before and after a remount. Returns the image
 /// and the multi-plane programs.
 #[cfg(feature = "dedup")]
-fn dedup_direct_run(geo: Geometry, multi_plane: bool) -> (DirectImage, u64) {
+fn dedup_direct_run(geo: Geometry, multi_plane: bool, sampling_unit: u32) -> (DirectImage, u64) {
     let cfg = Config::with_logical_pages(&geo, 32);
     let mut env = dedup_env(emulator(geo, 0.5, 1, false, MultiPlaneCut::CutOpOnly), cfg);
     let policies = env.policies.clone();
@@ -738,6 +743,7 @@ fn dedup_direct_run(geo: Geometry, multi_plane: bool) -> (DirectImage, u64) {
             ftl_tests::open(&mut env.emu, &mut env.mem, env.ext.extensions(), cfg, policies.clone(), true)
                 .unwrap();
         f.set_multi_plane(multi_plane);
+        f.set_dedup_settings(ftl_core::dedup::DedupSettings { sampling_unit, ..f.dedup_settings() });
         for step in 0..400 {
             let pages = 1 + rng.below(8) as usize;
             let lpn = rng.below((n - pages + 1) as u64) as usize;
@@ -780,17 +786,19 @@ fn dedup_direct_run(geo: Geometry, multi_plane: bool) -> (DirectImage, u64) {
 /// the first's program) and overwrite pages whose content they write again (a probe that hits a
 /// page held for the stripe): with multi-plane programs on, the same contents, reference counts,
 /// shared contents, live pages and dedup counters (probes, hits, shares, conversions) as with
-/// them off, 2 and 4 planes, and multi-plane programs only when on.
+/// them off, 2 and 4 planes, every page probed or 4-page sampling units (a unit's sample probed
+/// first), and multi-plane programs only when on.
 #[cfg(feature = "dedup")]
 #[test]
 fn dedup_stripes_with_one_content_twice() {
-    for planes in [2, 4] {
+    for (planes, unit) in [(2, 0), (4, 0), (2, 4), (4, 4)] {
+        let what = format!("{planes} planes, sampling unit {unit}");
         let geo = geometry(4, 12, planes);
-        let (off, off_programs) = dedup_direct_run(geo, false);
-        let (on, on_programs) = dedup_direct_run(geo, true);
+        let (off, off_programs) = dedup_direct_run(geo, false, unit);
+        let (on, on_programs) = dedup_direct_run(geo, true, unit);
         assert!(
-            off.stats.deduplicated > 300 && off.shared > 0,
-            "{planes} planes: the run must share: {:?}, {} shared",
+            off.stats.deduplicated > if unit == 0 { 500 } else { 30 } && (off.shared > 0 || unit > 0),
+            "{what}: the run must share: {:?}, {} shared",
             off.stats,
             off.shared
         );
@@ -799,22 +807,24 @@ fn dedup_stripes_with_one_content_twice() {
         let write_path = |s: &ftl_core::dedup::DedupStats| {
             (s.probes, s.unprobed, s.hits, s.stale_hits, s.deduplicated, s.vmap_full, s.conversions)
         };
-        assert_eq!(write_path(&on.stats), write_path(&off.stats), "{planes} planes: dedup counters");
+        assert_eq!(write_path(&on.stats), write_path(&off.stats), "{what}: dedup counters");
         assert!(
             (&on.data, &on.refs, on.shared, on.live) == (&off.data, &off.refs, off.shared, off.live),
-            "{planes} planes: contents and sharing must not depend on multi-plane"
+            "{what}: contents and sharing must not depend on multi-plane"
         );
         assert!(
             on_programs > 20 && off_programs == 0,
-            "{planes} planes: multi-plane programs {on_programs} on, {off_programs} off"
+            "{what}: multi-plane programs {on_programs} on, {off_programs} off"
         );
-        eprintln!("{planes} planes: {on_programs} multi-plane programs, {:?}", on.stats);
+        eprintln!("{what}: {on_programs} multi-plane programs, {:?}", on.stats);
     }
 }
 
 /// The dedup workload of [`exhaustive_cuts_in`] cut at every device operation
 /// (`FTL_TORTURE_STRIDE`) on 2 and 4 planes, under both emulator semantics of a cut multi-plane
-/// call (`WholeCall`: every block of a cut multi-plane erase partly erased), against the model.
+/// call (`WholeCall`: every page of a cut multi-plane program torn, every block of a cut
+/// multi-plane erase partly erased), against the model: the unique pages' stripes torn by a cut
+/// read old or new after the mount.
 #[cfg(feature = "dedup")]
 #[test]
 fn exhaustive_cuts_with_dedup() {
