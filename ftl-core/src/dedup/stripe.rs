@@ -29,7 +29,7 @@
 //! stripe programmed, torn or erased; recovery checks the newest `planes_per_lun` data pages
 //! (`recovery.rs` `torn_window`), and a share taken before the program whose record was still
 //! in RAM is lost with the unacknowledged request. RAM: the held pages on the stack,
-//! [`MAX_TOTAL_PLANES`] x 40 bytes (640 bytes).
+//! [`MAX_TOTAL_PLANES`] x 40 bytes and a count (648 bytes on a 64-bit host).
 
 use nand_hal::{NandFlash, MAX_PLANES};
 
