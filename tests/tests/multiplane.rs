@@ -16,8 +16,9 @@
 //!   same contents before and after a remount, reference counts, shared contents, live pages
 //!   and write-path counters; multi-plane programs only when on.
 //! - `exhaustive_cuts_with_dedup`: the exhaustive run below with shared contents on 2 and 4
-//!   planes, both emulator semantics of a cut multi-plane call (about 4,900 cut points; cuts
-//!   tear whole multi-plane programs of unique pages).
+//!   planes, both emulator semantics of a cut multi-plane call, and channel-first striping on
+//!   2 LUNs x 2 planes (about 6,100 cut points; cuts tear whole multi-plane programs of unique
+//!   pages).
 //!
 //! With feature `flex-ecc` (issue #20), FlexECC attached
 //! alone ([`flex_env`]: its codec over BCH t = 4, clean writes and flush-reads among the ops):
@@ -824,7 +825,8 @@ fn dedup_stripes_with_one_content_twice() {
 /// (`FTL_TORTURE_STRIDE`) on 2 and 4 planes, under both emulator semantics of a cut multi-plane
 /// call (`WholeCall`: every page of a cut multi-plane program torn, every block of a cut
 /// multi-plane erase partly erased), against the model: the unique pages' stripes torn by a cut
-/// read old or new after the mount.
+/// read old or new after the mount; and channel-first striping on 2 LUNs x 2 planes
+/// (`WholeCall`).
 #[cfg(feature = "dedup")]
 #[test]
 fn exhaustive_cuts_with_dedup() {
@@ -856,6 +858,21 @@ fn exhaustive_cuts_with_dedup() {
             eprintln!("{planes} planes, {cut:?}: {} cuts, {} whole programs torn", r.cuts, r.whole_programs);
         }
     }
+    // Channel-first striping on 2 LUNs x 2 planes: a request's held pages spread over the LUNs
+    // (a round of the rotation held at a time), each LUN's share one multi-plane program.
+    let geo = Geometry { luns: 2, ..geometry(4, 12, 2) };
+    let (cut, cf) = (MultiPlaneCut::WholeCall, StripeOrder::ChannelFirst);
+    let r = exhaustive_cuts_env(geo, cut, cf, MapChoice::Flat, dedup_env, Attach::Nothing);
+    assert!(
+        r.totals.multi_plane_programs > 100
+            && r.totals.deduplicated > 100
+            && r.whole_programs > per_stride(10),
+        "channel first: the cuts must land in multi-plane programs: {r:?}"
+    );
+    eprintln!(
+        "2 LUNs x 2 planes, channel first, {cut:?}: {} cuts, {} whole programs torn",
+        r.cuts, r.whole_programs
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
