@@ -93,4 +93,7 @@ pub struct Counters {
     pub multi_plane_reads: u64,
     /// Multi-plane erases issued (their blocks are in `nand_erases`).
     pub multi_plane_erases: u64,
+    /// Pages voided to line a LUN's planes up again for host stripes (their programs are in
+    /// `nand_programs`; see `multiplane.rs`, **Realignment**).
+    pub realign_pads: u64,
 }

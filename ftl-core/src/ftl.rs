@@ -81,6 +81,9 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     pub(crate) emigrating: u32,
     /// Multi-plane operations on (see [`crate::multiplane`]).
     pub(crate) multi_plane: bool,
+    /// Striped requests in a row that started one page off their LUN's lined-up planes (see
+    /// `multiplane.rs`, **Realignment**).
+    pub(crate) stripe_misses: u8,
     /// Where the anchor's copies are and what its newest record says.
     pub(crate) anchor: crate::anchor::AnchorState,
     /// The mount pool (see `pool.rs`).
@@ -140,6 +143,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             gc_pacing: true,
             emigrating: 0,
             multi_plane: true,
+            stripe_misses: 0,
             anchor: crate::anchor::AnchorState::NONE,
             pool: crate::pool::PoolState { bounded: false, listed: 0, renew_due: false, uncertain: false },
             paced: [PacedVictim::NONE; MAX_TOTAL_PLANES],
@@ -380,9 +384,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let pb = self.geo.data_bytes as usize;
         let req = WriteRequest { lpn, pages: n, page_bytes: self.geo.data_bytes };
         let temp = self.policies.classifier().classify_request(&req);
-        if n > 1 && self.multi_program_on() && !self.nv_takes_writes() {
-            // Striped over the planes with multi-plane programs (see `multiplane.rs`; a
-            // write-back NV cache takes each page instead, below).
+        if n > 1 && self.multi_program_on() {
+            // Striped over the planes with multi-plane programs (see `multiplane.rs`; not with
+            // a write-back NV cache, which takes each page instead, below).
             let page = |i: usize| (lpn + i as u32, &data[i * pb..(i + 1) * pb]);
             self.write_striped(n as usize, page, crate::multiplane::RequestTemp::Whole(temp))?;
             return self.finish_write();

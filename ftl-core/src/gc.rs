@@ -173,9 +173,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             Finish::Erase => {
                 self.blocks.set_state(b, BlockState::Dirty);
                 // With multi-plane erases the allocator erases it, with its siblings' next
-                // blocks (see `multiplane.rs`; flat map only: a mount from the pool keeps a
-                // flash-resident map's valid counts as upper bounds, and would take an unerased
-                // victim for a used block).
+                // blocks (see `multiplane.rs`, **Erase**; not while a mount from the pool would
+                // keep a flash-resident map's valid counts as upper bounds: it would take an
+                // unerased victim for a used block, `Ftl::pool_keeps_counts`).
                 if self.multi_io_on() {
                     return Ok(());
                 }

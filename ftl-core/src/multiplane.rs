@@ -3,24 +3,29 @@
 //!
 //! What it owns: the grouping of operations into multi-plane calls, the striping of host writes
 //! over the planes of a LUN (in either [`StripeOrder`]), and the handling of a multi-plane call that fails part way. It adds
-//! no RAM but one `bool` in [`Ftl`] (`multi_plane`): the spare areas of a group's pages are
+//! no RAM but a `bool` and a `u8` in [`Ftl`] (`multi_plane`, `stripe_misses`): the spare areas of a group's pages are
 //! assembled in the data area of the FTL's page buffer (host data comes from the caller), so a
 //! group needs `planes x (META_LEN + codec bytes) <= data_bytes + spare_bytes` (always true on
 //! real geometries; a group that does not fit is written page by page).
 //!
 //! When: on by default ([`Ftl::set_multi_plane`]) with more than one plane per LUN, with either
-//! map, with no technique attached, with FlexECC, with the NV cache or with deduplication
-//! (`multi_plane_allowed`; deduplication's programs: its write path holds a request's unique
-//! pages for a stripe, below); second writes, and deduplication stacked with the NV cache
-//! (their read paths were each made multi-plane alone; the stack keeps single-plane programs,
-//! `multi_program_allowed`), keep the single-plane operations. GC's deferred erase (below) only with the flat map, with or
-//! without FlexECC, deduplication or the NV cache.
+//! map, with no technique attached, and with FlexECC, deduplication and the NV cache in any
+//! stack (`multi_plane_allowed`); with deduplication stacked with the NV cache, or a write-back
+//! NV cache, multi-plane reads and erases but single-plane programs (`multi_program_allowed`,
+//! `Ftl::multi_program_on`; below; deduplication alone holds a request's unique pages for a
+//! stripe, **Deduplication**); second writes keep the single-plane operations. GC's deferred
+//! erase (below) with the flat map (with or without FlexECC, deduplication or the NV cache), and
+//! with the cached map unless a mount from the pool would keep its valid counts
+//! (`Ftl::pool_keeps_counts`: more map pages than `mount_pool_blocks` while the pool is bounded,
+//! as on the firmware board, 256 > 160).
 //!
 //! **Deduplication** (feature `dedup`, flat map only). Reads: a multi-plane read resolves each
 //! logical page as [`Ftl::read_one`] does (a shared page to the physical page of its content,
 //! whose spare names its first owner or where it moved from, so a shared page's tag is not
 //! checked against the logical page), and groups by that physical page; two logical pages
-//! sharing one page are never in one call (one plane each). Erases: the deferred erase touches
+//! sharing one page are never in one call (one plane each). Stacked with the NV cache, each
+//! page asks the cache first and a group holds uncached pages only (**The NV cache**, Read,
+//! below; a shared page's re-read check compares the physical page it resolved to). Erases: the deferred erase touches
 //! nothing deduplication keeps: GC journals pending share records before it copies anything
 //! (`collect`), so every record that invalidated a page of the victim is on flash before the
 //! victim goes `Dirty`; the index is told of each moved or dead page as GC moves it, and the
@@ -70,8 +75,10 @@
 //!   new page, which replay would then take. So a stripe goes out as one multi-plane program only
 //!   if none of the `k` least recently used slots holds an only copy (its `k` copies evict at
 //!   most those), checked right before the program; otherwise page by page. A write-back cache
-//!   (`cdm-wb`) takes every host page ([`Ftl::write`] and [`Ftl::write_many`] do not stripe with
-//!   it), so its power-loss contract meets no stripe. Its destage (an evicted only copy written
+//!   (`cdm-wb`) takes every host page (`Ftl::multi_program_on` is off with it: [`Ftl::write`]
+//!   and [`Ftl::write_many`] do not stripe), so its power-loss contract meets no stripe; mount
+//!   still checks `planes_per_lun` pages for tearing (`multi_program_possible`): the write-back
+//!   setting is the mount's, and the life before the cut may have striped write-through. Its destage (an evicted only copy written
 //!   back, or `nv_write_back_all`) stays single-page: a multi-plane program needs every page's
 //!   data in RAM at once, and a slot's data is read out of the NV memory into the FTL's one page
 //!   buffer (`Nvm` is read by copy, not addressed), so striping it needs a page buffer per extra
@@ -81,7 +88,8 @@
 //!   multi-plane group holds only pages not cached, and after its read each page, in order, asks
 //!   the cache (a miss) and is copied into it with its sequence number (`nv_fill`); a page whose
 //!   mapping moved since the read (a copy's eviction wrote an only copy back, and GC ran) is read
-//!   again alone. [`StripeOrder::ChannelFirst`] reads are not reordered by LUN with the cache (it
+//!   again alone (the physical page compared, a shared page's as deduplication resolves it: its
+//!   map entry is virtual). [`StripeOrder::ChannelFirst`] reads are not reordered by LUN with the cache (it
 //!   sees the host's order), so they group neighbouring pages only.
 //! - Erase: GC drops a victim's cached pages before moving the rest, as before, and leaves the
 //!   victim `Dirty` for the allocator's multi-plane erase (**Erase**, below): a dropped page is
@@ -109,11 +117,22 @@
 //! the firmware board (cached map) the multi-plane paths were compiled out before; they add
 //! 13.3 KB of `.text`.
 //!
-//! **Erase.** With the flat map, GC no longer erases its victim as it finishes it (with a
-//! flash-resident map it still does: a mount from the pool keeps that map's valid counts as upper
-//! bounds and would take an unerased victim for a used block; format's stripes and `Dirty`
-//! blocks the allocator picks are still erased with their siblings): the victim becomes `Dirty` (free,
+//! **Erase.** GC no longer erases its victim as it finishes it: the victim becomes `Dirty` (free,
 //! to be erased before use, as checkpoint blocks and blocks a mount found stale already were).
+//! With a flash-resident map it still erases at once while a mount from the pool would keep that
+//! map's valid counts (`Ftl::pool_keeps_counts`; `recovery.rs` `rebuild` decides with the same
+//! test): such a mount takes the checkpoint's count (less replay's adjustments, an upper bound)
+//! for a block whose first page is older than the checkpoint, so an emptied victim not erased yet
+//! would come back `Used`, holding nothing, until GC took it again (measured: 1 to 7 such blocks
+//! per cut, until writes failed with `NoSpace`; tests/tests/multiplane.rs
+//! `cached_map_pool_mount_takes_no_unerased_victim_for_a_used_block`). Otherwise a mount needs
+//! nothing new: one that recounts (a survey, a pool mount of a map of at most `mount_pool_blocks`
+//! map pages) counts the victim empty, a checkpoint records it `Dirty`, and a record is bounded
+//! (the test reads the pool state) only after a checkpoint, which recorded every victim left
+//! `Dirty` while it was not. Making the kept counts safe would need each deferred victim known
+//! to the mount: a record per victim (anchor wear), a marker page per victim (a program, about
+//! what pairing saves), or a mount that recounts (every map page read). Format's stripes and
+//! `Dirty` blocks the allocator picks are erased with their siblings on either map.
 //! The allocator erases a `Dirty` block it picks together with the block each sibling plane of
 //! the same LUN would pick next, if that one is `Dirty` too (the same pick rule and pool mask, so
 //! a bounded mount pool still covers every erased block); the allocator ranks a `Dirty` block by
@@ -155,6 +174,24 @@
 //! program failure's retry, a spill to another plane, or a classifier sending pages of one stripe
 //! to different streams; GC has its own stream and does not move host frontiers).
 //!
+//! **Realignment.** An odd number of single-page writes leaves a LUN's first planes one page
+//! ahead of the rest, with the rotation on the first plane behind: the state one page less
+//! than a stripe leaves. Requests of exactly one stripe's pages (2 on a 2-plane LUN: 8 KiB
+//! database writes on 4 KiB pages) then never line up: each writes its first pages to the
+//! planes behind and its last to the first planes, which are ahead again, so on 2 planes none
+//! is one multi-plane program, and only an odd-sized request would end it (measured: 0
+//! multi-plane programs in 20,000 2-page writes after a sequential precondition). So when
+//! `REALIGN_AFTER_MISSES` (8) striped requests in a row start in that state (`stripe_misses`,
+//! reset by any striped request that starts on a LUN's first plane), the FTL voids the next
+//! page of each plane behind (the void mark a failed program's page gets: mount skips it, GC
+//! finds nothing live in it), which lines the planes up, and the request starts a stripe on
+//! the LUN's first plane. Cost: `planes - 1` pages and programs once, where a run of such
+//! requests would otherwise never stripe; mixed sizes keep moving the rotation and never
+//! realign (tests/tests/multiplane.rs). A void that does not complete is settled as a failed
+//! program's page is (`settle_torn`: voided again or a checkpoint before the next program); a
+//! cut during it leaves a torn void mark, which mount voids as any torn page (it is the newest
+//! program). Plane-first order only; resumed frontiers (after a mount) are left alone.
+//!
 //! **Power-loss contract of a batch.** A write or `write_many` call is acknowledged when it
 //! returns; until then none of its pages is, and a multi-plane program returns only after all
 //! its pages are programmed. A cut during a multi-plane program leaves, with the emulator's
@@ -191,6 +228,10 @@ use crate::policy::{
 };
 use crate::{Error, Ftl, Stack};
 
+/// Striped requests in a row that start one page off their LUN's lined-up planes before
+/// [`Ftl::realign_planes`] voids the pages that line them up (module doc, **Realignment**).
+const REALIGN_AFTER_MISSES: u8 = 8;
+
 /// How the pages of a write are classified: as one request, or each as a request of its own.
 #[derive(Copy, Clone)]
 pub(crate) enum RequestTemp {
@@ -204,12 +245,11 @@ pub(crate) enum RequestTemp {
 /// **When**): FlexECC does (it only picks the format of the pages written, the same on either
 /// path), the NV cache does (its per-page hooks run on the multi-plane paths), and
 /// deduplication does (its reads resolve a shared page first; its GC leaves nothing to erase
-/// before its records are on flash), but not deduplication stacked with the NV cache (each read
-/// path was made multi-plane alone); second writes do not (their own write, read and GC paths
-/// issue single-plane operations).
+/// before its records are on flash), stacked in any way (the cache asked first per page, the
+/// pages it misses resolved as deduplication resolves them); second writes do not (their own
+/// write, read and GC paths issue single-plane operations).
 pub(crate) const fn multi_plane_allowed(stack: Stack) -> bool {
-    let Stack { wom, dedup, nv_cache, flex_ecc: _ } = stack;
-    !(wom || (dedup && nv_cache))
+    !stack.wom
 }
 
 /// Whether the techniques of `stack` run with multi-plane programs too: those of
@@ -240,19 +280,30 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// Whether multi-plane programs (host stripes, [`Ftl::write_many`] batches, deduplication's
     /// held unique pages) are on: as [`Self::multi_rw_on`], but not with deduplication stacked
-    /// with the NV cache ([`multi_program_allowed`]).
+    /// with the NV cache ([`multi_program_allowed`]) nor with a write-back NV cache (it takes
+    /// every host page; its destage is single-page).
     #[inline]
     pub(crate) fn multi_program_on(&self) -> bool {
+        self.multi_program_possible() && !self.nv_takes_writes()
+    }
+
+    /// Whether the device may hold a multi-plane program cut part way, for mount's torn window
+    /// (`recovery.rs`): [`Self::multi_program_on`] but for the write-back setting, which is the
+    /// mount's (`NvCacheConfig::write_back`, not in the NV memory): the life before the cut may
+    /// have run the cache write-through, striping host pages.
+    #[inline]
+    pub(crate) fn multi_program_possible(&self) -> bool {
         self.multi_rw_on() && multi_program_allowed(self.stack())
     }
 
     /// Whether GC leaves its victims `Dirty` for the allocator's multi-plane erases (and the
-    /// allocator ranks `Dirty` blocks by their wear after erase): the flat map only (see the
-    /// module doc, **Erase**). The name is from before programs and reads ran on the cached map
-    /// (`gc.rs` and `frontier.rs` call it).
+    /// allocator ranks `Dirty` blocks by their wear after erase): unless a mount from the newest
+    /// pool record would keep a flash-resident map's valid counts (`Ftl::pool_keeps_counts`; see
+    /// the module doc, **Erase**). The name is from before programs and reads ran on the cached
+    /// map (`gc.rs` and `frontier.rs` call it).
     #[inline]
     pub(crate) fn multi_io_on(&self) -> bool {
-        self.multi_erase_on() && !self.map.on_flash()
+        self.multi_erase_on() && !self.pool_keeps_counts()
     }
 
     // ---- erase ----
@@ -362,7 +413,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 return Err(Error::BufferSize);
             }
         }
-        if !self.multi_program_on() || self.nv_takes_writes() || self.dedup_on() {
+        if !self.multi_program_on() || self.dedup_on() {
             for &(lpn, data) in pages {
                 self.write(lpn, data)?;
             }
@@ -402,6 +453,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         // Streams of pages classified, by index mod MAX_PLANES (a window never spans more).
         let mut classified = [Stream::Host; MAX_PLANES];
         let mut upto = 0;
+        if n >= 2 {
+            classified[0] = self.stripe_stream(page(0).0, temp);
+            upto = 1;
+            self.realign_planes(n, classified[0])?;
+        }
         let mut i = 0;
         while i < n {
             let k = (ppl - self.next_plane as usize % ppl).min(n - i);
@@ -422,6 +478,60 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             self.note_write_programs(programs_before);
             i += done.max(1);
         }
+        Ok(())
+    }
+
+    /// Lines the planes of the LUN of the rotation's next slot up again if striped requests keep
+    /// starting one page off them (see the module doc, **Realignment**): called at the start of
+    /// a plane-first striped request of `n` pages whose first page goes to `stream`.
+    fn realign_planes(&mut self, n: usize, stream: Stream) -> Result<(), Error> {
+        let ppl = self.geo.planes_per_lun.clamp(1, MAX_PLANES as u32);
+        let slot = self.next_plane;
+        let base = slot - slot % ppl;
+        if slot == base {
+            self.stripe_misses = 0;
+            return Ok(());
+        }
+        if n < ppl as usize || !self.torn_is_clear() {
+            return Ok(());
+        }
+        // The state an odd number of single pages leaves: the planes before the slot one page
+        // ahead of the slot's plane and those after it, all open and not resumed.
+        let lead = slot % ppl;
+        let mut behind = 0;
+        for q in 0..ppl {
+            let i = Self::frontier_index(base + q, stream);
+            let f = self.frontiers[i];
+            if f.block == u32::MAX || self.resumed & (1 << i) != 0 {
+                return Ok(());
+            }
+            if q == lead {
+                behind = f.next_page;
+            }
+        }
+        let lined_up = (0..ppl).all(|q| {
+            let o = self.frontiers[Self::frontier_index(base + q, stream)].next_page;
+            o == if q < lead { behind + 1 } else { behind }
+        });
+        if !lined_up {
+            return Ok(());
+        }
+        self.stripe_misses = self.stripe_misses.saturating_add(1);
+        if self.stripe_misses < REALIGN_AFTER_MISSES {
+            return Ok(());
+        }
+        self.stripe_misses = 0;
+        for q in lead..ppl {
+            let page = self.take_page(base + q, stream)?;
+            self.dirty = true;
+            self.counters.realign_pads += 1;
+            // A void that does not complete is settled before the next program
+            // (`settle_torn`), as a failed program's page is.
+            if !self.void_page(page) {
+                self.torn.push(page);
+            }
+        }
+        self.next_plane = base;
         Ok(())
     }
 
@@ -903,11 +1013,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 // Where a single read of this page asks the NV cache: a miss (no page of the
                 // group was cached, and copies of other pages since put none there); and an
                 // eviction's write-back since the read may have run GC, which moved the page
-                // (same data, newer sequence number): then it is read again, alone.
+                // (same data, newer sequence number): then it is read again, alone. Compared
+                // as read: the physical page, a shared page's too (its map entry is virtual).
                 if self.nv_read_hit(*lpn, out)? {
                     continue;
                 }
-                if self.map.get(*lpn) != Some(pages[j]) {
+                if self.read_target(*lpn) != Some(pages[j]) {
                     self.read_flash(*lpn, out)?;
                     continue;
                 }

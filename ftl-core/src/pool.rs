@@ -75,6 +75,17 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
     }
 
+    /// Whether a mount from the newest record would keep the checkpoint's valid counts (with
+    /// replay's adjustments: upper bounds) instead of recounting them: a flash-resident map of
+    /// more map pages than `mount_pool_blocks` (recounting reads every map page) while the pool
+    /// is bounded (`recovery.rs`, `rebuild`, decides with the same test, assuming the mount
+    /// runs with the same `mount_pool_blocks`). Such a mount takes a block GC emptied since the
+    /// checkpoint but did not erase for a used block (its first page still old, its count kept),
+    /// so GC then erases its victims at once (`multiplane.rs`, **Erase**).
+    pub(crate) fn pool_keeps_counts(&self) -> bool {
+        self.pool.bounded && self.map.on_flash() && self.map.map_pages() > self.cfg.mount_pool_blocks
+    }
+
     /// Free blocks of `plane` the allocator may open.
     pub(crate) fn allocatable(&self, plane: u32) -> u32 {
         if self.pool.bounded {

@@ -768,7 +768,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// programmed after them), so the newest that many replayed data pages hold every one of
     /// them that replay applied. Otherwise one: the page being programmed.
     fn torn_window(&self) -> usize {
-        if self.multi_program_on() {
+        if self.multi_program_possible() {
             (self.geo.planes_per_lun as usize).clamp(1, MAX_PLANES)
         } else {
             1
@@ -1007,7 +1007,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             && match mode {
                 Rebuild::Survey => false,
                 Rebuild::Fast => true,
-                Rebuild::Pool => self.map.map_pages() > self.cfg.mount_pool_blocks,
+                // (The pool is adopted, so bounded: GC's deferred erase reads the same test.)
+                Rebuild::Pool => self.pool_keeps_counts(),
             };
         for b in 0..self.geo.total_blocks() {
             if self.blocks.state(BlockId(b)) == BlockState::Used && !keep_counts {

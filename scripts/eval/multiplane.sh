@@ -15,7 +15,8 @@
 # docs/eval/multiplane/stripe.md.
 #
 # Then the cached (flash-resident) map, the firmware board's (multi-plane programs and reads run on
-# it too; GC's deferred multi-plane erase stays flat-only): the first table's workloads, device and
+# it too, and GC's deferred multi-plane erase unless a mount from the pool keeps the map's counts,
+# so here, without a pool): the first table's workloads, device and
 # LUN shapes, multi-plane off and on, with --map cached (16 KiB of cache) and, for reference, the
 # flat map. Writes docs/eval/multiplane/cached.md. `bash scripts/eval/multiplane.sh cached` runs
 # only this part.

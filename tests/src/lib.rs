@@ -1162,6 +1162,8 @@ pub struct Totals {
     pub multi_plane_erases: u64,
     /// Multi-plane reads.
     pub multi_plane_reads: u64,
+    /// Pages voided to realign the planes (`ftl_core::multiplane`).
+    pub realign_pads: u64,
     /// Index probes of deduplication's write path (feature `dedup`).
     pub dedup_probes: u64,
     /// Shared pages GC moved (feature `dedup`).
@@ -1186,6 +1188,7 @@ impl Totals {
         self.multi_plane_programs += c.multi_plane_programs;
         self.multi_plane_erases += c.multi_plane_erases;
         self.multi_plane_reads += c.multi_plane_reads;
+        self.realign_pads += c.realign_pads;
     }
 
     /// Adds one instance's counters and, if it had second writes on, their counts.

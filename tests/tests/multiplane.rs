@@ -2,12 +2,13 @@
 //! API (`Ftl::write_many`, `Ftl::read_many`) against a model.
 //!
 //! The FTL issues multi-plane operations without techniques, with FlexECC, with the NV cache
-//! and with deduplication not stacked with the NV cache (second writes have their own paths),
-//! so these tests run the
-//! baseline (`Env::new`, the flat map) in every build, with feature `cdm` the NV cache too
-//! (`nv_cache`, at the end); the default build's torture and model suites stack techniques
-//! that keep single-plane operations. With feature `dedup` (issue #20), deduplication
-//! attached alone ([`dedup_env`]: the build's CAFTL index, shared contents among the writes):
+//! and with deduplication, and multi-plane reads and erases (programs single-plane) with
+//! deduplication stacked with the NV cache and with a write-back NV cache (second writes have
+//! their own paths), so these tests run the baseline (`Env::new`, the flat map) in every build,
+//! with feature `cdm` the NV cache too (`nv_cache`, at the end); the default build's torture and
+//! model suites stack deduplication, FlexECC and the NV cache (multi-plane reads and erases).
+//! With feature `dedup` (issue #20), deduplication attached alone ([`dedup_env`]: the build's
+//! CAFTL index, shared contents among the writes):
 //! - `dedup_runs_the_same_with_multi_plane_operations`: a seeded workload with multi-plane off
 //!   and on, 2 and 4 planes: the same contents, reference counts and dedup counters;
 //!   multi-plane reads, erases and programs (a request's unique pages striped) only when on.
@@ -59,6 +60,10 @@
 //!   cut at each of its operations: every page that needed correction is copied in the end.
 //! - `batches_realign_drifted_frontiers`: after cuts leave the planes' host frontiers at
 //!   different offsets, batches line them up again and multi-plane programs resume.
+//! - `even_requests_realign_the_planes_after_an_odd_page`, `mixed_requests_never_realign`,
+//!   `exhaustive_cuts_across_realignment`: requests of one stripe's pages that keep starting one
+//!   page off the lined-up planes get the planes realigned by voided pages, once; mixed sizes
+//!   never do; cuts at every device operation around it (`multiplane.rs`, **Realignment**).
 //!
 //! The cached (flash-resident) map: multi-plane programs and reads run on it too, each stripe's
 //! map entries in RAM with room for their changes before its program (`multiplane.rs`).
@@ -68,7 +73,11 @@
 //! `cached_map_issues_multi_plane_programs_and_reads` counts the calls, and
 //! `cached_map_stripe_makes_room_before_its_program` / `cached_map_too_small_for_a_stripe`
 //! check the rule's two sides (room made by a write-back before the program; a stripe that
-//! cannot be resident written page by page), each across a cut.
+//! cannot be resident written page by page), each across a cut. GC leaves its victims for
+//! multi-plane erases on the cached map unless a mount from the pool keeps its counts:
+//! `exhaustive_cuts_in_multi_plane_ops_cached_map` counts the pairs, and
+//! `cached_map_pool_mount_takes_no_unerased_victim_for_a_used_block` checks both sides across
+//! power losses (a map the mount recounts, one whose counts it keeps).
 //!
 //! The NV cache (feature `cdm`, module `nv_cache`):
 //! - `nv_cache_runs_multi_plane_with_the_same_cache_behaviour`: one seeded workload per cache
@@ -81,6 +90,25 @@
 //! - `stripe_never_lets_an_evicted_only_copy_overwrite_its_pages`: a stripe whose cache copies
 //!   might evict an only copy is written page by page (else the only copy's write-back, after
 //!   the stripe's program, outranks the stripe's newer page at the next mount).
+//! - `torn_stripe_of_a_write_through_cache_mounted_write_back`: a write-through cache's stripe
+//!   torn whole by a cut, mounted write-back (a runtime setting): mount still checks every page
+//!   of the torn program.
+//!
+//! Deduplication stacked with the NV cache (features `dedup` and `cdm`, module
+//! `dedup_nv_cache`; duplicate content among the writes, shared pages read by multi-plane reads
+//! while some logical pages are cached and some not):
+//! - `dedup_with_the_nv_cache_runs_the_same_with_multi_plane_reads_and_erases`: a seeded
+//!   workload per cache setting (CDM and NVM-basic write-through, CDM write-back; with
+//!   deduplication's write path first, a write-back cache takes no host page) on 2 and 4
+//!   planes, multi-plane on and off: the same bytes on every read (checked against the model),
+//!   the same host-side cache counters (NVM-basic: all of them, and the same flash reads), the
+//!   same reference counts and shared contents; multi-plane reads and erases only when on.
+//! - `exhaustive_cuts_with_dedup_and_the_nv_cache`: the dedup exhaustive run with the cache
+//!   attached (write-through and write-back, the whole device read after each flush), 2 and 4
+//!   planes, both cut semantics (about 10,500 cut points).
+//! - `random_cuts_with_dedup_and_the_nv_cache`: random workloads with duplicates and a cut always
+//!   pending, failures in half the seeds, both cut semantics: `FTL_MPDEDUPNV_CUTS` cuts each
+//!   (default 300; a third as many write-back), seeds from `FTL_MPDEDUPNV_SEED`.
 //!
 //! Channel-first striping (`Config::stripe_order`, `StripeOrder::ChannelFirst`):
 //! - `channel_first_places_consecutive_pages_on_alternate_luns`: the planes consecutive pages
@@ -215,22 +243,21 @@ enum Attach {
 }
 
 impl Attach {
-    /// The parts every format and mount of a run lends the FTL.
-    fn parts(self, geo: &Geometry, cfg: &Config) -> ExtParts {
-        let _ = (geo, cfg);
+    /// Adds what every format and mount of a run lends the FTL to `ext` (the techniques the
+    /// run's environment attaches already, e.g. [`dedup_env`]'s deduplication, stay).
+    fn add_to(self, ext: &mut ExtParts, geo: &Geometry, cfg: &Config) {
+        let _ = (&ext, geo, cfg);
         match self {
-            Attach::Nothing => ExtParts::none(),
+            Attach::Nothing => {}
             #[cfg(feature = "cdm")]
-            Attach::NvCache => {
-                ExtParts { cache: ftl_tests::stack::CacheParts::for_build(geo, cfg), ..ExtParts::none() }
-            }
+            Attach::NvCache => ext.cache = ftl_tests::stack::CacheParts::for_build(geo, cfg),
             #[cfg(feature = "cdm")]
             Attach::NvCacheWriteBack => {
                 let mut cache = ftl_tests::stack::CacheParts::for_build(geo, cfg);
                 if let Some(c) = cache.as_mut() {
                     c.config.write_back = true;
                 }
-                ExtParts { cache, ..ExtParts::none() }
+                ext.cache = cache;
             }
         }
     }
@@ -297,18 +324,31 @@ fn exhaustive_cuts_env<P: PolicySet + Clone>(
     let dedup = dry.ext.stack().dedup;
     if dedup {
         ftl_tests::with_duplicates(&mut ops);
+        if attach != Attach::Nothing {
+            // The NV cache serves most of the workload's reads: the whole device read after
+            // each flush (shared pages, cached and not, in multi-plane reads).
+            ops = ops
+                .into_iter()
+                .flat_map(|op| match op {
+                    Op::Flush => vec![op, Op::Read { lpn: 0, pages: cfg.logical_pages }],
+                    op => vec![op],
+                })
+                .collect();
+        }
     }
     dry.use_map(map);
-    if !matches!(attach, Attach::Nothing) {
-        dry.ext = attach.parts(&geo, &cfg);
-    }
+    attach.add_to(&mut dry.ext, &geo, &cfg);
     dry.verify = Verify::Touched;
     let n = dry.run(&ops, Start::Format).unwrap().ops_at_end;
     let t = dry.totals;
     if dedup {
+        // Deduplication alone stripes its unique pages; stacked with the NV cache its programs
+        // stay single-plane.
+        let programs =
+            if attach == Attach::Nothing { t.multi_plane_programs > 20 } else { t.multi_plane_programs == 0 };
         assert!(
-            t.multi_plane_programs > 20 && t.multi_plane_reads > 20 && t.deduplicated > 20 && t.gc_blocks > 0,
-            "the workload must reach multi-plane programs and reads, duplicates and GC: {t:?}"
+            programs && t.multi_plane_reads > 20 && t.deduplicated > 20 && t.gc_blocks > 0,
+            "the workload must reach multi-plane reads (and programs alone), duplicates and GC: {t:?}"
         );
     } else {
         assert!(
@@ -317,24 +357,40 @@ fn exhaustive_cuts_env<P: PolicySet + Clone>(
         );
     }
     attach.check_reached(&t);
-    if map == MapChoice::Flat {
-        assert!(t.multi_plane_erases > 5, "the workload must reach multi-plane erases: {t:?}");
-    } else {
+    assert!(t.multi_plane_erases > 5, "the workload must reach multi-plane erases: {t:?}");
+    if map != MapChoice::Flat {
         assert!(t.map_page_writes > 20, "the workload must reach map write-backs: {t:?}");
     }
+    cut_each_op(geo, cut, cfg, map, &ops, n, &make_env, attach, &t)
+}
+
+/// Runs `ops` (`n` device operations uncut) once per device operation `k` (`FTL_TORTURE_STRIDE`
+/// = s: every s-th) with a power cut at `k`, the recovery mount cut too and 12 more ops after
+/// the cut; every read checked against the model. `t`: the uncut run's counters (reported).
+#[allow(clippy::too_many_arguments)]
+fn cut_each_op<P: PolicySet + Clone>(
+    geo: Geometry,
+    cut: MultiPlaneCut,
+    cfg: Config,
+    map: MapChoice,
+    ops: &[Op],
+    n: u64,
+    make_env: &impl Fn(Emulator, Config) -> Env<P>,
+    attach: Attach,
+    t: &ftl_tests::Totals,
+) -> CutRuns {
+    let order = cfg.stripe_order;
     let stride = env_u64("FTL_TORTURE_STRIDE", 1).max(1) as usize;
     let mut runs = CutRuns::default();
     for k in (0..n).step_by(stride) {
         let mut env = make_env(emulator(geo, [0.5, 0.999, 0.01][k as usize % 3], k, false, cut), cfg);
         env.use_map(map);
-        if !matches!(attach, Attach::Nothing) {
-            env.ext = attach.parts(&geo, &cfg);
-        }
+        attach.add_to(&mut env.ext, &geo, &cfg);
         env.verify = Verify::Touched;
         env.ops_after_cut = Some(12);
         env.mount_cut = Some(((k * 0x9E37_79B9) % 400) as u32);
         env.emu.schedule_power_cut(k);
-        let s = env.run(&ops, Start::Format).unwrap_or_else(|e| {
+        let s = env.run(ops, Start::Format).unwrap_or_else(|e| {
             panic!(
                 "{} planes, {order:?}, {cut:?}, {}, {attach:?}: cut at device op {k} of {n}: {e}",
                 geo.planes_per_lun,
@@ -396,6 +452,11 @@ fn exhaustive_cuts_in_multi_plane_ops_cached_map() {
     let cached = ftl_tests::CACHED;
     let r = exhaustive_cuts_in(geometry(4, 12, 2), MultiPlaneCut::CutOpOnly, StripeOrder::PlaneFirst, cached);
     assert!(r.totals.multi_plane_programs > per_stride(1000) && r.map_writes > per_stride(1000), "{r:?}");
+    // GC leaves its victims `Dirty` for multi-plane erases (this map is recounted by a mount
+    // from the pool): 107,470 multi-plane erases over the cut runs; when GC erased each victim
+    // at once (format's stripes and released checkpoint blocks only), a run of every 50th cut
+    // point made 654 (so about 32,700 for all of them), this one's 2,140.
+    assert!(r.totals.multi_plane_erases > per_stride(70_000), "GC's victims must be erased in pairs: {r:?}");
     for planes in [2, 4] {
         let r = exhaustive_cuts_in(
             geometry(4, 12, planes),
@@ -504,12 +565,12 @@ fn random_cuts_with(
         let s = match codec {
             Codec::Crc => {
                 let mut env = Env::new(emu, cfg);
-                env.ext = attach.parts(&geo, &cfg);
+                attach.add_to(&mut env.ext, &geo, &cfg);
                 run_random_cuts(env, map, &ops, seed, &mut runs)
             }
             Codec::Bch => {
                 let mut env = Env::with_policies(emu, cfg, bch_policies(&geo));
-                env.ext = attach.parts(&geo, &cfg);
+                attach.add_to(&mut env.ext, &geo, &cfg);
                 run_random_cuts(env, map, &ops, seed, &mut runs)
             }
             #[cfg(feature = "flex-ecc")]
@@ -1527,6 +1588,97 @@ fn batches_realign_drifted_frontiers() {
     let _ = f.nand().geometry();
 }
 
+/// Host writes of `planes` pages after one single page (which leaves plane 0 one page ahead, the
+/// rotation on plane 1: no stripe of `planes` pages lines up until something writes an odd
+/// number of pages), reads in between, a flush, a remount and the same again.
+fn odd_then_even_workload(logical: u32, planes: u32, rng: &mut Rng) -> Vec<Op> {
+    let mut ops = vec![];
+    for round in 0..2 {
+        ops.push(Op::Write { lpn: round, pages: 1 });
+        for _ in 0..150 {
+            let lpn = rng.below((logical - planes) as u64) as u32;
+            ops.push(Op::Write { lpn, pages: planes });
+            if rng.chance(1, 4) {
+                ops.push(Op::Read { lpn: rng.below(logical as u64) as u32, pages: planes });
+            }
+        }
+        ops.push(Op::Flush);
+        ops.push(Op::Remount);
+    }
+    ops
+}
+
+/// Requests of exactly one stripe's pages, after an odd page: without realignment none of them
+/// is one multi-plane program (each page goes alone, and the rotation stays one page off);
+/// the FTL voids the pages that line the planes up after `REALIGN_AFTER_MISSES` (8) such
+/// requests in a row, once, and stripes the rest. Every read checks the model.
+#[test]
+fn even_requests_realign_the_planes_after_an_odd_page() {
+    for planes in [2u32, 4] {
+        let geo = geometry(16, 12, planes);
+        let cfg = Config::with_logical_pages(&geo, 64);
+        let ops = odd_then_even_workload(cfg.logical_pages, planes, &mut Rng::new(5));
+        let mut env = Env::new(emulator(geo, 0.5, 1, false, MultiPlaneCut::CutOpOnly), cfg);
+        env.run(&ops, Start::Format).unwrap();
+        let t = env.totals;
+        // Per round: 8 requests wait, the 9th realigns (planes - 1 pads) and stripes, as do
+        // the other 31; the remount resumes the frontiers, which are never padded, so the
+        // second round stripes once their blocks are closed.
+        assert!(t.realign_pads >= (planes - 1) as u64, "{planes} planes: {t:?}");
+        assert!(t.realign_pads <= 2 * (planes - 1) as u64, "{planes} planes: at most once a round: {t:?}");
+        assert!(t.multi_plane_programs >= 60, "{planes} planes: stripes after realigning: {t:?}");
+        assert!(t.gc_blocks > 0, "{planes} planes: GC collects blocks holding voided pages: {t:?}");
+    }
+}
+
+/// Requests of mixed sizes keep the rotation moving (1 and 2 pages in turn): no request starts
+/// off the lined-up planes twice in a row, and nothing is voided to realign.
+#[test]
+fn mixed_requests_never_realign() {
+    let geo = geometry(16, 24, 2);
+    let cfg = Config::with_logical_pages(&geo, 64);
+    let mut rng = Rng::new(9);
+    let ops: Vec<Op> = (0..200)
+        .map(|i| Op::Write { lpn: rng.below(60) as u32, pages: if i % 2 == 0 { 1 } else { 2 } })
+        .collect();
+    let mut env = Env::new(emulator(geo, 0.5, 1, false, MultiPlaneCut::CutOpOnly), cfg);
+    env.run(&ops, Start::Format).unwrap();
+    assert_eq!(env.totals.realign_pads, 0, "{:?}", env.totals);
+    // Each single page flips which plane is ahead, so every other 2-page request starts lined
+    // up (one program) and the others each page alone.
+    assert!(env.totals.multi_plane_programs >= 45, "{:?}", env.totals);
+}
+
+/// [`odd_then_even_workload`] cut at every device operation (the realigning voids among them),
+/// 2 and 4 planes, both cut semantics, flat map; 2 planes on the cached map (GC there decides
+/// validity by reading each page's metadata, a voided page's included).
+#[test]
+fn exhaustive_cuts_across_realignment() {
+    let mut cuts = 0;
+    let runs = [
+        (2u32, MultiPlaneCut::CutOpOnly, false),
+        (2, MultiPlaneCut::WholeCall, false),
+        (4, MultiPlaneCut::CutOpOnly, false),
+        (4, MultiPlaneCut::WholeCall, false),
+        (2, MultiPlaneCut::CutOpOnly, true),
+    ];
+    for (planes, cut, cached) in runs {
+        let geo = geometry(16, 12, planes);
+        let mut cfg = Config::with_logical_pages(&geo, 64);
+        cfg.checkpoint_interval_blocks = 4;
+        let map = if cached { cached_map(&cfg) } else { MapChoice::Flat };
+        let ops = odd_then_even_workload(cfg.logical_pages, planes, &mut Rng::new(5));
+        let mut dry = Env::new(emulator(geo, 0.5, 1, false, cut), cfg);
+        dry.use_map(map);
+        dry.verify = Verify::Touched;
+        let n = dry.run(&ops, Start::Format).unwrap().ops_at_end;
+        let t = dry.totals;
+        assert!(t.realign_pads > 0 && t.multi_plane_programs > 20 && t.gc_blocks > 0, "{t:?}");
+        cuts += cut_each_op(geo, cut, cfg, map, &ops, n, &Env::new, Attach::Nothing, &t).cuts;
+    }
+    assert!(cuts >= per_stride(8000), "{cuts} cut points");
+}
+
 /// Where consecutive host pages go, by hand for 2 LUNs x 2 planes (device planes: LUN 0's are
 /// 0 and 1, LUN 1's 2 and 3). One page at a time: plane first 0 1 2 3, channel first 0 2 1 3.
 /// With multi-plane programs on, channel first: 2-page writes (one round takes two of them) put
@@ -2108,6 +2260,83 @@ mod nv_cache {
         }
     }
 
+    /// A write-back cache is a runtime setting (`NvCacheConfig::write_back`, not in the NV
+    /// memory), so the mount after a cut may run write-back while the cut program was a
+    /// write-through cache's stripe: a 2-page stripe written again with a cut on each device
+    /// operation of that write, on the chip that tears whole multi-plane programs (torn fraction
+    /// 0.999: metadata mostly decodes, the data does not pass its CRC), then mounted with the
+    /// cache write-through and write-back: each page reads as its old or its new content (mount
+    /// checks every page of the torn program, not only the newest).
+    #[test]
+    fn torn_stripe_of_a_write_through_cache_mounted_write_back() {
+        let geo = geometry(4, 12, 2);
+        let cfg = Config::with_logical_pages(&geo, 32);
+        let pb = geo.data_bytes as usize;
+        let data = |version: u64| {
+            let mut buf = vec![0u8; 2 * pb];
+            for (l, p) in buf.chunks_mut(pb).enumerate() {
+                fill_page(l as u32, version * 10 + l as u64, p);
+            }
+            buf
+        };
+        let mut torn = 0;
+        for write_back in [false, true] {
+            for seed in 0..4u64 {
+                for d in 0..6u64 {
+                    let mut emu = emulator(geo, 0.999, seed, false, MultiPlaneCut::WholeCall);
+                    let mut mem = ftl_tests::test_memory(&geo, &cfg);
+                    let mut ext = ExtParts { cache: CacheParts::for_build(&geo, &cfg), ..ExtParts::none() };
+                    {
+                        let mut f = ftl_tests::open(
+                            &mut emu,
+                            &mut mem,
+                            ext.extensions(),
+                            cfg,
+                            DefaultPolicies::default(),
+                            true,
+                        )
+                        .unwrap();
+                        f.write(0, &data(1)).unwrap();
+                        f.flush().unwrap();
+                        assert_eq!(f.counters().multi_plane_programs, 1, "the first write is one stripe");
+                        f.nand_mut().schedule_power_cut(d);
+                        let r = f.write(0, &data(2));
+                        if f.nand().counters().whole_call_cut_programs == 0 {
+                            f.nand_mut().cancel_power_cut();
+                            continue;
+                        }
+                        assert!(r.as_ref().is_err_and(is_power_loss), "{r:?}");
+                    }
+                    torn += 1;
+                    emu.restore_power();
+                    ext.cache.as_mut().expect("feature cdm").config.write_back = write_back;
+                    let mut f = ftl_tests::open(
+                        &mut emu,
+                        &mut mem,
+                        ext.extensions(),
+                        cfg,
+                        DefaultPolicies::default(),
+                        false,
+                    )
+                    .unwrap();
+                    let mut page = vec![0u8; pb];
+                    for l in 0..2u32 {
+                        f.read(l, &mut page).unwrap_or_else(|e| {
+                            panic!("write-back {write_back}, seed {seed}, cut {d}: lpn {l}: {e:?}")
+                        });
+                        let found = identify(l, &page);
+                        assert!(
+                            found == Found::Content(Some(10 + u64::from(l)))
+                                || found == Found::Content(Some(20 + u64::from(l))),
+                            "write-back {write_back}, seed {seed}, cut {d}: lpn {l}: {found:?}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(torn >= 8, "the cuts must tear whole multi-plane programs: {torn}");
+    }
+
     /// [`exhaustive_cuts_in_multi_plane_ops`] with the NV cache attached: every device operation
     /// cut (`FTL_TORTURE_STRIDE` applies), on 2 planes, and on the chip that tears whole
     /// multi-plane calls on 2 and 4 planes; the harness's model checks that every acknowledged
@@ -2126,7 +2355,7 @@ mod nv_cache {
                 Attach::NvCache,
             );
             assert!(
-                r.whole_programs > 40 && r.whole_erases > 5,
+                r.whole_programs > per_stride(200) && r.whole_erases > per_stride(40),
                 "{planes} planes: the cuts must land in multi-plane programs and erases: {r:?}"
             );
         }
@@ -2134,7 +2363,7 @@ mod nv_cache {
         let geo = Geometry { luns: 2, ..geometry(4, 12, 2) };
         let cf = StripeOrder::ChannelFirst;
         let r = exhaustive_cuts_with(geo, MultiPlaneCut::WholeCall, cf, flat, Attach::NvCache);
-        assert!(r.whole_programs > 20, "the cuts must land in multi-plane programs: {r:?}");
+        assert!(r.whole_programs > per_stride(100), "the cuts must land in multi-plane programs: {r:?}");
     }
 
     /// [`random_cuts_multi_plane`] (program and erase failures in half the seeds) with the NV
@@ -2171,6 +2400,441 @@ mod nv_cache {
                     "one cut in 20 must tear a whole multi-plane program: {r:?}"
                 );
             }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deduplication stacked with the NV cache (features `dedup` and `cdm`, issue #20): multi-plane
+// reads (the cache first per page, a shared page read where its content is) and erases,
+// programs single-plane
+
+#[cfg(all(feature = "dedup", feature = "cdm"))]
+mod dedup_nv_cache {
+    use super::*;
+    use ftl_core::cdm::{NvCacheConfig, NvCounters, NvPolicy};
+    use ftl_tests::stack::{CacheParts, DedupParts};
+    use ftl_tests::SHARED_CONTENT;
+
+    /// How many distinct shared contents the workload writes (more than `DUP_POOL`, so that
+    /// shared pages sit on every plane and many logical pages of a multi-page read share).
+    const POOL: u64 = 16;
+
+    /// The content id of page `i` of the write with id `id`: a shared content (the same bytes
+    /// on every logical page written with it) for about half the pages, else `id`'s own.
+    fn content(id: u64, i: u32) -> u64 {
+        let h =
+            (id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(i)).wrapping_mul(0xBF58_476D_1CE4_E5B9) >> 32;
+        if h.is_multiple_of(2) {
+            SHARED_CONTENT | (1 + (h >> 8) % POOL)
+        } else {
+            id
+        }
+    }
+
+    /// One step of [`workload`].
+    #[derive(Clone, Debug)]
+    enum Step {
+        /// `write_many` of these pages.
+        Batch(Vec<u32>),
+        /// `write` of `n` pages from `lpn`.
+        Write(u32, u32),
+        /// `read` of `n` pages from `lpn`.
+        Read(u32, u32),
+        /// `read_many` of these pages.
+        ReadMany(Vec<u32>),
+        Trim(u32, u32),
+        Flush,
+    }
+
+    /// A seeded workload over `logical` pages: batches and multi-page writes (half of them on a
+    /// hot tenth of the pages; the cache holds a quarter), multi-page reads over the whole
+    /// device (most pages not cached: multi-plane reads), `read_many` of hot pages, trims and
+    /// flushes.
+    fn workload(logical: u32, seed: u64, len: usize) -> Vec<Step> {
+        let mut rng = Rng::new(seed);
+        let lpn = |rng: &mut Rng| {
+            if rng.chance(1, 2) {
+                rng.below((logical / 10) as u64) as u32
+            } else {
+                rng.below(logical as u64) as u32
+            }
+        };
+        (0..len)
+            .map(|_| match rng.below(100) {
+                0..=24 => Step::Batch((0..1 + rng.below(8)).map(|_| lpn(&mut rng)).collect()),
+                25..=49 => {
+                    let l = lpn(&mut rng);
+                    Step::Write(l, (1 + rng.below(8) as u32).min(logical - l))
+                }
+                50..=74 => {
+                    let l = rng.below(logical as u64) as u32;
+                    Step::Read(l, (1 + rng.below(32) as u32).min(logical - l))
+                }
+                75..=93 => Step::ReadMany((0..1 + rng.below(8)).map(|_| lpn(&mut rng)).collect()),
+                94..=96 => {
+                    let l = lpn(&mut rng);
+                    Step::Trim(l, (1 + rng.below(4) as u32).min(logical - l))
+                }
+                _ => Step::Flush,
+            })
+            .collect()
+    }
+
+    /// What a run saw: every page every read returned, the cache's counters, and the sharing
+    /// at the end (each logical page's reference count, shared contents, live physical pages).
+    #[derive(Debug, Default, PartialEq, Eq)]
+    struct Seen {
+        reads: Vec<Vec<u8>>,
+        nv: Option<NvCounters>,
+        refs: Vec<u32>,
+        shared: usize,
+        live: u64,
+    }
+
+    /// What the FTL did: multi-plane calls, flash reads of host reads, GC, duplicates.
+    #[derive(Debug, Default, PartialEq, Eq)]
+    struct Calls {
+        programs: u64,
+        reads: u64,
+        erases: u64,
+        host_read_nand_reads: u64,
+        gc_blocks: u64,
+        deduplicated: u64,
+        shared_moves: u64,
+    }
+
+    /// [`workload`] on `planes` planes with deduplication and the NV cache `cc` attached,
+    /// multi-plane operations `multi`, one FTL instance: every read checked against the model
+    /// (each page's last written content, zeros when never written or trimmed).
+    fn run(planes: u32, cc: NvCacheConfig, multi: bool, seed: u64) -> (Seen, Calls) {
+        let geo = geometry(8, 32, planes);
+        let mut cfg = Config::for_utilization(&geo, 600);
+        cfg.checkpoint_interval_blocks = 8;
+        let logical = cfg.logical_pages;
+        let pb = geo.data_bytes as usize;
+        let mut emu = emulator(geo, 0.5, seed, false, MultiPlaneCut::CutOpOnly);
+        let mut mem = ftl_tests::test_memory(&geo, &cfg);
+        let mut ext = ExtParts {
+            dedup: DedupParts::for_build(&geo, &cfg),
+            cache: CacheParts::for_build(&geo, &cfg),
+            ..ExtParts::none()
+        };
+        ext.cache.as_mut().expect("feature cdm").config = cc;
+        let mut f =
+            ftl_tests::open(&mut emu, &mut mem, ext.extensions(), cfg, DefaultPolicies::default(), true)
+                .unwrap();
+        assert!(f.stack().dedup && f.stack().nv_cache);
+        f.set_multi_plane(multi);
+        // Format's multi-plane erases (before the switch) are not the workload's.
+        let base = *f.counters();
+        let mut now: Vec<Content> = vec![None; logical as usize];
+        let mut seen = Seen::default();
+        let check = |seen: &mut Seen, lpn: u32, page: &[u8], now: &[Content]| {
+            assert_eq!(identify(lpn, page), Found::Content(now[lpn as usize]), "seed {seed}: lpn {lpn}");
+            seen.reads.push(page.to_vec());
+        };
+        for (step, s) in workload(logical, seed, 1500).into_iter().enumerate() {
+            let id = step as u64 + 1;
+            match s {
+                Step::Batch(lpns) => {
+                    let data: Vec<Vec<u8>> = lpns
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &l)| {
+                            let mut p = vec![0u8; pb];
+                            fill_page(l, content(id, i as u32), &mut p);
+                            p
+                        })
+                        .collect();
+                    let pairs: Vec<(u32, &[u8])> =
+                        lpns.iter().zip(&data).map(|(&l, d)| (l, &d[..])).collect();
+                    f.write_many(&pairs).unwrap();
+                    for (i, &l) in lpns.iter().enumerate() {
+                        now[l as usize] = Some(content(id, i as u32));
+                    }
+                }
+                Step::Write(lpn, n) => {
+                    let mut data = vec![0u8; n as usize * pb];
+                    for (i, p) in data.chunks_mut(pb).enumerate() {
+                        fill_page(lpn + i as u32, content(id, i as u32), p);
+                        now[(lpn + i as u32) as usize] = Some(content(id, i as u32));
+                    }
+                    f.write(lpn, &data).unwrap();
+                }
+                Step::Read(lpn, n) => {
+                    let mut data = vec![0u8; n as usize * pb];
+                    f.read(lpn, &mut data).unwrap();
+                    for (i, p) in data.chunks(pb).enumerate() {
+                        check(&mut seen, lpn + i as u32, p, &now);
+                    }
+                }
+                Step::ReadMany(lpns) => {
+                    let mut bufs = vec![vec![0u8; pb]; lpns.len()];
+                    let mut items: Vec<(u32, &mut [u8])> =
+                        lpns.iter().zip(bufs.iter_mut()).map(|(&l, b)| (l, &mut b[..])).collect();
+                    f.read_many(&mut items).unwrap();
+                    for (&l, b) in lpns.iter().zip(&bufs) {
+                        check(&mut seen, l, b, &now);
+                    }
+                }
+                Step::Trim(lpn, n) => {
+                    f.trim(lpn, n).unwrap();
+                    for l in lpn..lpn + n {
+                        now[l as usize] = None;
+                    }
+                }
+                Step::Flush => f.flush().unwrap(),
+            }
+        }
+        let c = *f.counters();
+        let d = f.dedup_stats();
+        let calls = Calls {
+            programs: c.multi_plane_programs - base.multi_plane_programs,
+            reads: c.multi_plane_reads - base.multi_plane_reads,
+            erases: c.multi_plane_erases - base.multi_plane_erases,
+            host_read_nand_reads: c.host_read_nand_reads - base.host_read_nand_reads,
+            gc_blocks: c.gc_blocks - base.gc_blocks,
+            deduplicated: d.deduplicated,
+            shared_moves: d.shared_moves,
+        };
+        seen.nv = f.nv_counters();
+        seen.refs = (0..logical).map(|l| f.content_refs(l)).collect();
+        seen.shared = f.shared_contents();
+        seen.live = f.live_physical_pages();
+        f.unmount().unwrap();
+        (seen, calls)
+    }
+
+    /// The NV cache settings the tests run: CDM and NVM-basic, write-through; CDM write-back.
+    fn settings() -> [NvCacheConfig; 3] {
+        let wb = NvCacheConfig { write_back: true, ..NvCacheConfig::new(NvPolicy::Cdm) };
+        [NvCacheConfig::new(NvPolicy::Cdm), NvCacheConfig::new(NvPolicy::Basic), wb]
+    }
+
+    /// The same seeded workload, with duplicate content, deduplication and the NV cache attached,
+    /// multi-plane operations on and off, on 2 and 4 planes: every read returns the model's
+    /// content (so on and off the same bytes); the cache sees the same host requests (read hits
+    /// and misses, write hits, inserts, read fills, evictions); the same duplicates are found
+    /// and shared (reference counts per logical page, shared contents, live physical pages).
+    /// NVM-basic (no GC drops, so no only copy and no write-back): every cache counter the same,
+    /// and host reads read the same number of flash pages (a multi-plane read reads each of its
+    /// pages once; none is read again). With them on, multi-plane reads and erases run, and no
+    /// multi-plane program (deduplication's write path programs page by page). (With
+    /// deduplication's write path first, the write-back cache takes no host page: it runs as
+    /// write-through, GC's drops its only copies; `ftl_core::ext`, stacking order.)
+    #[test]
+    fn dedup_with_the_nv_cache_runs_the_same_with_multi_plane_reads_and_erases() {
+        for planes in [2u32, 4] {
+            for cc in settings() {
+                for seed in 1..=2u64 {
+                    let case = format!("{planes} planes, {cc:?}, seed {seed}");
+                    let (off, none) = run(planes, cc, false, seed);
+                    let (on, calls) = run(planes, cc, true, seed);
+                    assert_eq!((none.programs, none.reads, none.erases), (0, 0, 0), "{case}");
+                    assert!(off.reads == on.reads && off.reads.len() > 1000, "{case}: reads differ");
+                    let host = |c: &NvCounters| {
+                        (c.read_hits, c.read_misses, c.write_hits, c.write_inserts, c.read_fills, c.evictions)
+                    };
+                    let (nv_off, nv_on) = (off.nv.expect("cache"), on.nv.expect("cache"));
+                    assert_eq!(host(&nv_off), host(&nv_on), "{case}: {nv_off:?} / {nv_on:?}");
+                    assert!(nv_off.read_hits > 100 && nv_off.read_misses > 500, "{case}: {nv_off:?}");
+                    assert_eq!(
+                        (&on.refs, on.shared, on.live, calls.deduplicated),
+                        (&off.refs, off.shared, off.live, none.deduplicated),
+                        "{case}: sharing must not depend on multi-plane"
+                    );
+                    assert!(
+                        on.shared >= POOL as usize / 2 && calls.deduplicated > 200,
+                        "{case}: the workload must share: {calls:?}, {} shared",
+                        on.shared
+                    );
+                    if cc.policy == NvPolicy::Basic {
+                        assert_eq!(nv_off, nv_on, "{case}");
+                        assert_eq!(
+                            calls.host_read_nand_reads, none.host_read_nand_reads,
+                            "{case}: flash reads"
+                        );
+                    }
+                    assert!(
+                        calls.reads > 100 && calls.erases > 5 && calls.gc_blocks > 20 && calls.programs == 0,
+                        "{case}: multi-plane reads and erases, no multi-plane program: {calls:?}"
+                    );
+                    eprintln!("{case}: on {calls:?}, off {none:?}, on {nv_on:?}, off {nv_off:?}");
+                }
+            }
+        }
+    }
+
+    /// [`exhaustive_cuts_with_dedup`] with the NV cache attached too, write-through and
+    /// write-back: every device operation cut (`FTL_TORTURE_STRIDE` applies), 2 and 4 planes,
+    /// both emulator semantics of a cut multi-plane call, against the model (every acknowledged
+    /// write reads back, an unacknowledged one as its old or its new content).
+    #[test]
+    fn exhaustive_cuts_with_dedup_and_the_nv_cache() {
+        let mut cuts = 0;
+        for attach in [Attach::NvCache, Attach::NvCacheWriteBack] {
+            for planes in [2, 4] {
+                for cut in [MultiPlaneCut::CutOpOnly, MultiPlaneCut::WholeCall] {
+                    let geo = geometry(4, 12, planes);
+                    let r = exhaustive_cuts_env(
+                        geo,
+                        cut,
+                        StripeOrder::PlaneFirst,
+                        MapChoice::Flat,
+                        dedup_env,
+                        attach,
+                    );
+                    let t = &r.totals;
+                    assert!(
+                        t.multi_plane_erases > per_stride(100)
+                            && t.multi_plane_reads > per_stride(100)
+                            && t.deduplicated > per_stride(100)
+                            && t.multi_plane_programs == 0,
+                        "{planes} planes, {cut:?}, {attach:?}: {r:?}"
+                    );
+                    if cut == MultiPlaneCut::WholeCall {
+                        assert!(r.whole_erases > per_stride(5), "{planes} planes, {attach:?}: {r:?}");
+                    }
+                    cuts += r.cuts;
+                }
+            }
+        }
+        eprintln!("{cuts} cut points");
+    }
+
+    /// Random workloads with duplicate content and a cut always pending, deduplication and the
+    /// NV cache attached (write-through, and a third as many cuts write-back), 2 and 4 planes,
+    /// program and erase failures in half the seeds, both emulator semantics of a cut
+    /// multi-plane call: `FTL_MPDEDUPNV_CUTS` cuts each (default 300), seeds from
+    /// `FTL_MPDEDUPNV_SEED` (default 1).
+    #[test]
+    fn random_cuts_with_dedup_and_the_nv_cache() {
+        let target = env_u64("FTL_MPDEDUPNV_CUTS", 300);
+        for cut in [MultiPlaneCut::CutOpOnly, MultiPlaneCut::WholeCall] {
+            for (attach, target) in
+                [(Attach::NvCache, target), (Attach::NvCacheWriteBack, target.div_ceil(3))]
+            {
+                let mut seed = env_u64("FTL_MPDEDUPNV_SEED", 1);
+                let mut runs = CutRuns::default();
+                while runs.cuts < target {
+                    let mut rng = Rng::new(seed);
+                    let (ppb, bpp, planes) = [(16, 48, 2), (8, 32, 4)][(seed % 2) as usize];
+                    let geo = geometry(ppb, bpp, planes);
+                    let mut cfg = Config::for_utilization(&geo, 600);
+                    cfg.checkpoint_interval_blocks = 16;
+                    let mut ops = Vec::new();
+                    for _ in 0..8 {
+                        ops.extend(random_workload(&mut rng, cfg.logical_pages, 400));
+                        if rng.chance(1, 3) {
+                            ops.push(Op::Remount);
+                        }
+                    }
+                    ftl_tests::with_duplicates(&mut ops);
+                    let fail = seed % 4 >= 2;
+                    let emu = emulator(geo, [0.5, 0.999, 0.01][(seed % 3) as usize], seed, fail, cut);
+                    let mut env = dedup_env(emu, cfg);
+                    attach.add_to(&mut env.ext, &geo, &cfg);
+                    run_random_cuts(env, MapChoice::Flat, &ops, seed, &mut runs).unwrap_or_else(|e| {
+                        panic!(
+                            "seed {seed} ({planes} planes, failures {fail}, {cut:?}, {attach:?}) failed (rerun: FTL_MPDEDUPNV_SEED={seed} FTL_MPDEDUPNV_CUTS=1): {e}"
+                        )
+                    });
+                    seed += 1;
+                }
+                let t = &runs.totals;
+                assert!(
+                    t.multi_plane_reads > 0 && t.multi_plane_erases > 0 && t.deduplicated > 0 && t.multi_plane_programs == 0,
+                    "{cut:?}, {attach:?}: multi-plane reads and erases, duplicates, no multi-plane program: {runs:?}"
+                );
+                attach.check_reached(t);
+                eprintln!("{cut:?}, {attach:?}: {} random cuts; {runs:?}", runs.cuts);
+            }
+        }
+    }
+}
+
+/// GC's deferred erase on the cached map against a mount from the pool. Two configurations
+/// of one device (1,024 blocks of 64 pages, 2 planes): a map of 100 map pages, which such a mount
+/// recounts (at most `mount_pool_blocks` = 160 map pages), and one of 435, whose counts it keeps
+/// from the checkpoint (upper bounds). Rounds of random overwrites, each ended by a power loss
+/// (the FTL dropped without unmount); at each, the blocks the FTL held `Dirty` with a programmed
+/// first page (emptied, not erased yet) must not come back as used from the mount (and every
+/// flushed write reads back). With the recounted map GC leaves its victims `Dirty` for
+/// multi-plane erases, so such blocks are there at the cuts; with the kept counts it erases
+/// them at once. Deferred there (GC before `Ftl::pool_keeps_counts`), a victim's first page is
+/// older than the checkpoint, whose count the mount keeps: block 413 came back `Used` with 1
+/// valid page at the second cut, and in anchor.rs `mount_after_a_cut_reads_the_pool_cached_map`
+/// such blocks (6 at its first cut) added up until a write failed with `NoSpace`.
+#[test]
+fn cached_map_pool_mount_takes_no_unerased_victim_for_a_used_block() {
+    use ftl_core::blocks::BlockState;
+    let geo = geometry(64, 512, 2);
+    for (logical, kept) in [(12_800u32, false), (Config::for_utilization(&geo, 850).logical_pages, true)] {
+        let mut cfg = Config::with_logical_pages(&geo, logical);
+        cfg.mount_pool_blocks = ftl_core::RECOMMENDED_MOUNT_POOL_BLOCKS;
+        let map = ftl_tests::sized_map(ftl_tests::CACHED, &cfg);
+        let map_pages = logical.div_ceil(geo.data_bytes / 4);
+        assert_eq!(map_pages > cfg.mount_pool_blocks, kept, "{map_pages} map pages");
+        let mut emu = Emulator::new(EmulatorConfig::new(geo)).unwrap();
+        let mut mem = FtlMemory::with_map(&geo, &cfg, map);
+        let mut model = ftl_tests::Model::new(logical);
+        let mut rng = Rng::new(5);
+        let mut buf = vec![0u8; geo.data_bytes as usize];
+        let (mut unerased_total, mut mpe) = (0usize, 0u64);
+        for round in 0..5u32 {
+            let mut f =
+                if round == 0 { format(&mut emu, &mut mem, cfg) } else { mount(&mut emu, &mut mem, cfg) }
+                    .unwrap_or_else(|e| panic!("round {round}: {e:?}"));
+            if round > 0 {
+                ftl_tests::verify_all(&mut f, &model).unwrap().unwrap();
+            }
+            for _ in 0..logical + 3_000 * round {
+                let lpn = rng.below(logical as u64) as u32;
+                let id = model.write(lpn, 1)[0];
+                fill_page(lpn, id, &mut buf);
+                f.write(lpn, &buf).unwrap_or_else(|e| panic!("round {round}: {e:?}"));
+                if rng.chance(1, 500) {
+                    f.flush().unwrap();
+                    model.flush();
+                }
+            }
+            mpe += f.counters().multi_plane_erases;
+            // The power goes: the pages since the last flush are not acknowledged.
+            let _ = f.into_nand();
+            let (_, m) = mem.parts();
+            let unerased: Vec<u32> = (0..geo.total_blocks())
+                .filter(|&b| {
+                    m.blocks[b as usize].state() == BlockState::Dirty
+                        && !matches!(
+                            PageMeta::decode(
+                                &emu.peek_page(geo.page(nand_hal::BlockId(b), 0)).unwrap().1[..META_LEN]
+                            ),
+                            SpareState::Erased
+                        )
+                })
+                .collect();
+            unerased_total += unerased.len();
+            let f = mount(&mut emu, &mut mem, cfg).unwrap_or_else(|e| panic!("round {round}: {e:?}"));
+            assert!(
+                f.counters().mount_surveyed_blocks < geo.total_blocks() as u64 / 4,
+                "a mount from the pool"
+            );
+            let _ = f.into_nand();
+            let (_, m) = mem.parts();
+            for &b in &unerased {
+                let s = m.blocks[b as usize].state();
+                assert!(
+                    !matches!(s, BlockState::Used | BlockState::Open),
+                    "{map_pages} map pages, round {round}: block {b}, emptied and not erased at the cut, \
+                     mounted {s:?} with {} valid pages",
+                    m.blocks[b as usize].valid()
+                );
+            }
+        }
+        eprintln!("{map_pages} map pages: {unerased_total} emptied unerased blocks at the cuts, {mpe} multi-plane erases");
+        if !kept {
+            assert!(unerased_total > 10 && mpe > 100, "GC must leave victims for multi-plane erases");
         }
     }
 }

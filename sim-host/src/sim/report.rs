@@ -119,6 +119,9 @@ pub struct Report {
     pub multi_plane_reads: u64,
     /// (See `multi_plane_programs`.)
     pub multi_plane_erases: u64,
+    /// Pages the FTL voided to line the planes up again for stripes (`ftl_core::multiplane`,
+    /// **Realignment**).
+    pub realign_pads: u64,
     /// Mapping table: `flat` (the only one built so far).
     pub map: String,
     /// NAND reads of map pages (0 with the flat map, which lives in RAM).
@@ -252,6 +255,7 @@ impl Report {
             multi_plane_programs: c.multi_plane_programs,
             multi_plane_reads: c.multi_plane_reads,
             multi_plane_erases: c.multi_plane_erases,
+            realign_pads: c.realign_pads,
             map: match s.cfg.map {
                 crate::memory::MapChoice::Flat => "flat".into(),
                 crate::memory::MapChoice::Cached { .. } => "cached".into(),
