@@ -10,13 +10,14 @@
 //!
 //! When: on by default ([`Ftl::set_multi_plane`]) with more than one plane per LUN, with either
 //! map, with no technique attached, and with FlexECC, deduplication and the NV cache in any
-//! stack (`multi_plane_allowed`); with deduplication, or a write-back NV cache, multi-plane reads
-//! and erases but single-plane programs (`multi_program_allowed`, `Ftl::multi_program_on`;
-//! below); second writes keep the single-plane operations. GC's deferred erase (below) with
-//! the flat map (with or without FlexECC, deduplication or the NV cache), and with the cached
-//! map unless a mount from the pool would keep its valid counts (`Ftl::pool_keeps_counts`: more
-//! map pages than `mount_pool_blocks` while the pool is bounded, as on the firmware board,
-//! 256 > 160).
+//! stack (`multi_plane_allowed`); with deduplication stacked with the NV cache, or a write-back
+//! NV cache, multi-plane reads and erases but single-plane programs (`multi_program_allowed`,
+//! `Ftl::multi_program_on`; below; deduplication alone holds a request's unique pages for a
+//! stripe, **Deduplication**); second writes keep the single-plane operations. GC's deferred
+//! erase (below) with the flat map (with or without FlexECC, deduplication or the NV cache), and
+//! with the cached map unless a mount from the pool would keep its valid counts
+//! (`Ftl::pool_keeps_counts`: more map pages than `mount_pool_blocks` while the pool is bounded,
+//! as on the firmware board, 256 > 160).
 //!
 //! **Deduplication** (feature `dedup`, flat map only). Reads: a multi-plane read resolves each
 //! logical page as [`Ftl::read_one`] does (a shared page to the physical page of its content,
@@ -32,13 +33,23 @@
 //! journal page or a shared page's relocation copy gets its checkpoint before it goes `Dirty`
 //! (`FLAG_LIVE_JOURNAL`, as a trim journal's block). A victim left `Dirty` is the state a cut
 //! before today's erase leaves, which mount (`dedup/mount.rs`) already replays: a relocation
-//! whose source is still unerased reads as before. Programs stay single-plane: the write path
-//! programs each unique page between index probes and share records (a record must reach flash
-//! before a later data page of its logical pages, `dedup_order_before`), and a page is inserted
-//! in the index at its location after its program; handing the unique pages of a request to
-//! [`Self::write_striped`] would need that order and the index inserts per stripe, not done.
-//! [`Ftl::write_many`] then writes page by page through the write path; mount checks only the
-//! newest replayed page for tearing (`recovery.rs` `torn_window`).
+//! whose source is still unerased reads as before. Programs (`dedup/stripe.rs`): the write path
+//! probes a request's pages in order, shares a hit at once (its record pending, as before), and
+//! holds each miss or unprobed page until a stripe's worth is held (or the request, or a
+//! sampling unit, ends); the held pages then go to [`Self::write_striped`] (one multi-plane
+//! program per aligned stripe, each page remapped in order after it), and each probed one is
+//! inserted in the index at its final location after that. The held pages are programmed first
+//! when a page's data equals a held page's (one content twice in a stripe: the second becomes a
+//! share of the first, after its program) or its probe hits what a held page's logical page
+//! maps (probed again after the program), so that every page is shared or written as page by
+//! page (the same contents, references and counters, tests/tests/multiplane.rs). Share records:
+//! the records pending before a request that name its pages are journaled first
+//! (`dedup_order_before`) and a request names each logical page once, so no record is due
+//! inside a stripe. Power loss: as for host stripes (below), mount checks the newest
+//! `planes_per_lun` replayed data pages (`recovery.rs` `torn_window`); a share taken before the
+//! program whose record was in RAM is lost with the unacknowledged request.
+//! [`Ftl::write_many`] with deduplication writes page by page through the write path (each
+//! page a request of its own: one page, no stripe).
 //!
 //! **FlexECC** (feature `flex-ecc`) does the same per page on either path: `write` and
 //! `write_many` note each page's RAM hints and counters before any program
@@ -242,10 +253,10 @@ pub(crate) const fn multi_plane_allowed(stack: Stack) -> bool {
 }
 
 /// Whether the techniques of `stack` run with multi-plane programs too: those of
-/// [`multi_plane_allowed`] but deduplication, whose write path programs each unique page on its
-/// own, between its index probes and share records (the module doc, **When**).
+/// [`multi_plane_allowed`] but deduplication stacked with the NV cache (the module doc,
+/// **When**; deduplication alone stripes a request's unique pages, `dedup/stripe.rs`).
 pub(crate) const fn multi_program_allowed(stack: Stack) -> bool {
-    multi_plane_allowed(stack) && !stack.dedup
+    multi_plane_allowed(stack) && !(stack.dedup && stack.nv_cache)
 }
 
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
@@ -267,9 +278,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.multi_erase_on()
     }
 
-    /// Whether multi-plane programs (host stripes, [`Ftl::write_many`] batches) are on: as
-    /// [`Self::multi_rw_on`], but not with deduplication ([`multi_program_allowed`]) nor with a
-    /// write-back NV cache (it takes every host page; its destage is single-page).
+    /// Whether multi-plane programs (host stripes, [`Ftl::write_many`] batches, deduplication's
+    /// held unique pages) are on: as [`Self::multi_rw_on`], but not with deduplication stacked
+    /// with the NV cache ([`multi_program_allowed`]) nor with a write-back NV cache (it takes
+    /// every host page; its destage is single-page).
     #[inline]
     pub(crate) fn multi_program_on(&self) -> bool {
         self.multi_program_possible() && !self.nv_takes_writes()
@@ -393,15 +405,15 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Writes independent whole pages `(lpn, data)` as one batch: checks them all first
     /// (`BufferSize`, `OutOfRange`), then writes them in order, striping them over the planes with
     /// multi-plane programs where the frontiers allow (see the module doc for the power-loss
-    /// contract). Each page is classified as a one-page request. Without multi-plane operations
-    /// this is [`Ftl::write`] of each page in turn.
+    /// contract). Each page is classified as a one-page request. Without multi-plane operations,
+    /// or with deduplication, this is [`Ftl::write`] of each page in turn.
     pub fn write_many(&mut self, pages: &[(u32, &[u8])]) -> Result<(), Error> {
         for &(lpn, data) in pages {
             if self.check_range(lpn, data.len())? != 1 {
                 return Err(Error::BufferSize);
             }
         }
-        if !self.multi_program_on() {
+        if !self.multi_program_on() || self.dedup_on() {
             for &(lpn, data) in pages {
                 self.write(lpn, data)?;
             }

@@ -1,19 +1,25 @@
 //! Multi-plane operations (`ftl_core::multiplane`) under power cuts and failures, and the batch
 //! API (`Ftl::write_many`, `Ftl::read_many`) against a model.
 //!
-//! The FTL issues multi-plane operations without techniques, with FlexECC and with the NV
-//! cache, and multi-plane reads and erases (programs single-plane) with deduplication, stacked
-//! with the NV cache or not, and with a write-back NV cache (second writes have their own
-//! paths), so these tests run the baseline (`Env::new`, the flat map) in every build, with
-//! feature `cdm` the NV cache too (`nv_cache`, at the end); the default build's torture and
+//! The FTL issues multi-plane operations without techniques, with FlexECC, with the NV cache
+//! and with deduplication, and multi-plane reads and erases (programs single-plane) with
+//! deduplication stacked with the NV cache and with a write-back NV cache (second writes have
+//! their own paths), so these tests run the baseline (`Env::new`, the flat map) in every build,
+//! with feature `cdm` the NV cache too (`nv_cache`, at the end); the default build's torture and
 //! model suites stack deduplication, FlexECC and the NV cache (multi-plane reads and erases).
 //! With feature `dedup` (issue #20), deduplication attached alone ([`dedup_env`]: the build's
 //! CAFTL index, shared contents among the writes):
-//! - `dedup_runs_the_same_with_multi_plane_reads_and_erases`: a seeded workload with
-//!   multi-plane off and on, 2 and 4 planes: the same contents, reference counts and dedup
-//!   counters; multi-plane reads and erases only when on, never a multi-plane program.
+//! - `dedup_runs_the_same_with_multi_plane_operations`: a seeded workload with multi-plane off
+//!   and on, 2 and 4 planes: the same contents, reference counts and dedup counters;
+//!   multi-plane reads, erases and programs (a request's unique pages striped) only when on.
+//! - `dedup_stripes_with_one_content_twice`: requests holding one content twice in a stripe
+//!   and overwriting pages whose content they write again, off and on, 2 and 4 planes: the
+//!   same contents before and after a remount, reference counts, shared contents, live pages
+//!   and write-path counters; multi-plane programs only when on.
 //! - `exhaustive_cuts_with_dedup`: the exhaustive run below with shared contents on 2 and 4
-//!   planes, both emulator semantics of a cut multi-plane call (about 4,900 cut points).
+//!   planes, both emulator semantics of a cut multi-plane call, and channel-first striping on
+//!   2 LUNs x 2 planes (about 6,100 cut points; cuts tear whole multi-plane programs of unique
+//!   pages).
 //!
 //! With feature `flex-ecc` (issue #20), FlexECC attached
 //! alone ([`flex_env`]: its codec over BCH t = 4, clean writes and flush-reads among the ops):
@@ -314,7 +320,7 @@ fn exhaustive_cuts_env<P: PolicySet + Clone>(
     let map = if map == MapChoice::Flat { map } else { cached_map(&cfg) };
     let mut ops = striped_workload(cfg.logical_pages, &mut Rng::new(11));
     let mut dry = make_env(emulator(geo, 0.5, 1, false, cut), cfg);
-    // Deduplication attached: shared contents among the writes, whose programs stay single-plane.
+    // Deduplication attached: shared contents among the writes (its unique pages striped).
     let dedup = dry.ext.stack().dedup;
     if dedup {
         ftl_tests::with_duplicates(&mut ops);
@@ -336,9 +342,13 @@ fn exhaustive_cuts_env<P: PolicySet + Clone>(
     let n = dry.run(&ops, Start::Format).unwrap().ops_at_end;
     let t = dry.totals;
     if dedup {
+        // Deduplication alone stripes its unique pages; stacked with the NV cache its programs
+        // stay single-plane.
+        let programs =
+            if attach == Attach::Nothing { t.multi_plane_programs > 20 } else { t.multi_plane_programs == 0 };
         assert!(
-            t.multi_plane_programs == 0 && t.multi_plane_reads > 20 && t.deduplicated > 20 && t.gc_blocks > 0,
-            "the workload must reach multi-plane reads, duplicates and GC (no multi-plane program): {t:?}"
+            programs && t.multi_plane_reads > 20 && t.deduplicated > 20 && t.gc_blocks > 0,
+            "the workload must reach multi-plane reads (and programs alone), duplicates and GC: {t:?}"
         );
     } else {
         assert!(
@@ -667,8 +677,8 @@ fn random_cuts_multi_plane_cached_map() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Deduplication attached (feature `dedup`, issue #20): multi-plane reads and erases, programs
-// single-plane
+// Deduplication attached (feature `dedup`, issue #20): multi-plane reads, erases and programs
+// (a request's unique pages in stripes)
 
 /// The baseline policies with deduplication attached as the build attaches it (CAFTL index that
 /// pre-hashes, no sampling; `ftl_tests::stack`).
@@ -724,12 +734,12 @@ fn dedup_run(geo: Geometry, multi_plane: bool) -> (ftl_tests::Totals, DedupImage
 
 /// The same seeded dedup workload with multi-plane operations off and on (2 and 4 planes): the
 /// same contents read back, the same duplicates found and shared (reference counts per logical
-/// page, shared contents, live physical pages); with them on, multi-plane reads and erases
-/// (GC's deferred erase) run, and no multi-plane program (deduplication's write path programs
-/// page by page).
+/// page, shared contents, live physical pages, after a remount); with them on, multi-plane
+/// reads, erases (GC's deferred erase) and programs (the unique pages of a request in stripes,
+/// `dedup/stripe.rs`) run.
 #[cfg(feature = "dedup")]
 #[test]
-fn dedup_runs_the_same_with_multi_plane_reads_and_erases() {
+fn dedup_runs_the_same_with_multi_plane_operations() {
     let mut moves = 0;
     for planes in [2, 4] {
         let geo = geometry(4, 12, planes);
@@ -753,8 +763,9 @@ fn dedup_runs_the_same_with_multi_plane_reads_and_erases() {
         assert!(
             on.multi_plane_reads > off.multi_plane_reads + 20
                 && on.multi_plane_erases > off.multi_plane_erases + 20
-                && on.multi_plane_programs + off.multi_plane_programs == 0,
-            "{planes} planes: multi-plane reads and erases when on, no multi-plane program: {on:?}\n{off:?}"
+                && on.multi_plane_programs > 20
+                && off.multi_plane_programs == 0,
+            "{planes} planes: multi-plane reads, erases and programs (the unique pages' stripes) when on: {on:?}\n{off:?}"
         );
         moves += on.shared_moves.min(off.shared_moves);
         eprintln!("{planes} planes: off {off:?}\non {on:?}");
@@ -762,9 +773,121 @@ fn dedup_runs_the_same_with_multi_plane_reads_and_erases() {
     assert!(moves > 0, "GC must move shared pages, multi-plane on and off");
 }
 
+/// What [`dedup_direct_run`] left: every logical page read back after a remount, each one's
+/// reference count, the shared contents, the live physical pages and the dedup counters (of
+/// the run, before the remount).
+#[cfg(feature = "dedup")]
+struct DirectImage {
+    data: Vec<u8>,
+    refs: Vec<u32>,
+    shared: usize,
+    live: u64,
+    stats: ftl_core::dedup::DedupStats,
+}
+
+/// Requests of 1 to 8 pages, each page a content of a pool of 5, the previous page's content
+/// again, or a new content (so that one request often holds one content twice, in one stripe,
+/// and overwrites a page holding a content it writes again elsewhere), written with deduplication on `geo`, multi-plane operations `multi_plane`;
+/// each page read back against what was written, before and after a remount. Returns the image
+/// and the multi-plane programs.
+#[cfg(feature = "dedup")]
+fn dedup_direct_run(geo: Geometry, multi_plane: bool, sampling_unit: u32) -> (DirectImage, u64) {
+    let cfg = Config::with_logical_pages(&geo, 32);
+    let mut env = dedup_env(emulator(geo, 0.5, 1, false, MultiPlaneCut::CutOpOnly), cfg);
+    let policies = env.policies.clone();
+    let pb = geo.data_bytes as usize;
+    let n = cfg.logical_pages as usize;
+    let mut expect = vec![0u8; pb * n];
+    let mut rng = Rng::new(3);
+    let mut fresh = 100;
+    let programs = {
+        let mut f =
+            ftl_tests::open(&mut env.emu, &mut env.mem, env.ext.extensions(), cfg, policies.clone(), true)
+                .unwrap();
+        f.set_multi_plane(multi_plane);
+        f.set_dedup_settings(ftl_core::dedup::DedupSettings { sampling_unit, ..f.dedup_settings() });
+        for step in 0..400 {
+            let pages = 1 + rng.below(8) as usize;
+            let lpn = rng.below((n - pages + 1) as u64) as usize;
+            let mut id = 0;
+            for i in 0..pages {
+                // A pooled content, the previous page's again, or a new one.
+                id = match rng.below(4) {
+                    0 => 1 + rng.below(5),
+                    1 if i > 0 => id,
+                    _ => {
+                        fresh += 1;
+                        fresh
+                    }
+                };
+                fill_page(0, ftl_tests::SHARED_CONTENT | id, &mut expect[(lpn + i) * pb..(lpn + i + 1) * pb]);
+            }
+            f.write(lpn as u32, &expect[lpn * pb..(lpn + pages) * pb]).unwrap();
+            if step % 40 == 39 {
+                f.flush().unwrap();
+            }
+        }
+        f.flush().unwrap();
+        let mut got = vec![0u8; pb * n];
+        f.read(0, &mut got).unwrap();
+        assert!(got == expect, "multi-plane {multi_plane}: contents before the remount");
+        (f.counters().multi_plane_programs, f.dedup_stats())
+    };
+    let (programs, stats) = programs;
+    let mut f =
+        ftl_tests::open(&mut env.emu, &mut env.mem, env.ext.extensions(), cfg, policies, false).unwrap();
+    let mut data = vec![0u8; pb * n];
+    f.read(0, &mut data).unwrap();
+    assert!(data == expect, "multi-plane {multi_plane}: contents after the remount");
+    let refs = (0..cfg.logical_pages).map(|l| f.content_refs(l)).collect();
+    let image = DirectImage { data, refs, shared: f.shared_contents(), live: f.live_physical_pages(), stats };
+    (image, programs)
+}
+
+/// Requests that hold one content twice (a stripe's second page a share of its first, only after
+/// the first's program) and overwrite pages whose content they write again (a probe that hits a
+/// page held for the stripe): with multi-plane programs on, the same contents, reference counts,
+/// shared contents, live pages and dedup counters (probes, hits, shares, conversions) as with
+/// them off, 2 and 4 planes, every page probed or 4-page sampling units (a unit's sample probed
+/// first), and multi-plane programs only when on.
+#[cfg(feature = "dedup")]
+#[test]
+fn dedup_stripes_with_one_content_twice() {
+    for (planes, unit) in [(2, 0), (4, 0), (2, 4), (4, 4)] {
+        let what = format!("{planes} planes, sampling unit {unit}");
+        let geo = geometry(4, 12, planes);
+        let (off, off_programs) = dedup_direct_run(geo, false, unit);
+        let (on, on_programs) = dedup_direct_run(geo, true, unit);
+        assert!(
+            off.stats.deduplicated > if unit == 0 { 500 } else { 30 } && (off.shared > 0 || unit > 0),
+            "{what}: the run must share: {:?}, {} shared",
+            off.stats,
+            off.shared
+        );
+        // The write path's counters (GC's moves of shared pages and its journal pages follow
+        // GC's timing, which multi-plane programs change).
+        let write_path = |s: &ftl_core::dedup::DedupStats| {
+            (s.probes, s.unprobed, s.hits, s.stale_hits, s.deduplicated, s.vmap_full, s.conversions)
+        };
+        assert_eq!(write_path(&on.stats), write_path(&off.stats), "{what}: dedup counters");
+        assert!(
+            (&on.data, &on.refs, on.shared, on.live) == (&off.data, &off.refs, off.shared, off.live),
+            "{what}: contents and sharing must not depend on multi-plane"
+        );
+        assert!(
+            on_programs > 20 && off_programs == 0,
+            "{what}: multi-plane programs {on_programs} on, {off_programs} off"
+        );
+        eprintln!("{what}: {on_programs} multi-plane programs, {:?}", on.stats);
+    }
+}
+
 /// The dedup workload of [`exhaustive_cuts_in`] cut at every device operation
 /// (`FTL_TORTURE_STRIDE`) on 2 and 4 planes, under both emulator semantics of a cut multi-plane
-/// call (`WholeCall`: every block of a cut multi-plane erase partly erased), against the model.
+/// call (`WholeCall`: every page of a cut multi-plane program torn, every block of a cut
+/// multi-plane erase partly erased), against the model: the unique pages' stripes torn by a cut
+/// read old or new after the mount; and channel-first striping on 2 LUNs x 2 planes
+/// (`WholeCall`).
 #[cfg(feature = "dedup")]
 #[test]
 fn exhaustive_cuts_with_dedup() {
@@ -781,14 +904,36 @@ fn exhaustive_cuts_with_dedup() {
             );
             let t = &r.totals;
             assert!(
-                t.multi_plane_erases > 100 && t.multi_plane_reads > 100 && t.deduplicated > 100,
+                t.multi_plane_erases > 100
+                    && t.multi_plane_reads > 100
+                    && t.multi_plane_programs > 100
+                    && t.deduplicated > 100,
                 "{planes} planes, {cut:?}: {r:?}"
             );
             if cut == MultiPlaneCut::WholeCall {
-                assert!(r.whole_erases > 5, "{planes} planes: cuts must land in multi-plane erases: {r:?}");
+                assert!(
+                    r.whole_erases > 5 && r.whole_programs > per_stride(20),
+                    "{planes} planes: cuts must land in multi-plane erases and programs: {r:?}"
+                );
             }
+            eprintln!("{planes} planes, {cut:?}: {} cuts, {} whole programs torn", r.cuts, r.whole_programs);
         }
     }
+    // Channel-first striping on 2 LUNs x 2 planes: a request's held pages spread over the LUNs
+    // (a round of the rotation held at a time), each LUN's share one multi-plane program.
+    let geo = Geometry { luns: 2, ..geometry(4, 12, 2) };
+    let (cut, cf) = (MultiPlaneCut::WholeCall, StripeOrder::ChannelFirst);
+    let r = exhaustive_cuts_env(geo, cut, cf, MapChoice::Flat, dedup_env, Attach::Nothing);
+    assert!(
+        r.totals.multi_plane_programs > 100
+            && r.totals.deduplicated > 100
+            && r.whole_programs > per_stride(10),
+        "channel first: the cuts must land in multi-plane programs: {r:?}"
+    );
+    eprintln!(
+        "2 LUNs x 2 planes, channel first, {cut:?}: {} cuts, {} whole programs torn",
+        r.cuts, r.whole_programs
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ pub mod vmap;
 
 mod mount;
 mod rebuild;
+mod stripe;
 
 use nand_hal::{NandFlash, PageId};
 
@@ -517,6 +518,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     }
 
     /// The write path with deduplication attached (`n` pages, range checked, trims ordered).
+    /// With multi-plane programs on, the unique pages go out in stripes (`stripe.rs`).
     fn write_dedup(&mut self, lpn: u32, data: &[u8], n: u32) -> Result<(), Error> {
         self.dedup_order_before(lpn, n)?;
         let pb = self.geo.data_bytes as usize;
@@ -525,6 +527,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let s = self.ext.dedup.settings;
         let inline = s.inline;
         let unit = if s.sampling_unit >= 2 { s.sampling_unit } else { 1 };
+        let striped = n > 1 && self.multi_program_on();
+        let mut held = stripe::StripePages::new();
         let mut first = 0u32;
         while first < n {
             let k = unit.min(n - first);
@@ -532,10 +536,15 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             // With sampling, the sample page is probed first and decides for the unit.
             let mut sample: Option<(u32, ContentProbe)> = None;
             if inline && k >= 2 {
-                if let Some(ix) = self.ext.dedup.index.as_deref_mut() {
-                    let i = (ix.sample(chunk, pb) as u32).min(k - 1);
+                let at = self.ext.dedup.index.as_deref().map(|ix| (ix.sample(chunk, pb) as u32).min(k - 1));
+                if let Some(i) = at {
                     let page = &chunk[i as usize * pb..(i as usize + 1) * pb];
-                    sample = Some((i, ix.probe(page)));
+                    let probe = if striped {
+                        self.dedup_probe_in_order(&mut held, page, data, temp)?
+                    } else {
+                        self.ext.dedup.index.as_deref_mut().map(|ix| ix.probe(page))
+                    };
+                    sample = probe.map(|p| (i, p));
                     self.ext.dedup.stats.probes += 1;
                 }
             }
@@ -552,6 +561,10 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                 let page = &chunk[i as usize * pb..(i as usize + 1) * pb];
                 let probe = match sample {
                     Some((si, p)) if si == i => Some(p),
+                    _ if probe_rest && striped => {
+                        self.ext.dedup.stats.probes += 1;
+                        self.dedup_probe_in_order(&mut held, page, data, temp)?
+                    }
                     _ if probe_rest => match self.ext.dedup.index.as_deref_mut() {
                         Some(ix) => {
                             self.ext.dedup.stats.probes += 1;
@@ -561,12 +574,21 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                     },
                     _ => None,
                 };
+                if striped && !matches!(probe, Some(ContentProbe::Hit { .. })) {
+                    if probe.is_none() {
+                        self.ext.dedup.stats.unprobed += 1;
+                    }
+                    let h = stripe::HeldPage { lpn: lpn + first + i, index: first + i, probe };
+                    self.dedup_hold(&mut held, h, data, temp)?;
+                    continue;
+                }
                 let programs_before = self.counters.nand_programs;
                 self.write_one_dedup(lpn + first + i, page, temp, probe)?;
                 self.note_write_programs(programs_before);
             }
             first += k;
         }
+        self.dedup_program_held(&mut held, data, temp)?;
         self.maintenance()
     }
 
@@ -615,14 +637,8 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             return Ok(());
         }
         let written = self.first_write(lpn, t, page)?;
-        if let (Some(ContentProbe::Miss(key)), Some(ix)) = (probe, self.ext.dedup.index.as_deref_mut()) {
-            if key.hashed {
-                ix.insert(&key, written.0);
-            } else if self.ext.dedup.settings.fingerprint_misses {
-                let key = ix.fingerprint(page);
-                ix.insert(&key, written.0);
-                self.ext.dedup.stats.fingerprinted_after_write += 1;
-            }
+        if let Some(ContentProbe::Miss(key)) = probe {
+            self.dedup_index_written(&key, page, written.0);
         }
         Ok(())
     }
