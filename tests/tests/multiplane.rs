@@ -2105,7 +2105,7 @@ mod nv_cache {
     }
 
     /// The NV cache settings the tests run: CDM and NVM-basic, write-through; CDM write-back.
-    fn settings() -> [NvCacheConfig; 3] {
+    pub(super) fn settings() -> [NvCacheConfig; 3] {
         let wb = NvCacheConfig { write_back: true, ..NvCacheConfig::new(NvPolicy::Cdm) };
         [NvCacheConfig::new(NvPolicy::Cdm), NvCacheConfig::new(NvPolicy::Basic), wb]
     }
@@ -2411,6 +2411,7 @@ mod nv_cache {
 
 #[cfg(all(feature = "dedup", feature = "cdm"))]
 mod dedup_nv_cache {
+    use super::nv_cache::settings;
     use super::*;
     use ftl_core::cdm::{NvCacheConfig, NvCounters, NvPolicy};
     use ftl_tests::stack::{CacheParts, DedupParts};
@@ -2604,12 +2605,6 @@ mod dedup_nv_cache {
         seen.live = f.live_physical_pages();
         f.unmount().unwrap();
         (seen, calls)
-    }
-
-    /// The NV cache settings the tests run: CDM and NVM-basic, write-through; CDM write-back.
-    fn settings() -> [NvCacheConfig; 3] {
-        let wb = NvCacheConfig { write_back: true, ..NvCacheConfig::new(NvPolicy::Cdm) };
-        [NvCacheConfig::new(NvPolicy::Cdm), NvCacheConfig::new(NvPolicy::Basic), wb]
     }
 
     /// The same seeded workload, with duplicate content, deduplication and the NV cache attached,
