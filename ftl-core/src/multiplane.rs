@@ -449,14 +449,33 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             }
             return Ok(());
         }
+        let mut first = None;
+        if n >= 2 {
+            let stream = self.stripe_stream(page(0).0, temp);
+            self.realign_planes(n, stream)?;
+            first = Some(stream);
+        }
+        self.write_plane_first(n, page, temp, first)
+    }
+
+    /// [`StripeOrder::PlaneFirst`] striping of `n` pages (see [`Self::write_striped`]):
+    /// `first`, page 0's stream if the caller classified it (and decided the request's
+    /// realignment, [`Self::realign_planes`]: deduplication's held pages, `dedup/stripe.rs`);
+    /// the other pages are classified here, in order.
+    pub(crate) fn write_plane_first<'d>(
+        &mut self,
+        n: usize,
+        page: impl Fn(usize) -> (u32, &'d [u8]),
+        temp: RequestTemp,
+        first: Option<Stream>,
+    ) -> Result<(), Error> {
         let ppl = (self.geo.planes_per_lun as usize).min(MAX_PLANES);
         // Streams of pages classified, by index mod MAX_PLANES (a window never spans more).
         let mut classified = [Stream::Host; MAX_PLANES];
         let mut upto = 0;
-        if n >= 2 {
-            classified[0] = self.stripe_stream(page(0).0, temp);
+        if let Some(stream) = first {
+            classified[0] = stream;
             upto = 1;
-            self.realign_planes(n, classified[0])?;
         }
         let mut i = 0;
         while i < n {
@@ -483,8 +502,10 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
 
     /// Lines the planes of the LUN of the rotation's next slot up again if striped requests keep
     /// starting one page off them (see the module doc, **Realignment**): called at the start of
-    /// a plane-first striped request of `n` pages whose first page goes to `stream`.
-    fn realign_planes(&mut self, n: usize, stream: Stream) -> Result<(), Error> {
+    /// a plane-first striped request of `n` pages whose first page goes to `stream` (with
+    /// deduplication, before the first page the request holds for a stripe, `n` the request's
+    /// pages from it on: `dedup/stripe.rs`).
+    pub(crate) fn realign_planes(&mut self, n: usize, stream: Stream) -> Result<(), Error> {
         let ppl = self.geo.planes_per_lun.clamp(1, MAX_PLANES as u32);
         let slot = self.next_plane;
         let base = slot - slot % ppl;
@@ -498,23 +519,14 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         // The state an odd number of single pages leaves: the planes before the slot one page
         // ahead of the slot's plane and those after it, all open and not resumed.
         let lead = slot % ppl;
-        let mut behind = 0;
+        let behind = self.frontiers[Self::frontier_index(slot, stream)].next_page;
         for q in 0..ppl {
             let i = Self::frontier_index(base + q, stream);
             let f = self.frontiers[i];
-            if f.block == u32::MAX || self.resumed & (1 << i) != 0 {
+            let offset = if q < lead { behind + 1 } else { behind };
+            if f.block == u32::MAX || self.resumed & (1 << i) != 0 || f.next_page != offset {
                 return Ok(());
             }
-            if q == lead {
-                behind = f.next_page;
-            }
-        }
-        let lined_up = (0..ppl).all(|q| {
-            let o = self.frontiers[Self::frontier_index(base + q, stream)].next_page;
-            o == if q < lead { behind + 1 } else { behind }
-        });
-        if !lined_up {
-            return Ok(());
         }
         self.stripe_misses = self.stripe_misses.saturating_add(1);
         if self.stripe_misses < REALIGN_AFTER_MISSES {
@@ -536,7 +548,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     }
 
     /// The stream page `lpn` of a striped write goes to.
-    fn stripe_stream(&mut self, lpn: u32, temp: RequestTemp) -> Stream {
+    pub(crate) fn stripe_stream(&mut self, lpn: u32, temp: RequestTemp) -> Stream {
         let t = match temp {
             RequestTemp::Whole(t) => t,
             RequestTemp::PerPage => {

@@ -579,7 +579,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                         self.ext.dedup.stats.unprobed += 1;
                     }
                     let h = stripe::HeldPage { lpn: lpn + first + i, index: first + i, probe };
-                    self.dedup_hold(&mut held, h, data, temp)?;
+                    self.dedup_hold(&mut held, h, n - first - j, data, temp)?;
                     continue;
                 }
                 let programs_before = self.counters.nand_programs;

@@ -36,7 +36,7 @@ use nand_hal::{NandFlash, MAX_PLANES};
 use crate::config::{StripeOrder, MAX_TOTAL_PLANES};
 use crate::map::MappingTable;
 use crate::multiplane::RequestTemp;
-use crate::policy::{PolicySet, Temperature};
+use crate::policy::{PolicySet, Stream, Temperature};
 use crate::{Error, Ftl};
 
 use super::vmap::VIRTUAL_FLAG;
@@ -55,12 +55,21 @@ pub(super) struct HeldPage {
 pub(super) struct StripePages {
     pages: [HeldPage; MAX_TOTAL_PLANES],
     len: usize,
+    /// The stream of the first held page, classified as it was held (plane-first order).
+    first: Option<Stream>,
+    /// Whether the request held a page already (its realignment decided).
+    started: bool,
 }
 
 impl StripePages {
-    /// None held.
+    /// None held, for a new request.
     pub(super) fn new() -> Self {
-        StripePages { pages: [HeldPage { lpn: 0, index: 0, probe: None }; MAX_TOTAL_PLANES], len: 0 }
+        StripePages {
+            pages: [HeldPage { lpn: 0, index: 0, probe: None }; MAX_TOTAL_PLANES],
+            len: 0,
+            first: None,
+            started: false,
+        }
     }
 
     fn held(&self) -> &[HeldPage] {
@@ -107,15 +116,27 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         })
     }
 
-    /// Holds `page` (its probe a miss or none) for the next stripe, and programs the held pages
-    /// once they fill one.
+    /// Holds `page` (its probe a miss or none; `left`, the request's pages from it on) for the
+    /// next stripe, and programs the held pages once they fill one. Plane-first, the first page
+    /// of a stripe is classified as it is held, and the request's first held page realigns the
+    /// planes first if striped requests keep starting off them (`multiplane.rs`,
+    /// **Realignment**).
     pub(super) fn dedup_hold(
         &mut self,
         held: &mut StripePages,
         page: HeldPage,
+        left: u32,
         data: &[u8],
         temp: Temperature,
     ) -> Result<(), Error> {
+        if held.len == 0 && self.cfg.stripe_order == StripeOrder::PlaneFirst {
+            let stream = self.stripe_stream(page.lpn, RequestTemp::Whole(temp));
+            if !held.started {
+                self.realign_planes(left as usize, stream)?;
+            }
+            held.first = Some(stream);
+        }
+        held.started = true;
         held.pages[held.len] = page;
         held.len += 1;
         if held.len >= self.dedup_stripe_width() {
@@ -152,7 +173,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let pages = held.pages;
         let pb = self.geo.data_bytes as usize;
         let page = |i: usize| (pages[i].lpn, &data[pages[i].index as usize * pb..][..pb]);
-        self.write_striped(n, page, RequestTemp::Whole(temp))?;
+        match held.first.take() {
+            // Plane-first: the first page classified and the realignment decided as it was held.
+            Some(stream) => self.write_plane_first(n, page, RequestTemp::Whole(temp), Some(stream))?,
+            None => self.write_striped(n, page, RequestTemp::Whole(temp))?,
+        }
         for (i, h) in pages[..n].iter().enumerate() {
             let Some(ContentProbe::Miss(key)) = h.probe else { continue };
             // Where it is now (GC between two stripes of the call may have moved it already).
