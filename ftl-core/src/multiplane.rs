@@ -35,14 +35,15 @@
 //! before today's erase leaves, which mount (`dedup/mount.rs`) already replays: a relocation
 //! whose source is still unerased reads as before. Programs (`dedup/stripe.rs`): the write path
 //! probes a request's pages in order, shares a hit at once (its record pending, as before), and
-//! holds each miss or unprobed page until a stripe's worth is held (or the request, or a
-//! sampling unit, ends); the held pages then go to [`Self::write_striped`] (one multi-plane
-//! program per aligned stripe, each page remapped in order after it), and each probed one is
-//! inserted in the index at its final location after that. The held pages are programmed first
-//! when a page's data equals a held page's (one content twice in a stripe: the second becomes a
-//! share of the first, after its program) or its probe hits what a held page's logical page
-//! maps (probed again after the program), so that every page is shared or written as page by
-//! page (the same contents, references and counters, tests/tests/multiplane.rs). Share records:
+//! holds each miss or unprobed page until a stripe's worth is held (or the request ends); the held
+//! pages then go to [`Self::write_striped`] (one multi-plane program per aligned stripe, each page
+//! remapped in order after it), and each probed one is inserted in the index at its final location
+//! after that. Before the first page a request holds, the planes are realigned if requests keep
+//! starting off them (**Realignment**). The held pages are programmed first when a page's data
+//! equals a held page's (one content twice in a stripe: the second becomes a share of the first,
+//! after its program) or its probe hits what a held page's logical page maps (probed again after
+//! the program), so that every page is shared or written as page by page (the same contents,
+//! references and counters, tests/tests/multiplane.rs). Share records:
 //! the records pending before a request that name its pages are journaled first
 //! (`dedup_order_before`) and a request names each logical page once, so no record is due
 //! inside a stripe. Power loss: as for host stripes (below), mount checks the newest
@@ -191,6 +192,13 @@
 //! program's page is (`settle_torn`: voided again or a checkpoint before the next program); a
 //! cut during it leaves a torn void mark, which mount voids as any torn page (it is the newest
 //! program). Plane-first order only; resumed frontiers (after a mount) are left alone.
+//! Deduplication's held pages (**Deduplication**) realign the same way: a request starts where
+//! it holds its first page for a stripe (that page classified as it is held, the request's
+//! pages from it on its size); a request whose pages are all shared holds none and neither
+//! counts nor resets the run; one that holds an odd number of pages puts the rotation off
+//! again, as a single page does. Without it, a run of even requests after an odd page held each
+//! request's pages as one page, whole stripes and one page (ftl-sim's 8-page dedup run after a
+//! sequential fill: 3 multi-plane programs a request where no technique makes 4).
 //!
 //! **Power-loss contract of a batch.** A write or `write_many` call is acknowledged when it
 //! returns; until then none of its pages is, and a multi-plane program returns only after all

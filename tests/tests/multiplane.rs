@@ -18,8 +18,13 @@
 //!   and write-path counters; multi-plane programs only when on.
 //! - `exhaustive_cuts_with_dedup`: the exhaustive run below with shared contents on 2 and 4
 //!   planes, both emulator semantics of a cut multi-plane call, and channel-first striping on
-//!   2 LUNs x 2 planes (about 6,100 cut points; cuts tear whole multi-plane programs of unique
-//!   pages).
+//!   2 LUNs x 2 planes; then across a realignment of the unique pages' stripes (the workload
+//!   below, 2 planes cut op only, 4 planes whole calls torn) (about 10,700 cut points; cuts
+//!   tear whole multi-plane programs of unique pages, and land on the realigning voids).
+//! - `dedup_even_requests_realign_the_planes_after_an_odd_page`: requests of one stripe's pages
+//!   after an odd page, every fourth of shared contents: the unique pages' stripes realign
+//!   (`multiplane.rs`, **Realignment**) and stripe whole; the same contents, reference counts
+//!   and dedup counters as with multi-plane off.
 //!
 //! With feature `flex-ecc` (issue #20), FlexECC attached
 //! alone ([`flex_env`]: its codec over BCH t = 4, clean writes and flush-reads among the ops):

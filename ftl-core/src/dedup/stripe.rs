@@ -4,9 +4,16 @@
 //! one: each page is probed in request order, a hit is shared (or written) at once as before, and
 //! a miss or an unprobed page is held back in a [`StripePages`] until a stripe's worth is held
 //! (the planes left in the LUN from the rotation's next plane, plane-first order; a round of the
-//! rotation, channel-first), the sampling unit or the request ends. The held pages then go to
+//! rotation, channel-first) or the request ends (a sampling unit's end flushes nothing: its
+//! pages are held as any others). The held pages then go to
 //! [`Ftl::write_striped`] (one multi-plane program per aligned stripe, each page remapped in
 //! order after it), and only then is each probed one inserted in the index at its final location.
+//! Plane-first, the first page of each stripe is classified (its stream) as it is held, the
+//! others as the stripe is programmed; before the first page a request holds,
+//! [`Ftl::realign_planes`] voids the pages that line the LUN's planes up if the requests before
+//! kept starting their stripes one page off them (`multiplane.rs`, **Realignment**; the
+//! request's pages from that page on count as its size). The voids change no mapping, reference
+//! or index entry, so the sharing below is unchanged.
 //!
 //! The one-by-one path probes a page after every earlier page of the request was written,
 //! remapped and indexed; a page probed while earlier ones are held sees the index without them.
