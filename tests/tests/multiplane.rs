@@ -698,8 +698,8 @@ fn dedup_env(emu: Emulator, cfg: Config) -> Env {
     env
 }
 
-/// What a run of [`dedup_run`] left: its totals, every logical page's content read back after
-/// a remount (one multi-page read) and each one's reference count, and the shared contents.
+/// What a run of [`dedup_run_ops`] left: every logical page's content read back after a remount
+/// (one multi-page read) and each one's reference count, the shared contents and live pages.
 #[cfg(feature = "dedup")]
 #[derive(Debug, PartialEq)]
 struct DedupImage {
@@ -709,10 +709,9 @@ struct DedupImage {
     live: u64,
 }
 
-/// [`striped_workload`] with shared contents (`with_duplicates`) on `geo`, multi-plane
-/// operations `multi_plane`, no cut; every read checked against the model.
+/// [`striped_workload`] with shared contents (`with_duplicates`) for `geo`, and its config.
 #[cfg(feature = "dedup")]
-fn dedup_run(geo: Geometry, multi_plane: bool) -> (ftl_tests::Totals, DedupImage) {
+fn dedup_workload(geo: Geometry) -> (Config, Vec<Op>) {
     let mut cfg = Config::with_logical_pages(&geo, 32);
     cfg.checkpoint_interval_blocks = 4;
     let mut ops = striped_workload(cfg.logical_pages, &mut Rng::new(5));
@@ -721,7 +720,34 @@ fn dedup_run(geo: Geometry, multi_plane: bool) -> (ftl_tests::Totals, DedupImage
         ops.push(Op::Flush);
     }
     ftl_tests::with_duplicates(&mut ops);
-    dedup_run_ops(geo, cfg, &ops, multi_plane)
+    (cfg, ops)
+}
+
+/// `ops` ([`dedup_run_ops`]) with multi-plane operations off and on: the same image after a
+/// remount (contents, reference counts, shared contents, live pages) and the same dedup rate
+/// (pages shared, probes, host pages), the workload sharing more than `shares` pages. Returns
+/// the totals, off and on.
+#[cfg(feature = "dedup")]
+fn dedup_off_and_on(
+    geo: Geometry,
+    cfg: Config,
+    ops: &[Op],
+    shares: u64,
+) -> (ftl_tests::Totals, ftl_tests::Totals) {
+    let planes = geo.planes_per_lun;
+    let (off, image_off) = dedup_run_ops(geo, cfg, ops, false);
+    let (on, image_on) = dedup_run_ops(geo, cfg, ops, true);
+    assert_eq!(image_on, image_off, "{planes} planes: contents and sharing must not depend on multi-plane");
+    assert!(
+        image_on.shared > 0 && off.deduplicated > shares,
+        "{planes} planes: the workload must share: {off:?}"
+    );
+    assert_eq!(
+        (on.deduplicated, on.dedup_probes, on.host_write_pages),
+        (off.deduplicated, off.dedup_probes, off.host_write_pages),
+        "{planes} planes: dedup rate"
+    );
+    (off, on)
 }
 
 /// `ops` with deduplication on `geo`, multi-plane operations `multi_plane`, no cut; every read
@@ -761,21 +787,8 @@ fn dedup_runs_the_same_with_multi_plane_operations() {
     let mut moves = 0;
     for planes in [2, 4] {
         let geo = geometry(4, 12, planes);
-        let (off, image_off) = dedup_run(geo, false);
-        let (on, image_on) = dedup_run(geo, true);
-        assert_eq!(
-            image_on, image_off,
-            "{planes} planes: contents and sharing must not depend on multi-plane"
-        );
-        assert!(
-            image_on.shared > 0 && off.deduplicated > 50,
-            "{planes} planes: the workload must share: {off:?}"
-        );
-        assert_eq!(
-            (on.deduplicated, on.dedup_probes, on.host_write_pages),
-            (off.deduplicated, off.dedup_probes, off.host_write_pages),
-            "{planes} planes: dedup rate"
-        );
+        let (cfg, ops) = dedup_workload(geo);
+        let (off, on) = dedup_off_and_on(geo, cfg, &ops, 50);
         // (Off: the harness turns them off once an instance is open, so format's erases and
         // each mount's check of every page still count.)
         assert!(
@@ -956,20 +969,7 @@ fn exhaustive_cuts_with_dedup() {
     // workload of `dedup_even_requests_realign_the_planes_after_an_odd_page`, the voided pads
     // among the cut points, on 2 planes (cut program alone) and 4 (whole calls torn).
     for (planes, cut) in [(2u32, MultiPlaneCut::CutOpOnly), (4, MultiPlaneCut::WholeCall)] {
-        let geo = geometry(16, 12, planes);
-        let mut cfg = Config::with_logical_pages(&geo, 64);
-        cfg.checkpoint_interval_blocks = 4;
-        let mut ops = odd_then_even_workload(cfg.logical_pages, planes, &mut Rng::new(5));
-        ftl_tests::with_duplicates(&mut ops);
-        let mut dry = dedup_env(emulator(geo, 0.5, 1, false, cut), cfg);
-        dry.verify = Verify::Touched;
-        let n = dry.run(&ops, Start::Format).unwrap().ops_at_end;
-        let t = dry.totals;
-        assert!(
-            t.realign_pads > 0 && t.multi_plane_programs > 20 && t.deduplicated > 20 && t.gc_blocks > 0,
-            "{planes} planes: the workload must realign, stripe, share and collect: {t:?}"
-        );
-        let r = cut_each_op(geo, cut, cfg, MapChoice::Flat, &ops, n, &dedup_env, Attach::Nothing, &t);
+        let r = cuts_across_realignment(planes, cut, false, dedup_env);
         assert!(
             r.totals.realign_pads > 0 && r.cuts >= per_stride(1000),
             "{planes} planes: cuts across the realignment: {r:?}"
@@ -1688,21 +1688,7 @@ fn dedup_even_requests_realign_the_planes_after_an_odd_page() {
         let cfg = Config::with_logical_pages(&geo, 64);
         let mut ops = odd_then_even_workload(cfg.logical_pages, planes, &mut Rng::new(5));
         ftl_tests::with_duplicates(&mut ops);
-        let (off, image_off) = dedup_run_ops(geo, cfg, &ops, false);
-        let (on, image_on) = dedup_run_ops(geo, cfg, &ops, true);
-        assert_eq!(
-            image_on, image_off,
-            "{planes} planes: contents and sharing must not depend on multi-plane"
-        );
-        assert_eq!(
-            (on.deduplicated, on.dedup_probes, on.host_write_pages),
-            (off.deduplicated, off.dedup_probes, off.host_write_pages),
-            "{planes} planes: dedup rate"
-        );
-        assert!(
-            image_on.shared > 0 && on.deduplicated > 20,
-            "{planes} planes: the workload must share: {on:?}"
-        );
+        let (off, on) = dedup_off_and_on(geo, cfg, &ops, 20);
         // Realigned at least once, each time after 8 striped requests in a row started off the
         // planes (a request whose pages are partly shared may hold an odd number of pages,
         // which puts the rotation off again), then the requests' unique pages stripe whole.
@@ -1753,20 +1739,43 @@ fn exhaustive_cuts_across_realignment() {
         (2, MultiPlaneCut::CutOpOnly, true),
     ];
     for (planes, cut, cached) in runs {
-        let geo = geometry(16, 12, planes);
-        let mut cfg = Config::with_logical_pages(&geo, 64);
-        cfg.checkpoint_interval_blocks = 4;
-        let map = if cached { cached_map(&cfg) } else { MapChoice::Flat };
-        let ops = odd_then_even_workload(cfg.logical_pages, planes, &mut Rng::new(5));
-        let mut dry = Env::new(emulator(geo, 0.5, 1, false, cut), cfg);
-        dry.use_map(map);
-        dry.verify = Verify::Touched;
-        let n = dry.run(&ops, Start::Format).unwrap().ops_at_end;
-        let t = dry.totals;
-        assert!(t.realign_pads > 0 && t.multi_plane_programs > 20 && t.gc_blocks > 0, "{t:?}");
-        cuts += cut_each_op(geo, cut, cfg, map, &ops, n, &Env::new, Attach::Nothing, &t).cuts;
+        cuts += cuts_across_realignment(planes, cut, cached, Env::new).cuts;
     }
     assert!(cuts >= per_stride(8000), "{cuts} cut points");
+}
+
+/// [`odd_then_even_workload`] on `planes` planes (shared contents among the writes when
+/// `make_env` attaches deduplication) under `cut`, on the flat map or, `cached`, [`cached_map`]'s
+/// choice: the uncut run must realign, stripe and collect (and share); then cut at every device
+/// operation ([`cut_each_op`]).
+fn cuts_across_realignment<P: PolicySet + Clone>(
+    planes: u32,
+    cut: MultiPlaneCut,
+    cached: bool,
+    make_env: impl Fn(Emulator, Config) -> Env<P>,
+) -> CutRuns {
+    let geo = geometry(16, 12, planes);
+    let mut cfg = Config::with_logical_pages(&geo, 64);
+    cfg.checkpoint_interval_blocks = 4;
+    let map = if cached { cached_map(&cfg) } else { MapChoice::Flat };
+    let mut ops = odd_then_even_workload(cfg.logical_pages, planes, &mut Rng::new(5));
+    let mut dry = make_env(emulator(geo, 0.5, 1, false, cut), cfg);
+    let dedup = dry.ext.stack().dedup;
+    if dedup {
+        ftl_tests::with_duplicates(&mut ops);
+    }
+    dry.use_map(map);
+    dry.verify = Verify::Touched;
+    let n = dry.run(&ops, Start::Format).unwrap().ops_at_end;
+    let t = dry.totals;
+    assert!(
+        t.realign_pads > 0
+            && t.multi_plane_programs > 20
+            && t.gc_blocks > 0
+            && (!dedup || t.deduplicated > 20),
+        "{planes} planes, {cut:?}: the workload must realign, stripe and collect (and share): {t:?}"
+    );
+    cut_each_op(geo, cut, cfg, map, &ops, n, &make_env, Attach::Nothing, &t)
 }
 
 /// Where consecutive host pages go, by hand for 2 LUNs x 2 planes (device planes: LUN 0's are
@@ -2030,9 +2039,9 @@ mod nv_cache {
     use ftl_core::policy::DefaultPolicies;
     use ftl_tests::stack::CacheParts;
 
-    /// One step of [`workload`].
+    /// One step of [`workload`] (and of `dedup_nv_cache`'s, which has no remount).
     #[derive(Clone, Debug)]
-    enum Step {
+    pub(super) enum Step {
         /// `write_many` of these pages.
         Batch(Vec<u32>),
         /// `write` of `n` pages from `lpn`.
@@ -2047,10 +2056,95 @@ mod nv_cache {
         Remount,
     }
 
-    /// A seeded workload over `logical` pages: batches and multi-page writes and reads, half of
-    /// the writes on a hot tenth of the pages (the cache holds a quarter), trims, flushes, and
-    /// clean remounts if `remounts`.
-    fn workload(logical: u32, seed: u64, len: usize, remounts: bool) -> Vec<Step> {
+    /// Runs `step` on `f` but a remount (false: the caller remounts): page `i` of a write
+    /// with id `id` holds content `content(id, i)`, kept in the model `now`; every page read is
+    /// checked against the model (seed `seed` in the message) and pushed to `reads`.
+    pub(super) fn run_step<N: NandFlash>(
+        f: &mut ftl_tests::TestFtl<'_, N>,
+        step: Step,
+        id: u64,
+        content: impl Fn(u64, u32) -> u64,
+        now: &mut [Content],
+        reads: &mut Vec<Vec<u8>>,
+        seed: u64,
+    ) -> bool {
+        let pb = f.page_bytes() as usize;
+        let mut check = |lpn: u32, page: &[u8], now: &[Content]| {
+            assert_eq!(identify(lpn, page), Found::Content(now[lpn as usize]), "seed {seed}: lpn {lpn}");
+            reads.push(page.to_vec());
+        };
+        match step {
+            Step::Batch(lpns) => {
+                let data: Vec<Vec<u8>> = lpns
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &l)| {
+                        let mut p = vec![0u8; pb];
+                        fill_page(l, content(id, i as u32), &mut p);
+                        p
+                    })
+                    .collect();
+                let pairs: Vec<(u32, &[u8])> = lpns.iter().zip(&data).map(|(&l, d)| (l, &d[..])).collect();
+                f.write_many(&pairs).unwrap();
+                for (i, &l) in lpns.iter().enumerate() {
+                    now[l as usize] = Some(content(id, i as u32));
+                }
+            }
+            Step::Write(lpn, n) => {
+                let mut data = vec![0u8; n as usize * pb];
+                for (i, p) in data.chunks_mut(pb).enumerate() {
+                    fill_page(lpn + i as u32, content(id, i as u32), p);
+                    now[(lpn + i as u32) as usize] = Some(content(id, i as u32));
+                }
+                f.write(lpn, &data).unwrap();
+            }
+            Step::Read(lpn, n) => {
+                let mut data = vec![0u8; n as usize * pb];
+                f.read(lpn, &mut data).unwrap();
+                for (i, p) in data.chunks(pb).enumerate() {
+                    check(lpn + i as u32, p, now);
+                }
+            }
+            Step::ReadMany(lpns) => {
+                let mut bufs = vec![vec![0u8; pb]; lpns.len()];
+                let mut items: Vec<(u32, &mut [u8])> =
+                    lpns.iter().zip(bufs.iter_mut()).map(|(&l, b)| (l, &mut b[..])).collect();
+                f.read_many(&mut items).unwrap();
+                for (&l, b) in lpns.iter().zip(&bufs) {
+                    check(l, b, now);
+                }
+            }
+            Step::Trim(lpn, n) => {
+                f.trim(lpn, n).unwrap();
+                for l in lpn..lpn + n {
+                    now[l as usize] = None;
+                }
+            }
+            Step::Flush => f.flush().unwrap(),
+            Step::Remount => return false,
+        }
+        true
+    }
+
+    /// The mix of a seeded [`workload`]: each step draws `r` in 0..100 and is a batch below
+    /// `batch`, a write below `write`, a read (of up to `read_pages` pages, anywhere) below
+    /// `read`, a `read_many` below `read_many`, a trim below `trim`, a flush below 99, and at 99
+    /// a remount if `remounts`, else a flush.
+    pub(super) struct Mix {
+        pub(super) batch: u64,
+        pub(super) write: u64,
+        pub(super) read: u64,
+        pub(super) read_pages: u64,
+        pub(super) read_many: u64,
+        pub(super) trim: u64,
+        pub(super) remounts: bool,
+    }
+
+    /// A seeded workload over `logical` pages in the proportions of `mix`: batches, writes,
+    /// `read_many` and trims with half of their pages on a hot tenth of the pages (the cache
+    /// holds a quarter), multi-page reads over the whole device (most pages not cached:
+    /// multi-plane reads), flushes and remounts.
+    pub(super) fn workload(logical: u32, seed: u64, len: usize, mix: &Mix) -> Vec<Step> {
         let mut rng = Rng::new(seed);
         let lpn = |rng: &mut Rng| {
             if rng.chance(1, 2) {
@@ -2061,23 +2155,24 @@ mod nv_cache {
         };
         (0..len)
             .map(|_| match rng.below(100) {
-                0..=29 => Step::Batch((0..1 + rng.below(8)).map(|_| lpn(&mut rng)).collect()),
-                30..=54 => {
+                r if r < mix.batch => Step::Batch((0..1 + rng.below(8)).map(|_| lpn(&mut rng)).collect()),
+                r if r < mix.write => {
                     let l = lpn(&mut rng);
                     Step::Write(l, (1 + rng.below(8) as u32).min(logical - l))
                 }
-                55..=74 => {
-                    // Most of the device is not cached: multi-plane reads.
+                r if r < mix.read => {
                     let l = rng.below(logical as u64) as u32;
-                    Step::Read(l, (1 + rng.below(8) as u32).min(logical - l))
+                    Step::Read(l, (1 + rng.below(mix.read_pages) as u32).min(logical - l))
                 }
-                75..=92 => Step::ReadMany((0..1 + rng.below(8)).map(|_| lpn(&mut rng)).collect()),
-                93..=95 => {
+                r if r < mix.read_many => {
+                    Step::ReadMany((0..1 + rng.below(8)).map(|_| lpn(&mut rng)).collect())
+                }
+                r if r < mix.trim => {
                     let l = lpn(&mut rng);
                     Step::Trim(l, (1 + rng.below(4) as u32).min(logical - l))
                 }
-                96..=98 => Step::Flush,
-                _ if remounts => Step::Remount,
+                r if r < 99 => Step::Flush,
+                _ if mix.remounts => Step::Remount,
                 _ => Step::Flush,
             })
             .collect()
@@ -2109,7 +2204,6 @@ mod nv_cache {
         let mut cfg = Config::for_utilization(&geo, 600);
         cfg.checkpoint_interval_blocks = 8;
         let logical = cfg.logical_pages;
-        let pb = geo.data_bytes as usize;
         let mut emu = emulator(geo, 0.5, seed, false, MultiPlaneCut::CutOpOnly);
         let mut mem = ftl_tests::test_memory(&geo, &cfg);
         let mut ext = ExtParts { cache: CacheParts::for_build(&geo, &cfg), ..ExtParts::none() };
@@ -2117,7 +2211,9 @@ mod nv_cache {
         let mut now: Vec<Content> = vec![None; logical as usize];
         let mut id = 1u64;
         let (mut seen, mut calls) = (Seen::default(), Calls::default());
-        let mut steps = workload(logical, seed, 1500, remounts).into_iter().peekable();
+        // Writes and batches, 55%; reads of up to 8 pages, 20%; `read_many`, 18%.
+        let mix = Mix { batch: 30, write: 55, read: 75, read_pages: 8, read_many: 93, trim: 96, remounts };
+        let mut steps = workload(logical, seed, 1500, &mix).into_iter().peekable();
         let mut format = true;
         while steps.peek().is_some() {
             let mut f = ftl_tests::open(
@@ -2133,53 +2229,10 @@ mod nv_cache {
             f.set_multi_plane(multi);
             // Format's multi-plane erases (before the switch) are not the workload's.
             let base = *f.counters();
-            let check = |seen: &mut Seen, lpn: u32, page: &[u8], now: &[Content]| {
-                assert_eq!(identify(lpn, page), Found::Content(now[lpn as usize]), "seed {seed}: lpn {lpn}");
-                seen.reads.push(page.to_vec());
-            };
+            // Every page of a write holds the write's own content.
             for s in steps.by_ref() {
-                match s {
-                    Step::Batch(lpns) => {
-                        let data = pages_of(&geo, &lpns, id);
-                        let pairs: Vec<(u32, &[u8])> =
-                            lpns.iter().zip(&data).map(|(&l, d)| (l, &d[..])).collect();
-                        f.write_many(&pairs).unwrap();
-                        for &l in &lpns {
-                            now[l as usize] = Some(id);
-                        }
-                    }
-                    Step::Write(lpn, n) => {
-                        let mut data = vec![0u8; n as usize * pb];
-                        for (i, p) in data.chunks_mut(pb).enumerate() {
-                            fill_page(lpn + i as u32, id, p);
-                            now[(lpn + i as u32) as usize] = Some(id);
-                        }
-                        f.write(lpn, &data).unwrap();
-                    }
-                    Step::Read(lpn, n) => {
-                        let mut data = vec![0u8; n as usize * pb];
-                        f.read(lpn, &mut data).unwrap();
-                        for (i, p) in data.chunks(pb).enumerate() {
-                            check(&mut seen, lpn + i as u32, p, &now);
-                        }
-                    }
-                    Step::ReadMany(lpns) => {
-                        let mut bufs = vec![vec![0u8; pb]; lpns.len()];
-                        let mut items: Vec<(u32, &mut [u8])> =
-                            lpns.iter().zip(bufs.iter_mut()).map(|(&l, b)| (l, &mut b[..])).collect();
-                        f.read_many(&mut items).unwrap();
-                        for (&l, b) in lpns.iter().zip(&bufs) {
-                            check(&mut seen, l, b, &now);
-                        }
-                    }
-                    Step::Trim(lpn, n) => {
-                        f.trim(lpn, n).unwrap();
-                        for l in lpn..lpn + n {
-                            now[l as usize] = None;
-                        }
-                    }
-                    Step::Flush => f.flush().unwrap(),
-                    Step::Remount => break,
+                if !run_step(&mut f, s, id, |id, _| id, &mut now, &mut seen.reads, seed) {
+                    break;
                 }
                 id += 1;
             }
@@ -2501,7 +2554,7 @@ mod nv_cache {
 
 #[cfg(all(feature = "dedup", feature = "cdm"))]
 mod dedup_nv_cache {
-    use super::nv_cache::settings;
+    use super::nv_cache::{run_step, settings, workload, Mix};
     use super::*;
     use ftl_core::cdm::{NvCacheConfig, NvCounters, NvPolicy};
     use ftl_tests::stack::{CacheParts, DedupParts};
@@ -2521,55 +2574,6 @@ mod dedup_nv_cache {
         } else {
             id
         }
-    }
-
-    /// One step of [`workload`].
-    #[derive(Clone, Debug)]
-    enum Step {
-        /// `write_many` of these pages.
-        Batch(Vec<u32>),
-        /// `write` of `n` pages from `lpn`.
-        Write(u32, u32),
-        /// `read` of `n` pages from `lpn`.
-        Read(u32, u32),
-        /// `read_many` of these pages.
-        ReadMany(Vec<u32>),
-        Trim(u32, u32),
-        Flush,
-    }
-
-    /// A seeded workload over `logical` pages: batches and multi-page writes (half of them on a
-    /// hot tenth of the pages; the cache holds a quarter), multi-page reads over the whole
-    /// device (most pages not cached: multi-plane reads), `read_many` of hot pages, trims and
-    /// flushes.
-    fn workload(logical: u32, seed: u64, len: usize) -> Vec<Step> {
-        let mut rng = Rng::new(seed);
-        let lpn = |rng: &mut Rng| {
-            if rng.chance(1, 2) {
-                rng.below((logical / 10) as u64) as u32
-            } else {
-                rng.below(logical as u64) as u32
-            }
-        };
-        (0..len)
-            .map(|_| match rng.below(100) {
-                0..=24 => Step::Batch((0..1 + rng.below(8)).map(|_| lpn(&mut rng)).collect()),
-                25..=49 => {
-                    let l = lpn(&mut rng);
-                    Step::Write(l, (1 + rng.below(8) as u32).min(logical - l))
-                }
-                50..=74 => {
-                    let l = rng.below(logical as u64) as u32;
-                    Step::Read(l, (1 + rng.below(32) as u32).min(logical - l))
-                }
-                75..=93 => Step::ReadMany((0..1 + rng.below(8)).map(|_| lpn(&mut rng)).collect()),
-                94..=96 => {
-                    let l = lpn(&mut rng);
-                    Step::Trim(l, (1 + rng.below(4) as u32).min(logical - l))
-                }
-                _ => Step::Flush,
-            })
-            .collect()
     }
 
     /// What a run saw: every page every read returned, the cache's counters, and the sharing
@@ -2603,7 +2607,6 @@ mod dedup_nv_cache {
         let mut cfg = Config::for_utilization(&geo, 600);
         cfg.checkpoint_interval_blocks = 8;
         let logical = cfg.logical_pages;
-        let pb = geo.data_bytes as usize;
         let mut emu = emulator(geo, 0.5, seed, false, MultiPlaneCut::CutOpOnly);
         let mut mem = ftl_tests::test_memory(&geo, &cfg);
         let mut ext = ExtParts {
@@ -2621,62 +2624,11 @@ mod dedup_nv_cache {
         let base = *f.counters();
         let mut now: Vec<Content> = vec![None; logical as usize];
         let mut seen = Seen::default();
-        let check = |seen: &mut Seen, lpn: u32, page: &[u8], now: &[Content]| {
-            assert_eq!(identify(lpn, page), Found::Content(now[lpn as usize]), "seed {seed}: lpn {lpn}");
-            seen.reads.push(page.to_vec());
-        };
-        for (step, s) in workload(logical, seed, 1500).into_iter().enumerate() {
-            let id = step as u64 + 1;
-            match s {
-                Step::Batch(lpns) => {
-                    let data: Vec<Vec<u8>> = lpns
-                        .iter()
-                        .enumerate()
-                        .map(|(i, &l)| {
-                            let mut p = vec![0u8; pb];
-                            fill_page(l, content(id, i as u32), &mut p);
-                            p
-                        })
-                        .collect();
-                    let pairs: Vec<(u32, &[u8])> =
-                        lpns.iter().zip(&data).map(|(&l, d)| (l, &d[..])).collect();
-                    f.write_many(&pairs).unwrap();
-                    for (i, &l) in lpns.iter().enumerate() {
-                        now[l as usize] = Some(content(id, i as u32));
-                    }
-                }
-                Step::Write(lpn, n) => {
-                    let mut data = vec![0u8; n as usize * pb];
-                    for (i, p) in data.chunks_mut(pb).enumerate() {
-                        fill_page(lpn + i as u32, content(id, i as u32), p);
-                        now[(lpn + i as u32) as usize] = Some(content(id, i as u32));
-                    }
-                    f.write(lpn, &data).unwrap();
-                }
-                Step::Read(lpn, n) => {
-                    let mut data = vec![0u8; n as usize * pb];
-                    f.read(lpn, &mut data).unwrap();
-                    for (i, p) in data.chunks(pb).enumerate() {
-                        check(&mut seen, lpn + i as u32, p, &now);
-                    }
-                }
-                Step::ReadMany(lpns) => {
-                    let mut bufs = vec![vec![0u8; pb]; lpns.len()];
-                    let mut items: Vec<(u32, &mut [u8])> =
-                        lpns.iter().zip(bufs.iter_mut()).map(|(&l, b)| (l, &mut b[..])).collect();
-                    f.read_many(&mut items).unwrap();
-                    for (&l, b) in lpns.iter().zip(&bufs) {
-                        check(&mut seen, l, b, &now);
-                    }
-                }
-                Step::Trim(lpn, n) => {
-                    f.trim(lpn, n).unwrap();
-                    for l in lpn..lpn + n {
-                        now[l as usize] = None;
-                    }
-                }
-                Step::Flush => f.flush().unwrap(),
-            }
+        // Writes and batches, 50%; reads of up to 32 pages (many shared), 25%; `read_many`, 19%.
+        let mix =
+            Mix { batch: 25, write: 50, read: 75, read_pages: 32, read_many: 94, trim: 97, remounts: false };
+        for (step, s) in workload(logical, seed, 1500, &mix).into_iter().enumerate() {
+            run_step(&mut f, s, step as u64 + 1, content, &mut now, &mut seen.reads, seed);
         }
         let c = *f.counters();
         let d = f.dedup_stats();
