@@ -49,8 +49,11 @@
 //! inside a stripe. Power loss: as for host stripes (below), mount checks the newest
 //! `planes_per_lun` replayed data pages (`recovery.rs` `torn_window`); a share taken before the
 //! program whose record was in RAM is lost with the unacknowledged request.
-//! [`Ftl::write_many`] with deduplication writes page by page through the write path (each
-//! page a request of its own: one page, no stripe).
+//! [`Ftl::write_many`] with deduplication runs the write path on each page as a one-page request
+//! of its own (classified, ordered after pending records and trims, probed), but holds the
+//! misses across the batch as a request's (`dedup/mod.rs` `write_many_dedup`): a batch that
+//! names a logical page again is cut before it, so that each part, as a request, names each
+//! logical page once (the rules above hold per part).
 //!
 //! **FlexECC** (feature `flex-ecc`) does the same per page on either path: `write` and
 //! `write_many` note each page's RAM hints and counters before any program
@@ -413,18 +416,22 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Writes independent whole pages `(lpn, data)` as one batch: checks them all first
     /// (`BufferSize`, `OutOfRange`), then writes them in order, striping them over the planes with
     /// multi-plane programs where the frontiers allow (see the module doc for the power-loss
-    /// contract). Each page is classified as a one-page request. Without multi-plane operations,
-    /// or with deduplication, this is [`Ftl::write`] of each page in turn.
+    /// contract). Each page is classified as a one-page request. Without multi-plane programs
+    /// this is [`Ftl::write`] of each page in turn; with deduplication, its write path of each
+    /// page with the misses held for stripes across the batch (module doc, **Deduplication**).
     pub fn write_many(&mut self, pages: &[(u32, &[u8])]) -> Result<(), Error> {
         for &(lpn, data) in pages {
             if self.check_range(lpn, data.len())? != 1 {
                 return Err(Error::BufferSize);
             }
         }
-        if !self.multi_program_on() || self.dedup_on() {
+        if !self.multi_program_on() {
             for &(lpn, data) in pages {
                 self.write(lpn, data)?;
             }
+            return Ok(());
+        }
+        if self.dedup_write_many_hook(pages)? {
             return Ok(());
         }
         if pages.iter().any(|&(lpn, _)| self.trims.overlaps(lpn, 1)) {

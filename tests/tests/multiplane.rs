@@ -16,6 +16,8 @@
 //!   and overwriting pages whose content they write again, off and on, 2 and 4 planes: the
 //!   same contents before and after a remount, reference counts, shared contents, live pages
 //!   and write-path counters; multi-plane programs only when on.
+//! - `dedup_batches_stripe_their_misses`: the same with `write_many` batches (pages anywhere, a
+//!   logical page now and then twice in a batch): a batch's misses go out in stripes.
 //! - `exhaustive_cuts_with_dedup`: the exhaustive run below with shared contents on 2 and 4
 //!   planes, both emulator semantics of a cut multi-plane call, and channel-first striping on
 //!   2 LUNs x 2 planes; then across a realignment of the unique pages' stripes (the workload
@@ -819,10 +821,16 @@ struct DirectImage {
 /// Requests of 1 to 8 pages, each page a content of a pool of 5, the previous page's content
 /// again, or a new content (so that one request often holds one content twice, in one stripe,
 /// and overwrites a page holding a content it writes again elsewhere), written with deduplication on `geo`, multi-plane operations `multi_plane`;
-/// each page read back against what was written, before and after a remount. Returns the image
-/// and the multi-plane programs.
+/// each page read back against what was written, before and after a remount. With `batches`,
+/// each request is a `write_many` batch of pages anywhere instead (now and then the previous
+/// page's logical page again: the later wins). Returns the image and the multi-plane programs.
 #[cfg(feature = "dedup")]
-fn dedup_direct_run(geo: Geometry, multi_plane: bool, sampling_unit: u32) -> (DirectImage, u64) {
+fn dedup_direct_run(
+    geo: Geometry,
+    multi_plane: bool,
+    sampling_unit: u32,
+    batches: bool,
+) -> (DirectImage, u64) {
     let cfg = Config::with_logical_pages(&geo, 32);
     let mut env = dedup_env(emulator(geo, 0.5, 1, false, MultiPlaneCut::CutOpOnly), cfg);
     let policies = env.policies.clone();
@@ -841,7 +849,13 @@ fn dedup_direct_run(geo: Geometry, multi_plane: bool, sampling_unit: u32) -> (Di
             let pages = 1 + rng.below(8) as usize;
             let lpn = rng.below((n - pages + 1) as u64) as usize;
             let mut id = 0;
+            let mut batch: Vec<(u32, Vec<u8>)> = vec![];
             for i in 0..pages {
+                let l = match batch.last() {
+                    Some(&(prev, _)) if rng.chance(1, 8) => prev as usize,
+                    _ if batches => rng.below(n as u64) as usize,
+                    _ => lpn + i,
+                };
                 // A pooled content, the previous page's again, or a new one.
                 id = match rng.below(4) {
                     0 => 1 + rng.below(5),
@@ -851,9 +865,18 @@ fn dedup_direct_run(geo: Geometry, multi_plane: bool, sampling_unit: u32) -> (Di
                         fresh
                     }
                 };
-                fill_page(0, ftl_tests::SHARED_CONTENT | id, &mut expect[(lpn + i) * pb..(lpn + i + 1) * pb]);
+                let page = &mut expect[l * pb..(l + 1) * pb];
+                fill_page(0, ftl_tests::SHARED_CONTENT | id, page);
+                if batches {
+                    batch.push((l as u32, page.to_vec()));
+                }
             }
-            f.write(lpn as u32, &expect[lpn * pb..(lpn + pages) * pb]).unwrap();
+            if batches {
+                let pairs: Vec<(u32, &[u8])> = batch.iter().map(|(l, d)| (*l, &d[..])).collect();
+                f.write_many(&pairs).unwrap();
+            } else {
+                f.write(lpn as u32, &expect[lpn * pb..(lpn + pages) * pb]).unwrap();
+            }
             if step % 40 == 39 {
                 f.flush().unwrap();
             }
@@ -885,32 +908,52 @@ fn dedup_direct_run(geo: Geometry, multi_plane: bool, sampling_unit: u32) -> (Di
 #[test]
 fn dedup_stripes_with_one_content_twice() {
     for (planes, unit) in [(2, 0), (4, 0), (2, 4), (4, 4)] {
-        let what = format!("{planes} planes, sampling unit {unit}");
-        let geo = geometry(4, 12, planes);
-        let (off, off_programs) = dedup_direct_run(geo, false, unit);
-        let (on, on_programs) = dedup_direct_run(geo, true, unit);
-        assert!(
-            off.stats.deduplicated > if unit == 0 { 500 } else { 30 } && (off.shared > 0 || unit > 0),
-            "{what}: the run must share: {:?}, {} shared",
-            off.stats,
-            off.shared
-        );
-        // The write path's counters (GC's moves of shared pages and its journal pages follow
-        // GC's timing, which multi-plane programs change).
-        let write_path = |s: &ftl_core::dedup::DedupStats| {
-            (s.probes, s.unprobed, s.hits, s.stale_hits, s.deduplicated, s.vmap_full, s.conversions)
-        };
-        assert_eq!(write_path(&on.stats), write_path(&off.stats), "{what}: dedup counters");
-        assert!(
-            (&on.data, &on.refs, on.shared, on.live) == (&off.data, &off.refs, off.shared, off.live),
-            "{what}: contents and sharing must not depend on multi-plane"
-        );
-        assert!(
-            on_programs > 20 && off_programs == 0,
-            "{what}: multi-plane programs {on_programs} on, {off_programs} off"
-        );
-        eprintln!("{what}: {on_programs} multi-plane programs, {:?}", on.stats);
+        dedup_direct_off_and_on(planes, unit, false);
     }
+}
+
+/// [`dedup_stripes_with_one_content_twice`] with `write_many` batches (each page a request of
+/// its own; a batch may name a logical page twice), 2 and 4 planes: the misses of a batch go
+/// out in stripes (before, deduplication wrote a batch page by page: no multi-plane program),
+/// with the same contents, sharing and dedup counters as with multi-plane programs off.
+#[cfg(feature = "dedup")]
+#[test]
+fn dedup_batches_stripe_their_misses() {
+    for planes in [2, 4] {
+        dedup_direct_off_and_on(planes, 0, true);
+    }
+}
+
+/// [`dedup_direct_run`] with multi-plane operations off and on (`planes` planes, sampling unit
+/// `unit`, `batches`): the same contents, reference counts, shared contents, live pages and
+/// write-path dedup counters, and multi-plane programs only when on.
+#[cfg(feature = "dedup")]
+fn dedup_direct_off_and_on(planes: u32, unit: u32, batches: bool) {
+    let what = format!("{planes} planes, sampling unit {unit}, batches {batches}");
+    let geo = geometry(4, 12, planes);
+    let (off, off_programs) = dedup_direct_run(geo, false, unit, batches);
+    let (on, on_programs) = dedup_direct_run(geo, true, unit, batches);
+    assert!(
+        off.stats.deduplicated > if unit == 0 { 500 } else { 30 } && (off.shared > 0 || unit > 0),
+        "{what}: the run must share: {:?}, {} shared",
+        off.stats,
+        off.shared
+    );
+    // The write path's counters (GC's moves of shared pages and its journal pages follow
+    // GC's timing, which multi-plane programs change).
+    let write_path = |s: &ftl_core::dedup::DedupStats| {
+        (s.probes, s.unprobed, s.hits, s.stale_hits, s.deduplicated, s.vmap_full, s.conversions)
+    };
+    assert_eq!(write_path(&on.stats), write_path(&off.stats), "{what}: dedup counters");
+    assert!(
+        (&on.data, &on.refs, on.shared, on.live) == (&off.data, &off.refs, off.shared, off.live),
+        "{what}: contents and sharing must not depend on multi-plane"
+    );
+    assert!(
+        on_programs > 20 && off_programs == 0,
+        "{what}: multi-plane programs {on_programs} on, {off_programs} off"
+    );
+    eprintln!("{what}: {on_programs} multi-plane programs, {:?}", on.stats);
 }
 
 /// The dedup workload of [`exhaustive_cuts_in`] cut at every device operation

@@ -56,6 +56,7 @@ use crate::blocks::FLAG_LIVE_JOURNAL;
 use crate::frontier::Source;
 use crate::map::{MappingTable, UNMAPPED};
 use crate::meta::{PageKind, PageMeta, SpareState, META_LEN};
+use crate::multiplane::RequestTemp;
 use crate::policy::{Classifier, PageCodec, PolicySet, Stream, Temperature, WriteRequest};
 use crate::{Error, Ftl};
 
@@ -275,6 +276,16 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             return Ok(false);
         }
         self.write_dedup(lpn, data, n)?;
+        Ok(true)
+    }
+
+    /// `write_many` hook (multi-plane programs on): with deduplication attached, its write path
+    /// writes the batch, the misses in stripes (true).
+    pub(crate) fn dedup_write_many_hook(&mut self, pages: &[(u32, &[u8])]) -> Result<bool, Error> {
+        if !self.dedup_on() {
+            return Ok(false);
+        }
+        self.write_many_dedup(pages)?;
         Ok(true)
     }
 
@@ -529,6 +540,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         let unit = if s.sampling_unit >= 2 { s.sampling_unit } else { 1 };
         let striped = n > 1 && self.multi_program_on();
         let mut held = stripe::StripePages::new();
+        let (src, rt) = (stripe::PagesIn::Request(data), RequestTemp::Whole(temp));
         let mut first = 0u32;
         while first < n {
             let k = unit.min(n - first);
@@ -540,7 +552,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                 if let Some(i) = at {
                     let page = &chunk[i as usize * pb..(i as usize + 1) * pb];
                     let probe = if striped {
-                        self.dedup_probe_in_order(&mut held, page, data, temp)?
+                        self.dedup_probe_in_order(&mut held, page, src, rt)?
                     } else {
                         self.ext.dedup.index.as_deref_mut().map(|ix| ix.probe(page))
                     };
@@ -563,7 +575,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                     Some((si, p)) if si == i => Some(p),
                     _ if probe_rest && striped => {
                         self.ext.dedup.stats.probes += 1;
-                        self.dedup_probe_in_order(&mut held, page, data, temp)?
+                        self.dedup_probe_in_order(&mut held, page, src, rt)?
                     }
                     _ if probe_rest => match self.ext.dedup.index.as_deref_mut() {
                         Some(ix) => {
@@ -579,7 +591,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
                         self.ext.dedup.stats.unprobed += 1;
                     }
                     let h = stripe::HeldPage { lpn: lpn + first + i, index: first + i, probe };
-                    self.dedup_hold(&mut held, h, n - first - j, data, temp)?;
+                    self.dedup_hold(&mut held, h, n - first - j, src, rt)?;
                     continue;
                 }
                 let programs_before = self.counters.nand_programs;
@@ -588,7 +600,64 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             }
             first += k;
         }
-        self.dedup_program_held(&mut held, data, temp)?;
+        self.dedup_program_held(&mut held, src, rt)?;
+        self.maintenance()
+    }
+
+    /// [`Ftl::write_many`] with deduplication attached and multi-plane programs on (pages range
+    /// checked): each page written as `write` of it alone writes it (its own request, probed
+    /// unless inline deduplication is off), but the misses are held for stripes across the batch
+    /// as a request's are (`stripe.rs`). A batch that names a logical page again is cut there,
+    /// the part before it written first: each part names each logical page once, as a request
+    /// does.
+    fn write_many_dedup(&mut self, pages: &[(u32, &[u8])]) -> Result<(), Error> {
+        let mut start = 0;
+        while start < pages.len() {
+            let mut end = start + 1;
+            while end < pages.len() && pages[start..end].iter().all(|p| p.0 != pages[end].0) {
+                end += 1;
+            }
+            self.write_batch_dedup(&pages[start..end])?;
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// One part of [`Self::write_many_dedup`] (each logical page once).
+    fn write_batch_dedup(&mut self, pages: &[(u32, &[u8])]) -> Result<(), Error> {
+        let inline = self.ext.dedup.settings.inline;
+        let (src, rt) = (stripe::PagesIn::Batch(pages), RequestTemp::PerPage);
+        let mut held = stripe::StripePages::new();
+        for (i, &(lpn, page)) in pages.iter().enumerate() {
+            // What `write` of the page does before its write path (GC may run with pages held,
+            // as it may within a request).
+            self.dedup_keep_reserve()?;
+            if self.trims.overlaps(lpn, 1) {
+                self.write_journal()?;
+            }
+            self.flex_note_write(lpn, 1);
+            self.dedup_order_before(lpn, 1)?;
+            let probe = if inline && self.ext.dedup.index.is_some() {
+                self.ext.dedup.stats.probes += 1;
+                self.dedup_probe_in_order(&mut held, page, src, rt)?
+            } else {
+                None
+            };
+            if !matches!(probe, Some(ContentProbe::Hit { .. })) {
+                if probe.is_none() {
+                    self.ext.dedup.stats.unprobed += 1;
+                }
+                let h = stripe::HeldPage { lpn, index: i as u32, probe };
+                self.dedup_hold(&mut held, h, (pages.len() - i) as u32, src, rt)?;
+                continue;
+            }
+            let req = WriteRequest { lpn, pages: 1, page_bytes: self.geo.data_bytes };
+            let temp = self.policies.classifier().classify_request(&req);
+            let programs_before = self.counters.nand_programs;
+            self.write_one_dedup(lpn, page, temp, probe)?;
+            self.note_write_programs(programs_before);
+        }
+        self.dedup_program_held(&mut held, src, rt)?;
         self.maintenance()
     }
 

@@ -1,13 +1,14 @@
 //! Deduplication's write path in multi-plane stripes (issue #20; `multiplane.rs`, **When**).
 //!
-//! With multi-plane programs on, `write_dedup` does not program a request's unique pages one by
-//! one: each page is probed in request order, a hit is shared (or written) at once as before, and
-//! a miss or an unprobed page is held back in a [`StripePages`] until a stripe's worth is held
-//! (the planes left in the LUN from the rotation's next plane, plane-first order; a round of the
-//! rotation, channel-first) or the request ends (a sampling unit's end flushes nothing: its
-//! pages are held as any others). The held pages then go to
-//! [`Ftl::write_striped`] (one multi-plane program per aligned stripe, each page remapped in
-//! order after it), and only then is each probed one inserted in the index at its final location.
+//! With multi-plane programs on, `write_dedup` does not program a request's unique pages one by one
+//! (nor `write_many_dedup` a batch's, each page its own one-page request, [`PagesIn`]): each page
+//! is probed in request order, a hit is shared (or written) at once as before, and a miss or an
+//! unprobed page is held back in a [`StripePages`] until a stripe's worth is held (the planes left
+//! in the LUN from the rotation's next plane, plane-first order; a round of the rotation,
+//! channel-first) or the request ends (a sampling unit's end flushes nothing: its pages are held as
+//! any others). The held pages then go to [`Ftl::write_striped`] (one multi-plane program per
+//! aligned stripe, each page remapped in order after it), and only then is each probed one inserted
+//! in the index at its final location.
 //! Plane-first, the first page of each stripe is classified (its stream) as it is held, the
 //! others as the stripe is programmed; before the first page a request holds,
 //! [`Ftl::realign_planes`] voids the pages that line the LUN's planes up if the requests before
@@ -34,16 +35,17 @@
 //! it that name them are journaled first (`dedup_order_before`), so no record is due between a
 //! held page and its program. Power loss: a cut during the program leaves each page of the
 //! stripe programmed, torn or erased; recovery checks the newest `planes_per_lun` data pages
-//! (`recovery.rs` `torn_window`), and a share taken before the program whose record was still
-//! in RAM is lost with the unacknowledged request. RAM: the held pages on the stack,
-//! [`MAX_TOTAL_PLANES`] x 40 bytes and a count (648 bytes on a 64-bit host).
+//! (`recovery.rs` `torn_window`), and a share taken before the program whose record was still in
+//! RAM is lost with the unacknowledged request. RAM: the held pages on the stack,
+//! [`MAX_TOTAL_PLANES`] x 40 bytes, a count, the first page's stream and a flag (656 bytes on a
+//! 64-bit host).
 
 use nand_hal::{NandFlash, MAX_PLANES};
 
 use crate::config::{StripeOrder, MAX_TOTAL_PLANES};
 use crate::map::MappingTable;
 use crate::multiplane::RequestTemp;
-use crate::policy::{PolicySet, Stream, Temperature};
+use crate::policy::{PolicySet, Stream};
 use crate::{Error, Ftl};
 
 use super::vmap::VIRTUAL_FLAG;
@@ -84,6 +86,24 @@ impl StripePages {
     }
 }
 
+/// Where the held pages' data is: a request's pages (`write`), or a batch's (`write_many`);
+/// a [`HeldPage`]'s `index` counts pages of it.
+#[derive(Copy, Clone)]
+pub(super) enum PagesIn<'d> {
+    Request(&'d [u8]),
+    Batch(&'d [(u32, &'d [u8])]),
+}
+
+impl<'d> PagesIn<'d> {
+    /// The data of page `index` (`pb` bytes a page).
+    fn page(self, index: u32, pb: usize) -> &'d [u8] {
+        match self {
+            PagesIn::Request(data) => &data[index as usize * pb..][..pb],
+            PagesIn::Batch(pages) => pages[index as usize].1,
+        }
+    }
+}
+
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// Probes `page` (request data `data`) as if the held pages were written: see the module
     /// doc. The caller counts the probe.
@@ -91,11 +111,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         &mut self,
         held: &mut StripePages,
         page: &[u8],
-        data: &[u8],
-        temp: Temperature,
+        data: PagesIn<'_>,
+        temp: RequestTemp,
     ) -> Result<Option<ContentProbe>, Error> {
         let pb = self.geo.data_bytes as usize;
-        if held.held().iter().any(|h| &data[h.index as usize * pb..][..pb] == page) {
+        if held.held().iter().any(|h| data.page(h.index, pb) == page) {
             self.dedup_program_held(held, data, temp)?;
         }
         let Some(ix) = self.ext.dedup.index.as_deref_mut() else { return Ok(None) };
@@ -133,11 +153,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         held: &mut StripePages,
         page: HeldPage,
         left: u32,
-        data: &[u8],
-        temp: Temperature,
+        data: PagesIn<'_>,
+        temp: RequestTemp,
     ) -> Result<(), Error> {
         if held.len == 0 && self.cfg.stripe_order == StripeOrder::PlaneFirst {
-            let stream = self.stripe_stream(page.lpn, RequestTemp::Whole(temp));
+            let stream = self.stripe_stream(page.lpn, temp);
             if !held.started {
                 self.realign_planes(left as usize, stream)?;
             }
@@ -169,8 +189,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     pub(super) fn dedup_program_held(
         &mut self,
         held: &mut StripePages,
-        data: &[u8],
-        temp: Temperature,
+        data: PagesIn<'_>,
+        temp: RequestTemp,
     ) -> Result<(), Error> {
         let n = held.len;
         if n == 0 {
@@ -179,11 +199,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         held.len = 0;
         let pages = held.pages;
         let pb = self.geo.data_bytes as usize;
-        let page = |i: usize| (pages[i].lpn, &data[pages[i].index as usize * pb..][..pb]);
+        let page = |i: usize| (pages[i].lpn, data.page(pages[i].index, pb));
         match held.first.take() {
             // Plane-first: the first page classified and the realignment decided as it was held.
-            Some(stream) => self.write_plane_first(n, page, RequestTemp::Whole(temp), Some(stream))?,
-            None => self.write_striped(n, page, RequestTemp::Whole(temp))?,
+            Some(stream) => self.write_plane_first(n, page, temp, Some(stream))?,
+            None => self.write_striped(n, page, temp)?,
         }
         for (i, h) in pages[..n].iter().enumerate() {
             let Some(ContentProbe::Miss(key)) = h.probe else { continue };

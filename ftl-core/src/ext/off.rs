@@ -138,6 +138,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     pub(crate) fn dedup_write_hook(&mut self, _lpn: u32, _data: &[u8], _n: u32) -> Result<bool, Error> {
         Ok(false)
     }
+    pub(crate) fn dedup_write_many_hook(&mut self, _pages: &[(u32, &[u8])]) -> Result<bool, Error> {
+        Ok(false)
+    }
     pub(crate) fn dedup_order_before(&mut self, _lpn: u32, _count: u32) -> Result<(), Error> {
         Ok(())
     }
