@@ -18,6 +18,9 @@
 //!   and write-path counters; multi-plane programs only when on.
 //! - `dedup_batches_stripe_their_misses`: the same with `write_many` batches (pages anywhere, a
 //!   logical page now and then twice in a batch): a batch's misses go out in stripes.
+//! - `dedup_batch_model_reaches_cuts_in_stripes`: the batch model below with deduplication
+//!   attached and shared contents, fixed seeds, both cut semantics: after a cut, each page of an
+//!   unacknowledged batch reads old or new (about 290 cuts inside batches).
 //! - `exhaustive_cuts_with_dedup`: the exhaustive run below with shared contents on 2 and 4
 //!   planes, both emulator semantics of a cut multi-plane call, and channel-first striping on
 //!   2 LUNs x 2 planes; then across a realignment of the unique pages' stripes (the workload
@@ -1377,6 +1380,19 @@ struct Reached {
     multi_programs: u64,
     /// Multi-plane reads.
     multi_reads: u64,
+    /// Pages deduplication shared (attached).
+    shares: u64,
+}
+
+/// Pages deduplication shared in `f`'s life (0 when not attached, or not built).
+fn shares<N: NandFlash>(f: &ftl_tests::TestFtl<'_, N>) -> u64 {
+    #[cfg(feature = "dedup")]
+    return f.dedup_stats().deduplicated;
+    #[cfg(not(feature = "dedup"))]
+    {
+        let _ = f;
+        0
+    }
 }
 
 fn run_batches(
@@ -1400,6 +1416,22 @@ fn run_batches_in(
     seed: u64,
     cut: MultiPlaneCut,
 ) -> Result<Reached, TestCaseError> {
+    run_batches_with(planes, luns, order, map, steps, seed, cut, false)
+}
+
+/// [`run_batches_in`], with deduplication attached if `dedup` (the build's, flat map only), and
+/// then every third page written a shared content ([`ftl_tests::SHARED_CONTENT`], one of 6).
+#[allow(clippy::too_many_arguments)]
+fn run_batches_with(
+    planes: u32,
+    luns: u32,
+    order: StripeOrder,
+    map: MapChoice,
+    steps: &[Step],
+    seed: u64,
+    cut: MultiPlaneCut,
+    dedup: bool,
+) -> Result<Reached, TestCaseError> {
     let mut reached = Reached::default();
     let geo = Geometry { luns, ..geometry(4, 16, planes) };
     let mut cfg = Config::with_logical_pages(&geo, 48);
@@ -1412,7 +1444,15 @@ fn run_batches_in(
     let pb = geo.data_bytes as usize;
     let mut model = Model { now: vec![None; logical as usize], may: vec![vec![None]; logical as usize] };
     let mut id = 1u64;
-    let mut f = Some(format(&mut emu, &mut mem, cfg).map_err(|e| TestCaseError::fail(format!("{e:?}")))?);
+    let mut ext = ExtParts::none();
+    if dedup {
+        ext.dedup = ftl_tests::stack::DedupParts::for_build(&geo, &cfg);
+        assert!(ext.dedup.is_some() && map == MapChoice::Flat, "deduplication attached, flat map");
+    }
+    let mut f = Some(
+        ftl_tests::open(&mut emu, &mut mem, ext.extensions(), cfg, DefaultPolicies::default(), true)
+            .map_err(|e| TestCaseError::fail(format!("{e:?}")))?,
+    );
     let mut cut_pending = false;
     for s in steps {
         let ftl = f.as_mut().expect("mounted");
@@ -1422,8 +1462,13 @@ fn run_batches_in(
                     .iter()
                     .map(|&l| {
                         let mut p = vec![0u8; pb];
-                        fill_page(l, id, &mut p);
-                        model.may[l as usize].push(Some(id));
+                        let c = if dedup && id.is_multiple_of(3) {
+                            ftl_tests::SHARED_CONTENT | (1 + id / 3 % 6)
+                        } else {
+                            id
+                        };
+                        fill_page(l, c, &mut p);
+                        model.may[l as usize].push(Some(c));
                         id += 1;
                         p
                     })
@@ -1474,12 +1519,20 @@ fn run_batches_in(
                 let c = *f.as_ref().expect("mounted").counters();
                 reached.multi_programs += c.multi_plane_programs;
                 reached.multi_reads += c.multi_plane_reads;
+                reached.shares += shares(f.as_ref().expect("mounted"));
                 reached.cuts_in_batches += matches!(s, Step::Batch(_)) as u32;
                 drop(f.take());
                 emu.restore_power();
                 cut_pending = false;
-                let mut g = mount(&mut emu, &mut mem, cfg)
-                    .map_err(|e| TestCaseError::fail(format!("mount: {e:?}")))?;
+                let mut g = ftl_tests::open(
+                    &mut emu,
+                    &mut mem,
+                    ext.extensions(),
+                    cfg,
+                    DefaultPolicies::default(),
+                    false,
+                )
+                .map_err(|e| TestCaseError::fail(format!("mount: {e:?}")))?;
                 let mut p = vec![0u8; pb];
                 for l in 0..logical {
                     g.read(l, &mut p).map_err(|e| TestCaseError::fail(format!("read {l}: {e:?}")))?;
@@ -1504,6 +1557,7 @@ fn run_batches_in(
     let c = *f.as_ref().expect("mounted").counters();
     reached.multi_programs += c.multi_plane_programs;
     reached.multi_reads += c.multi_plane_reads;
+    reached.shares += shares(f.as_ref().expect("mounted"));
     // A clean unmount and mount read everything back, with the batch read too.
     let nand = f.take().expect("mounted").unmount().map_err(|e| TestCaseError::fail(format!("{e:?}")));
     if cut_pending {
@@ -1511,7 +1565,8 @@ fn run_batches_in(
         return Ok(reached);
     }
     nand?;
-    let mut g = mount(&mut emu, &mut mem, cfg).map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+    let mut g = ftl_tests::open(&mut emu, &mut mem, ext.extensions(), cfg, DefaultPolicies::default(), false)
+        .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
     let mut bufs = vec![vec![0u8; pb]; logical as usize];
     let mut items: Vec<(u32, &mut [u8])> =
         bufs.iter_mut().enumerate().map(|(l, b)| (l as u32, &mut b[..])).collect();
@@ -1591,6 +1646,55 @@ fn batch_model_reaches_cuts_in_multi_plane_programs() {
     }
     for t in total.iter().flatten() {
         assert!(t.cuts_in_batches > 50 && t.multi_programs > 500 && t.multi_reads > 50, "{total:?}");
+    }
+    eprintln!("{total:?}");
+}
+
+/// The batch model with deduplication attached (every third page a shared content; batches of
+/// consecutive pages, and of pages anywhere, a logical page maybe twice), 2 and 4 planes, both
+/// emulator semantics of a cut multi-plane program, fixed seeds: a batch's misses go out in
+/// stripes (`write_many_dedup`), and after a cut each page of an unacknowledged batch (and every
+/// page written since the last flush) reads old or new, never anything else.
+#[cfg(feature = "dedup")]
+#[test]
+fn dedup_batch_model_reaches_cuts_in_stripes() {
+    let mut total: [Reached; 2] = Default::default();
+    for seed in 0..60u64 {
+        let mut rng = Rng::new(seed);
+        let steps: Vec<Step> = (0..100)
+            .map(|_| match rng.below(13) {
+                0..=5 => {
+                    let l = rng.below(48) as u32;
+                    Step::Batch((l..(l + 1 + rng.below(8) as u32).min(48)).collect())
+                }
+                6..=8 => Step::Batch((0..1 + rng.below(8)).map(|_| rng.below(48) as u32).collect()),
+                9 | 10 => Step::Read((0..1 + rng.below(8)).map(|_| rng.below(48) as u32).collect()),
+                11 => Step::Flush,
+                _ => Step::Cut(rng.below(120)),
+            })
+            .collect();
+        for (m, cut) in [MultiPlaneCut::CutOpOnly, MultiPlaneCut::WholeCall].into_iter().enumerate() {
+            let planes = [2, 4][seed as usize % 2];
+            let r = run_batches_with(
+                planes,
+                1,
+                StripeOrder::PlaneFirst,
+                MapChoice::Flat,
+                &steps,
+                seed,
+                cut,
+                true,
+            )
+            .unwrap_or_else(|e| panic!("seed {seed}, {cut:?}: {e}"));
+            let t = &mut total[m];
+            t.cuts_in_batches += r.cuts_in_batches;
+            t.multi_programs += r.multi_programs;
+            t.multi_reads += r.multi_reads;
+            t.shares += r.shares;
+        }
+    }
+    for t in &total {
+        assert!(t.cuts_in_batches > 50 && t.multi_programs > 500 && t.shares > 200, "{total:?}");
     }
     eprintln!("{total:?}");
 }
