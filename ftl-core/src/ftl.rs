@@ -370,6 +370,11 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
     /// Each page is on flash when this returns; it survives a power cut once `flush` returns.
     pub fn write(&mut self, lpn: u32, data: &[u8]) -> Result<(), Error> {
         let n = self.check_range(lpn, data.len())?;
+        // A request shorter than a stripe ends a run of striped requests (`multiplane.rs`,
+        // **Realignment**): it moves the rotation, so the planes' drift is not a steady state.
+        if n < self.geo.planes_per_lun {
+            self.stripe_misses = 0;
+        }
         self.dedup_keep_reserve()?;
         if self.trims.overlaps(lpn, n) {
             self.write_journal()?;

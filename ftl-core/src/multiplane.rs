@@ -186,7 +186,9 @@
 //! is one multi-plane program, and only an odd-sized request would end it (measured: 0
 //! multi-plane programs in 20,000 2-page writes after a sequential precondition). So when
 //! `REALIGN_AFTER_MISSES` (8) striped requests in a row start in that state (`stripe_misses`,
-//! reset by any striped request that starts on a LUN's first plane), the FTL voids the next
+//! reset by any striped request that starts on a LUN's first plane and by any [`Ftl::write`]
+//! of fewer pages than a stripe, which moves the rotation: the drift is then no steady state),
+//! the FTL voids the next
 //! page of each plane behind (the void mark a failed program's page gets: mount skips it, GC
 //! finds nothing live in it), which lines the planes up, and the request starts a stripe on
 //! the LUN's first plane. Cost: `planes - 1` pages and programs once, where a run of such
