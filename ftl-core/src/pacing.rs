@@ -303,24 +303,15 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             && self.blocks.get(b).valid() > 0
             && (limit == u32::MAX || !self.checkpoint_due())
         {
-            let page = self.geo.page(b, next);
-            let valid = match self.page_is_valid(page) {
-                Ok(v) => v,
+            // One page, or one GC stripe (`gc_stripe.rs`: it counts its `k` copies).
+            match self.gc_step(b, plane, &mut next) {
+                Ok(n) => copies += n,
                 Err(e) => {
                     self.paced[plane as usize] = PacedVictim::NONE;
                     self.blocks.set_state(b, BlockState::Used);
                     return Err(e);
                 }
-            };
-            if valid {
-                if let Err(e) = self.relocate(page, plane) {
-                    self.paced[plane as usize] = PacedVictim::NONE;
-                    self.blocks.set_state(b, BlockState::Used);
-                    return Err(e);
-                }
-                copies += 1;
             }
-            next += 1;
             self.paced[plane as usize].next_page = next;
         }
         if self.blocks.get(b).valid() > 0 && next < ppb {

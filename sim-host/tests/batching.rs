@@ -39,6 +39,7 @@ fn config(batch: bool, order: ftl_core::StripeOrder) -> SimConfig {
         classifier_opts: Default::default(),
         gc_pacing: true,
         multi_plane: true,
+        gc_stripes: true,
         stripe_order: order,
         batch,
         check_data: true,

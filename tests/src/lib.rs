@@ -1164,6 +1164,8 @@ pub struct Totals {
     pub multi_plane_reads: u64,
     /// Pages voided to realign the planes (`ftl_core::multiplane`).
     pub realign_pads: u64,
+    /// GC stripes (`ftl_core::gc_stripe`).
+    pub gc_stripes: u64,
     /// Index probes of deduplication's write path (feature `dedup`).
     pub dedup_probes: u64,
     /// Shared pages GC moved (feature `dedup`).
@@ -1189,6 +1191,7 @@ impl Totals {
         self.multi_plane_erases += c.multi_plane_erases;
         self.multi_plane_reads += c.multi_plane_reads;
         self.realign_pads += c.realign_pads;
+        self.gc_stripes += c.gc_stripes;
     }
 
     /// Adds one instance's counters and, if it had second writes on, their counts.

@@ -1,0 +1,397 @@
+//! GC stripes: GC's copies programmed as multi-plane programs, one page on the GC frontier of
+//! each plane of the victim's LUN at one page offset (issue #20; host stripes are in
+//! `multiplane.rs`).
+//!
+//! RAM, explicit and caller-provided: [`crate::Memory::page_buf`] may be one raw page (as
+//! before: no GC stripes) or `planes_per_lun` raw pages ([`crate::RamLayout::page_buf`] +
+//! [`crate::RamLayout::gc_stripe_buf`]: +2,112 bytes per extra plane on the 2 KiB board part).
+//! The FTL splits it at construction: the page buffer every path uses stays one raw page, the
+//! rest (`Ftl::gc_extra`) holds a stripe's pages after the first. Any other length is refused.
+//!
+//! When ([`Ftl::gc_stripe_width`]): the extra buffer is lent, [`Ftl::set_gc_stripes`] is on (the
+//! default), multi-plane programs are on (`Ftl::multi_program_on`), the victim's plane is not
+//! emigrating, and no technique is attached (first version: second writes and deduplication
+//! move pages through their own hooks, the NV cache may drop or write back pages between a
+//! program and its remaps, FlexECC picks a format per copy; with any of them GC copies one page
+//! at a time as before).
+//!
+//! How ([`Ftl::gc_step`], the unit of work of whole-victim GC, `gc.rs`, and of paced GC,
+//! `pacing.rs`): GC looks at the GC frontiers of the planes of the victim's LUN. If they are at
+//! different page offsets, the next valid page goes, as a single copy (copy-back where it
+//! qualifies, `gc_copy_back.rs`), to the frontier furthest behind the offset they reach with the
+//! fewest pages (the drift rule of host stripes), so that they line up again without voiding a
+//! page. Once they are lined up, the victim's next `planes_per_lun` valid pages are a stripe:
+//! every sibling's GC frontier opened ([`Ftl::ensure_gc_frontier`]; a spill to another plane,
+//! a sibling without its free reserve whose frontier is closed, or one a mount resumed: single
+//! copies), the pages read into the page buffers one by one, each decided exactly as a single
+//! plain copy is (`Ftl::relocate_plan`, shared with `relocate_read`: metadata checked against
+//! the map, data corrected where the codec can; a map page is written again by the map, a page
+//! mapped nowhere dropped), every entry brought into RAM with room for its change (a
+//! flash-resident map: `Ftl::map_fault_in_group`, as host stripes), the frontiers checked
+//! lined up again (a map write-back may have taken a GC page) with no torn page pending, then
+//! one `program_multi` of the `k` copies (consecutive sequence numbers, plane order), each
+//! remapped after it. A stripe that does not go out (a page not to be copied, entries not all in
+//! RAM, frontiers no longer lined up) is programmed one page at a time from the buffers. A page
+//! left at the end of a victim goes to the victim's own plane (the rule's tie), which the next
+//! victim's first single makes up. Copies may land in a sibling plane (legal: see
+//! "emigration" in docs/design.md), so stripes do not use copy-back (same plane only); single
+//! copies still do. Paced GC counts a stripe as `k` copies against its step's budget (a stripe
+//! is not split: a step may copy up to `k - 1` pages more than its budget; later steps' budgets
+//! follow the victim's remaining pages).
+//!
+//! Failures: as a host stripe's (`Ftl::stripe_program_failed`, shared with `program_stripe`):
+//! the pages before the failing one are remapped; it and those after it are voided (or recorded
+//! torn), their blocks closed, a failed block sent to retirement, and those pages written again
+//! one by one from the buffers (power loss and other errors: returned, the victim goes back to
+//! the lists with its pages not yet remapped, as after any failed copy).
+//!
+//! Power loss: the victim keeps every page until all its copies are remapped and it is erased
+//! through the usual end of collection (`gc.rs`), so a cut in a stripe loses nothing; mount's
+//! torn window (`recovery.rs` `torn_window`) already checks the newest `planes_per_lun` data
+//! pages whenever `multi_program_possible` holds, which GC stripes require: a GC stripe's pages
+//! are data pages with the newest sequence numbers, a torn one is rolled back to the victim's
+//! page it was copied from (tests/tests/gc_stripes.rs cuts at every operation).
+
+use nand_hal::{BlockId, NandFlash, PageId, ProgramOp, MAX_PLANES};
+
+use crate::gc::CopyPlan;
+use crate::map::MappingTable;
+use crate::meta::{PageKind, PageMeta, META_LEN};
+use crate::policy::{PageCodec, PolicySet, Stream};
+use crate::{Error, Ftl};
+
+const NIL: u32 = u32::MAX;
+
+/// Page buffer `slot` of raw size `raw`: 0 is the page buffer, `j > 0` the `j`-th raw page of
+/// GC stripes' extra buffer (`None` past its end).
+pub(crate) fn slot_mut<'a>(buf: &'a mut [u8], extra: &'a mut [u8], raw: usize, slot: usize) -> Option<&'a mut [u8]> {
+    if slot == 0 {
+        return Some(buf);
+    }
+    extra.get_mut((slot - 1) * raw..slot * raw)
+}
+
+/// Where the GC frontiers of a victim's LUN stand.
+enum Lineup {
+    /// At one page offset: a stripe may go.
+    Aligned,
+    /// Drifted: the next single copy goes to this plane, the one furthest behind.
+    Behind(u32),
+    /// No stripe now (a sibling resumed by a mount, emigrating, or without its reserve and
+    /// without an open GC block): single copies to the victim's plane.
+    Unusable,
+}
+
+impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
+    /// Turns GC stripes on (the default; they also need the extra page buffers, see the module
+    /// doc) or off (GC copies one page at a time).
+    pub fn set_gc_stripes(&mut self, on: bool) {
+        self.gc_stripes = on;
+    }
+
+    /// Pages of a GC stripe for a victim in `plane` (its LUN's planes), or 0 when GC copies one
+    /// page at a time (see the module doc, **When**).
+    pub(crate) fn gc_stripe_width(&self, plane: u32) -> usize {
+        let k = (self.geo.planes_per_lun as usize).min(MAX_PLANES);
+        let s = self.stack();
+        if !self.gc_stripes
+            || k < 2
+            || self.gc_extra.len() < (k - 1) * self.buf.len()
+            || !self.multi_program_on()
+            || s.wom
+            || s.dedup
+            || s.nv_cache
+            || s.flex_ecc
+            || self.emigrating(plane)
+            || k * (META_LEN + self.codec_len) > self.buf.len()
+        {
+            return 0;
+        }
+        k
+    }
+
+    /// The first valid page of victim `b` from page `from` on.
+    fn next_valid(&mut self, b: BlockId, from: u32) -> Result<Option<u32>, Error> {
+        for i in from..self.geo.pages_per_block {
+            if self.page_is_valid(self.geo.page(b, i))? {
+                return Ok(Some(i));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Moves the next valid page(s) of victim `b` (collected in `plane`) from page `*next` on:
+    /// one GC stripe or one page (see the module doc). Returns the pages copied (0 when none was
+    /// left) and leaves `*next` past the last page taken.
+    pub(crate) fn gc_step(&mut self, b: BlockId, plane: u32, next: &mut u32) -> Result<u32, Error> {
+        let Some(first) = self.next_valid(b, *next)? else {
+            *next = self.geo.pages_per_block;
+            return Ok(0);
+        };
+        *next = first + 1;
+        let page = self.geo.page(b, first);
+        let k = self.gc_stripe_width(plane);
+        if k < 2 {
+            self.relocate(page, plane)?;
+            return Ok(1);
+        }
+        match self.gc_lineup(plane, k) {
+            Lineup::Aligned => {}
+            Lineup::Behind(q) => {
+                self.relocate(page, q)?;
+                return Ok(1);
+            }
+            Lineup::Unusable => {
+                self.relocate(page, plane)?;
+                return Ok(1);
+            }
+        }
+        let mut pages = [page; MAX_PLANES];
+        let mut n = 1;
+        let mut i = first + 1;
+        while n < k {
+            match self.next_valid(b, i)? {
+                Some(v) => {
+                    pages[n] = self.geo.page(b, v);
+                    n += 1;
+                    i = v + 1;
+                }
+                None => break,
+            }
+        }
+        if n < k {
+            // The victim's last pages: one to its own plane (the lined-up frontiers' tie).
+            self.relocate(page, plane)?;
+            return Ok(1);
+        }
+        *next = i;
+        self.gc_stripe(&pages[..k], plane)?;
+        Ok(k as u32)
+    }
+
+    /// The GC frontiers of the LUN of `plane` (`k` planes): lined up, or the plane furthest
+    /// behind the offset they reach with the fewest pages (a closed frontier opens at 0).
+    fn gc_lineup(&self, plane: u32, k: usize) -> Lineup {
+        let ppb = self.geo.pages_per_block;
+        let base = plane - plane % k as u32;
+        let threshold = self.free_threshold();
+        let mut offset = [0u32; MAX_PLANES];
+        for (j, o) in offset.iter_mut().enumerate().take(k) {
+            let q = base + j as u32;
+            let i = Self::frontier_index(q, Stream::Gc);
+            let f = self.frontiers[i];
+            if self.resumed & (1 << i) != 0 || (q != plane && self.emigrating(q)) {
+                return Lineup::Unusable;
+            }
+            if f.block == NIL {
+                // Copies of another plane's victim open no block where the reserve is short.
+                if q != plane && self.blocks.free_count(q) < threshold {
+                    return Lineup::Unusable;
+                }
+                *o = 0;
+            } else {
+                *o = f.next_page;
+            }
+        }
+        let lag = |t: u32, o: u32| (t + ppb - o) % ppb;
+        let offs = &offset[..k];
+        let target = offs
+            .iter()
+            .copied()
+            .min_by_key(|&t| offs.iter().map(|&o| lag(t, o)).sum::<u32>())
+            .unwrap_or(0);
+        // The plane furthest behind (ties: the victim's own plane, then the first).
+        let own = (plane - base) as usize;
+        let mut best = own;
+        for j in 0..k {
+            if lag(target, offs[j]) > lag(target, offs[best]) {
+                best = j;
+            }
+        }
+        if lag(target, offs[best]) == 0 {
+            Lineup::Aligned
+        } else {
+            Lineup::Behind(base + best as u32)
+        }
+    }
+
+    /// Whether the GC frontiers of planes `base..base + k` are open at one page offset, none a
+    /// mount resumed, and no failed program's page is pending (the program's condition).
+    fn gc_aligned(&self, base: u32, k: usize) -> bool {
+        let first = self.frontiers[Self::frontier_index(base, Stream::Gc)];
+        (0..k as u32).all(|j| {
+            let i = Self::frontier_index(base + j, Stream::Gc);
+            let f = self.frontiers[i];
+            f.block != NIL && f.next_page == first.next_page && self.resumed & (1 << i) == 0
+        }) && self.torn_is_clear()
+    }
+
+    /// Copies the valid pages `pages` (one per plane of the LUN of `plane`) as one GC stripe, or
+    /// one by one where it cannot go out (see the module doc).
+    fn gc_stripe(&mut self, pages: &[PageId], plane: u32) -> Result<(), Error> {
+        let k = pages.len();
+        let base = plane - plane % k as u32;
+        for j in 0..k as u32 {
+            if self.ensure_gc_frontier(base + j)? != base + j {
+                return self.gc_singles(pages, plane);
+            }
+        }
+        if !self.gc_aligned(base, k) {
+            return self.gc_singles(pages, plane);
+        }
+        let d = self.geo.data_bytes as usize;
+        let raw = self.buf.len();
+        let sl = META_LEN + self.codec_len;
+        for (j, &page) in pages.iter().enumerate() {
+            self.counters.nand_reads += 1;
+            let b = slot_mut(self.buf, self.gc_extra, raw, j).ok_or(Error::Memory)?;
+            let (data, spare) = b.split_at_mut(d);
+            self.nand.read_page(page, data, &mut spare[..sl])?;
+        }
+        let mut plans: [Option<CopyPlan>; MAX_PLANES] = [None; MAX_PLANES];
+        for (j, &page) in pages.iter().enumerate() {
+            plans[j] = self.relocate_plan(page, j, None)?;
+        }
+        let mut lpns = [0u32; MAX_PLANES];
+        let mut all = true;
+        for (l, p) in lpns.iter_mut().zip(&plans[..k]) {
+            match p {
+                Some(p) => *l = p.lpn,
+                None => all = false,
+            }
+        }
+        if all && self.map_fault_in_group(&lpns[..k])? && self.gc_aligned(base, k) {
+            return self.program_gc_stripe(base, &plans[..k]);
+        }
+        self.gc_singles_from_buffers(&plans[..k], plane)
+    }
+
+    /// The single copies of `pages` (not read yet), each to the plane the lineup names.
+    fn gc_singles(&mut self, pages: &[PageId], plane: u32) -> Result<(), Error> {
+        for &page in pages {
+            let q = self.gc_single_plane(plane);
+            self.relocate(page, q)?;
+        }
+        Ok(())
+    }
+
+    /// Where a single GC copy of a page of `plane` goes while stripes are on: the sibling
+    /// plane furthest behind, or `plane`.
+    fn gc_single_plane(&self, plane: u32) -> u32 {
+        let k = self.gc_stripe_width(plane);
+        if k < 2 {
+            return plane;
+        }
+        match self.gc_lineup(plane, k) {
+            Lineup::Behind(q) => q,
+            _ => plane,
+        }
+    }
+
+    /// Programs the pages of the buffers as planned one by one (the page buffer's first,
+    /// then each extra buffer's copied into it), each to the plane [`Self::gc_single_plane`]
+    /// names (no block opened there runs GC or a checkpoint: the buffers hold data), and remaps
+    /// each.
+    fn gc_singles_from_buffers(
+        &mut self,
+        plans: &[Option<CopyPlan>],
+        plane: u32,
+    ) -> Result<(), Error> {
+        let raw = self.buf.len();
+        for (j, plan) in plans.iter().enumerate() {
+            let Some(plan) = *plan else { continue };
+            if j > 0 {
+                let src = self.gc_extra.get((j - 1) * raw..j * raw).ok_or(Error::Memory)?;
+                self.buf.copy_from_slice(src);
+            }
+            self.map_fault_in_for_write(plan.lpn)?;
+            let q = self.gc_single_plane(plane);
+            let new = self.append(
+                q,
+                Stream::Gc,
+                PageKind::Data,
+                plan.lpn,
+                plan.aux,
+                crate::frontier::Source::Buffer { encode: plan.encode },
+            )?;
+            self.gc_copied(plan.lpn, new)?;
+        }
+        Ok(())
+    }
+
+    /// The end of one GC copy of `lpn`, programmed at `new`: remapped and counted.
+    fn gc_copied(&mut self, lpn: u32, new: PageId) -> Result<(), Error> {
+        self.remap(lpn, Some(new))?;
+        self.counters.gc_page_copies += 1;
+        Ok(())
+    }
+
+    /// One multi-plane program of the planned copies in the buffers (one each), to the lined-up
+    /// GC frontiers of planes `base..`; then each remapped (see the module doc for failures).
+    fn program_gc_stripe(&mut self, base: u32, plans: &[Option<CopyPlan>]) -> Result<(), Error> {
+        let k = plans.len();
+        let d = self.geo.data_bytes as usize;
+        let raw = self.buf.len();
+        let sl = META_LEN + self.codec_len;
+        let format = self.flex_page_format(PageKind::Data, false);
+        let mut dst = [PageId(0); MAX_PLANES];
+        let mut plan = [CopyPlan { lpn: 0, aux: 0, encode: false, decoded_ok: true }; MAX_PLANES];
+        for j in 0..k {
+            plan[j] = plans[j].ok_or(Error::Corrupt)?;
+            dst[j] = self.take_page(base + j as u32, Stream::Gc)?;
+            let meta = PageMeta {
+                kind: PageKind::Data,
+                tag: plan[j].lpn,
+                seq: self.seq,
+                erase_count: self.blocks.get(self.geo.block_of(dst[j])).erase_count(),
+                aux: plan[j].aux,
+            };
+            self.seq += 1;
+            let b = slot_mut(self.buf, self.gc_extra, raw, j).ok_or(Error::Memory)?;
+            let (data, spare) = b.split_at_mut(d);
+            meta.encode(&mut spare[..META_LEN]);
+            if plan[j].encode {
+                self.policies.codec().encode_as(data, &mut spare[META_LEN..sl], format);
+            }
+        }
+        self.counters.multi_plane_programs += 1;
+        self.counters.gc_stripes += 1;
+        self.dirty = true;
+        let result = {
+            let mut ops = [ProgramOp { page: PageId(0), data: &[], spare: &[] }; MAX_PLANES];
+            for (j, op) in ops.iter_mut().enumerate().take(k) {
+                let b: &[u8] = if j == 0 { self.buf } else { &self.gc_extra[(j - 1) * raw..j * raw] };
+                *op = ProgramOp { page: dst[j], data: &b[..d], spare: &b[d..d + sl] };
+            }
+            self.nand.program_multi(&ops[..k])
+        };
+        let (done, err) = match result {
+            Ok(()) => (k, None),
+            Err((i, e)) => (i.min(k - 1), Some(e)),
+        };
+        self.counters.nand_programs += (done + usize::from(err.is_some())) as u64;
+        for j in 0..done {
+            self.gc_copied(plan[j].lpn, dst[j])?;
+        }
+        let Some(e) = err else { return Ok(()) };
+        self.stripe_program_failed(&dst[done..k], e)?;
+        // Written again one by one from the buffers (each `append` retries on its own), to the
+        // planes they were for.
+        for j in done..k {
+            if j > 0 {
+                let src = self.gc_extra.get((j - 1) * raw..j * raw).ok_or(Error::Memory)?;
+                self.buf.copy_from_slice(src);
+            }
+            let new = self.append(
+                base + j as u32,
+                Stream::Gc,
+                PageKind::Data,
+                plan[j].lpn,
+                plan[j].aux,
+                crate::frontier::Source::Buffer { encode: plan[j].encode },
+            )?;
+            self.gc_copied(plan[j].lpn, new)?;
+        }
+        Ok(())
+    }
+}
