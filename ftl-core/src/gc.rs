@@ -209,9 +209,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.victim_taken(b);
         let plane = self.geo.plane_index(b);
         // One page, or one GC stripe (`gc_stripe.rs`), at a time.
-        let mut next = 0;
-        while next < self.geo.pages_per_block && self.blocks.get(b).valid() > 0 {
-            self.gc_step(b, plane, &mut next)?;
+        let mut cur = self.victim_cursor();
+        while self.blocks.get(b).valid() > 0 {
+            if self.gc_step(b, plane, &mut cur)? == 0 {
+                break;
+            }
         }
         Ok(())
     }
@@ -315,7 +317,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let decoded = match decoded {
             Some(r) => r,
             None => {
-                let b = crate::gc_stripe::slot_mut(self.buf, self.gc_extra, raw, slot).ok_or(Error::Memory)?;
+                let b =
+                    crate::gc_stripe::slot_mut(self.buf, self.gc_extra, raw, slot).ok_or(Error::Memory)?;
                 let (data, spare) = b.split_at_mut(d);
                 self.policies.codec().decode(data, &spare[META_LEN..spare_len])
             }

@@ -64,11 +64,27 @@ const NIL: u32 = u32::MAX;
 
 /// Page buffer `slot` of raw size `raw`: 0 is the page buffer, `j > 0` the `j`-th raw page of
 /// GC stripes' extra buffer (`None` past its end).
-pub(crate) fn slot_mut<'a>(buf: &'a mut [u8], extra: &'a mut [u8], raw: usize, slot: usize) -> Option<&'a mut [u8]> {
+pub(crate) fn slot_mut<'a>(
+    buf: &'a mut [u8],
+    extra: &'a mut [u8],
+    raw: usize,
+    slot: usize,
+) -> Option<&'a mut [u8]> {
     if slot == 0 {
         return Some(buf);
     }
     extra.get_mut((slot - 1) * raw..slot * raw)
+}
+
+/// How far GC has looked through a victim: the victim's pages are split by page offset into
+/// as many parts as a LUN has planes (at most `MAX_PLANES`; one part on a one-plane LUN), and
+/// `next[r]` is the next page of part `r` to look at. A GC stripe takes the next valid page of
+/// each part, so the pages that were neighbours in the victim (a host request's pages) stay
+/// neighbours in one plane's GC block (see the module doc); without stripes the parts are
+/// taken in order, which is the victim's page order.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct VictimCursor {
+    pub(crate) next: [u16; MAX_PLANES],
 }
 
 /// Where the GC frontiers of a victim's LUN stand.
@@ -110,9 +126,35 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         k
     }
 
-    /// The first valid page of victim `b` from page `from` on.
-    fn next_valid(&mut self, b: BlockId, from: u32) -> Result<Option<u32>, Error> {
-        for i in from..self.geo.pages_per_block {
+    /// The cursor of a victim of `pages_per_block` pages: each part at its first page.
+    pub(crate) fn victim_cursor(&self) -> VictimCursor {
+        let parts = self.victim_parts();
+        let mut next = [0u16; MAX_PLANES];
+        for (r, n) in next.iter_mut().enumerate().take(parts) {
+            *n = self.part_start(r, parts) as u16;
+        }
+        VictimCursor { next }
+    }
+
+    /// Parts a victim is split in: the planes of a LUN (at most `MAX_PLANES`), 1 if the block
+    /// has fewer pages.
+    fn victim_parts(&self) -> usize {
+        let k = (self.geo.planes_per_lun as usize).clamp(1, MAX_PLANES);
+        if (self.geo.pages_per_block as usize) < k || self.geo.pages_per_block > u16::MAX as u32 {
+            1
+        } else {
+            k
+        }
+    }
+
+    /// The first page of part `r` of `parts` (`parts`: the end).
+    fn part_start(&self, r: usize, parts: usize) -> u32 {
+        (r as u64 * self.geo.pages_per_block as u64 / parts as u64) as u32
+    }
+
+    /// The first valid page of victim `b` from page `from` up to `end`.
+    fn next_valid(&mut self, b: BlockId, from: u32, end: u32) -> Result<Option<u32>, Error> {
+        for i in from..end {
             if self.page_is_valid(self.geo.page(b, i))? {
                 return Ok(Some(i));
             }
@@ -120,53 +162,60 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         Ok(None)
     }
 
-    /// Moves the next valid page(s) of victim `b` (collected in `plane`) from page `*next` on:
-    /// one GC stripe or one page (see the module doc). Returns the pages copied (0 when none was
-    /// left) and leaves `*next` past the last page taken.
-    pub(crate) fn gc_step(&mut self, b: BlockId, plane: u32, next: &mut u32) -> Result<u32, Error> {
-        let Some(first) = self.next_valid(b, *next)? else {
-            *next = self.geo.pages_per_block;
-            return Ok(0);
-        };
-        *next = first + 1;
-        let page = self.geo.page(b, first);
+    /// Moves the next valid page(s) of victim `b` (collected in `plane`) at `cur`: one GC stripe
+    /// (the next valid page of each part) or one page (see the module doc). Returns the pages
+    /// copied, 0 when the victim holds no valid page past the cursor.
+    pub(crate) fn gc_step(&mut self, b: BlockId, plane: u32, cur: &mut VictimCursor) -> Result<u32, Error> {
+        let parts = self.victim_parts();
+        // Each part's next valid page (its cursor moved to it).
+        let mut found = [None; MAX_PLANES];
+        for (r, f) in found.iter_mut().enumerate().take(parts) {
+            let end = self.part_start(r + 1, parts);
+            *f = self.next_valid(b, cur.next[r] as u32, end)?;
+            cur.next[r] = f.unwrap_or(end) as u16;
+        }
+        let Some(first) = found[..parts].iter().position(Option::is_some) else { return Ok(0) };
         let k = self.gc_stripe_width(plane);
-        if k < 2 {
-            self.relocate(page, plane)?;
-            return Ok(1);
+        if k < 2 || k != parts {
+            return self.gc_step_single(b, cur, &found[..parts], first, plane);
         }
-        match self.gc_lineup(plane, k) {
-            Lineup::Aligned => {}
-            Lineup::Behind(q) => {
-                self.relocate(page, q)?;
-                return Ok(1);
-            }
-            Lineup::Unusable => {
-                self.relocate(page, plane)?;
-                return Ok(1);
-            }
-        }
-        let mut pages = [page; MAX_PLANES];
-        let mut n = 1;
-        let mut i = first + 1;
-        while n < k {
-            match self.next_valid(b, i)? {
-                Some(v) => {
-                    pages[n] = self.geo.page(b, v);
-                    n += 1;
-                    i = v + 1;
+        let base = plane - plane % k as u32;
+        let q = match self.gc_lineup(plane, k) {
+            Lineup::Aligned if found[..k].iter().all(Option::is_some) => {
+                let mut pages = [PageId(0); MAX_PLANES];
+                for r in 0..k {
+                    let i = found[r].unwrap_or(0);
+                    pages[r] = self.geo.page(b, i);
+                    cur.next[r] = i as u16 + 1;
                 }
-                None => break,
+                self.gc_stripe(&pages[..k], plane)?;
+                return Ok(k as u32);
             }
-        }
-        if n < k {
-            // The victim's last pages: one to its own plane (the lined-up frontiers' tie).
-            self.relocate(page, plane)?;
-            return Ok(1);
-        }
-        *next = i;
-        self.gc_stripe(&pages[..k], plane)?;
-        Ok(k as u32)
+            // The victim's last pages, some parts done: from the first part left, to its plane.
+            Lineup::Aligned => base + first as u32,
+            Lineup::Behind(q) => q,
+            Lineup::Unusable => plane,
+        };
+        // A single copy to plane `q`: of the part that plane takes if it has a page left.
+        let r = (q - base) as usize;
+        let part = if found.get(r).is_some_and(Option::is_some) { r } else { first };
+        self.gc_step_single(b, cur, &found[..parts], part, q)
+    }
+
+    /// One single copy in [`Self::gc_step`]: the next valid page of part `r` (`found`), to the
+    /// GC stream of `q` (the victim's plane on the plain path).
+    fn gc_step_single(
+        &mut self,
+        b: BlockId,
+        cur: &mut VictimCursor,
+        found: &[Option<u32>],
+        r: usize,
+        q: u32,
+    ) -> Result<u32, Error> {
+        let Some(i) = found[r] else { return Ok(0) };
+        cur.next[r] = i as u16 + 1;
+        self.relocate(self.geo.page(b, i), q)?;
+        Ok(1)
     }
 
     /// The GC frontiers of the LUN of `plane` (`k` planes): lined up, or the plane furthest
@@ -174,7 +223,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     fn gc_lineup(&self, plane: u32, k: usize) -> Lineup {
         let ppb = self.geo.pages_per_block;
         let base = plane - plane % k as u32;
-        let threshold = self.free_threshold();
         let mut offset = [0u32; MAX_PLANES];
         for (j, o) in offset.iter_mut().enumerate().take(k) {
             let q = base + j as u32;
@@ -184,8 +232,9 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 return Lineup::Unusable;
             }
             if f.block == NIL {
-                // Copies of another plane's victim open no block where the reserve is short.
-                if q != plane && self.blocks.free_count(q) < threshold {
+                // Copies of another plane's victim open no block in a plane without a free one
+                // (`ensure_gc_frontier` would send them to another LUN's plane).
+                if q != plane && self.blocks.free_count(q) == 0 {
                     return Lineup::Unusable;
                 }
                 *o = 0;
@@ -195,11 +244,8 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         }
         let lag = |t: u32, o: u32| (t + ppb - o) % ppb;
         let offs = &offset[..k];
-        let target = offs
-            .iter()
-            .copied()
-            .min_by_key(|&t| offs.iter().map(|&o| lag(t, o)).sum::<u32>())
-            .unwrap_or(0);
+        let target =
+            offs.iter().copied().min_by_key(|&t| offs.iter().map(|&o| lag(t, o)).sum::<u32>()).unwrap_or(0);
         // The plane furthest behind (ties: the victim's own plane, then the first).
         let own = (plane - base) as usize;
         let mut best = own;
@@ -292,11 +338,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// then each extra buffer's copied into it), each to the plane [`Self::gc_single_plane`]
     /// names (no block opened there runs GC or a checkpoint: the buffers hold data), and remaps
     /// each.
-    fn gc_singles_from_buffers(
-        &mut self,
-        plans: &[Option<CopyPlan>],
-        plane: u32,
-    ) -> Result<(), Error> {
+    fn gc_singles_from_buffers(&mut self, plans: &[Option<CopyPlan>], plane: u32) -> Result<(), Error> {
         let raw = self.buf.len();
         for (j, plan) in plans.iter().enumerate() {
             let Some(plan) = *plan else { continue };
@@ -377,7 +419,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.stripe_program_failed(&dst[done..k], e)?;
         // Written again one by one from the buffers (each `append` retries on its own), to the
         // planes they were for.
-        for j in done..k {
+        for (j, p) in plan.iter().enumerate().take(k).skip(done) {
             if j > 0 {
                 let src = self.gc_extra.get((j - 1) * raw..j * raw).ok_or(Error::Memory)?;
                 self.buf.copy_from_slice(src);
@@ -386,11 +428,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
                 base + j as u32,
                 Stream::Gc,
                 PageKind::Data,
-                plan[j].lpn,
-                plan[j].aux,
-                crate::frontier::Source::Buffer { encode: plan[j].encode },
+                p.lpn,
+                p.aux,
+                crate::frontier::Source::Buffer { encode: p.encode },
             )?;
-            self.gc_copied(plan[j].lpn, new)?;
+            self.gc_copied(p.lpn, new)?;
         }
         Ok(())
     }
