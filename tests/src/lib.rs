@@ -1112,6 +1112,10 @@ fn session_step<N: CutControl, P: PolicySet>(
 pub struct Totals {
     /// GC blocks.
     pub gc_blocks: u64,
+    /// GC page copies.
+    pub gc_page_copies: u64,
+    /// NAND programs.
+    pub nand_programs: u64,
     /// Checkpoints.
     pub checkpoints: u64,
     /// Journal pages.
@@ -1192,6 +1196,8 @@ impl Totals {
         self.multi_plane_reads += c.multi_plane_reads;
         self.realign_pads += c.realign_pads;
         self.gc_stripes += c.gc_stripes;
+        self.gc_page_copies += c.gc_page_copies;
+        self.nand_programs += c.nand_programs;
     }
 
     /// Adds one instance's counters and, if it had second writes on, their counts.
