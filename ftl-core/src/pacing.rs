@@ -41,7 +41,12 @@
 //! erased only through the same end of collection, after pending trims are journaled and a live
 //! journal page forced a checkpoint). After an error it goes back to the lists. A cut leaves it a
 //! used block with some pages superseded by newer copies, as an interrupted collection always
-//! did; mount knows nothing of pacing. RAM: 12 bytes per plane in the `Ftl` struct.
+//! did; mount knows nothing of pacing. RAM: 16 bytes per plane in the `Ftl` struct (the
+//! victim, its valid count when chosen, and a cursor per part of it, `gc_stripe.rs`).
+//!
+//! With GC stripes (`gc_stripe.rs`) a paced step's unit is a stripe of `k` copies, counted as
+//! `k` against its budget; a stripe is not split, so a step may copy up to `k - 1` pages more
+//! than its budget (the next steps' budgets follow the victim's remaining pages).
 //!
 //! Pacing is off (on-demand GC only) while second writes are attached: their GC path collects
 //! whole victims (recycle or erase). With deduplication, each paced step first makes pending

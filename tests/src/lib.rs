@@ -1369,6 +1369,7 @@ impl<P> Env<P> {
     /// with it the others are dropped.
     pub fn use_map(&mut self, map: MapChoice) {
         self.mem = FtlMemory::with_map(&self.emu.geometry(), &self.cfg, sized_map(map, &self.cfg));
+        self.mem.lend_gc_stripes(lends_gc_stripes());
         if map != MapChoice::Flat {
             self.ext = ExtParts { flex: self.ext.flex.take(), ..ExtParts::none() };
         }
@@ -1384,6 +1385,13 @@ impl Env<stack::BuildPolicies> {
         env.ext = ExtParts::for_build(&geo, &env.cfg);
         env
     }
+}
+
+/// Whether the harness lends GC stripes' page buffers (`ftl_core::gc_stripe`: a raw page per
+/// plane of a LUN): yes, as a caller that wants them would; `FTL_TEST_GC_STRIPES=0` turns them
+/// off in every harness run (GC then copies page by page, as before they existed).
+pub fn lends_gc_stripes() -> bool {
+    std::env::var("FTL_TEST_GC_STRIPES").as_deref() != Ok("0")
 }
 
 /// The flat map, or the cached map with [`small_map_cache`].
@@ -1415,8 +1423,10 @@ impl<P: PolicySet + Clone> Env<P> {
         // `FTL_TEST_COPY_BACK=0` turns it off in every harness run, to rerun a seed on the course
         // it had before (see docs/design.md, "Copy-back").
         cfg.gc_copy_back = std::env::var("FTL_TEST_COPY_BACK").as_deref() != Ok("0");
+        let mut mem = test_memory(&geo, &cfg);
+        mem.lend_gc_stripes(lends_gc_stripes());
         Env {
-            mem: test_memory(&geo, &cfg),
+            mem,
             emu,
             cfg,
             model: Model::new(cfg.logical_pages),
