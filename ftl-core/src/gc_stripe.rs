@@ -185,6 +185,21 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     /// copied, 0 when the victim holds no valid page past the cursor.
     pub(crate) fn gc_step(&mut self, b: BlockId, plane: u32, cur: &mut VictimCursor) -> Result<u32, Error> {
         let parts = self.victim_parts();
+        let k = self.gc_stripe_width(plane);
+        if k < 2 || (parts != 1 && k != parts) {
+            // Page by page, in the victim's page order (the parts in turn), looking at no page
+            // ahead (without a bitmap each look reads a spare and may fault a map entry in).
+            for r in 0..parts {
+                let end = self.part_start(r + 1, parts);
+                let found = self.next_valid(b, cur.next[r] as u32, end)?;
+                cur.next[r] = found.map_or(end, |i| i + 1) as u16;
+                if let Some(i) = found {
+                    self.relocate(self.geo.page(b, i), plane)?;
+                    return Ok(1);
+                }
+            }
+            return Ok(0);
+        }
         // Each part's next valid page (its cursor moved to it).
         let mut found = [None; MAX_PLANES];
         for (r, f) in found.iter_mut().enumerate().take(parts) {
@@ -193,10 +208,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             cur.next[r] = f.unwrap_or(end) as u16;
         }
         let Some(first) = found[..parts].iter().position(Option::is_some) else { return Ok(0) };
-        let k = self.gc_stripe_width(plane);
-        if k < 2 || (parts != 1 && k != parts) {
-            return self.gc_step_single(b, cur, &found[..parts], first, plane);
-        }
         let base = plane - plane % k as u32;
         let q = match self.gc_lineup(plane, k) {
             Lineup::Aligned => {
