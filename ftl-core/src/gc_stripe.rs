@@ -30,7 +30,9 @@
 //! counts spread less, greedy GC found fuller victims, and the simulator's WAF rose from 3.51
 //! to 3.76 with 8-page requests; with parts it is 3.51 to 3.54, and 3.390 to 3.389 over 20,000
 //! requests.) A slot whose part is done takes the next valid page of another part (a victim's
-//! last pages). Without stripes the parts are taken in order: the victim's page order.
+//! last pages). Without stripes the parts are taken in order, the victim's page order, and no
+//! page ahead is looked at (without a bitmap a look reads a spare and may fault a map entry in:
+//! page-by-page GC does exactly what it did before, on either map).
 //!
 //! How: GC first looks at the GC frontiers of the LUN's planes. Drifted (different page
 //! offsets: a map page, a single copy, a spill, a retry), the next valid page goes as a single
