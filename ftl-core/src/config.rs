@@ -182,7 +182,9 @@ pub const fn checkpoint_blocks(geometry: &Geometry, logical_pages: u32) -> u32 {
 /// RAM in bytes = `4 * logical_pages` (flat map) + `4 * ceil(total_pages / 32)` (valid bitmap) +
 /// `size_of::<BlockInfo>() * total_blocks` (12 bytes each: erase count, valid count, state,
 /// flags, `u16` list links) + `4 * (total_planes * (pages_per_block + 2) + 1)` (list heads) + `data_bytes +
-/// spare_bytes` (one page buffer) + the `Ftl` struct itself (a few hundred bytes).
+/// spare_bytes` (one page buffer) + the `Ftl` struct itself (a few hundred bytes). Optionally
+/// [`RamLayout::gc_stripe_buf`] more bytes of page buffer for GC stripes (`gc_stripe.rs`; not in
+/// [`RamLayout::total_bytes`]).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct RamLayout {
@@ -196,6 +198,22 @@ pub struct RamLayout {
     pub list_heads: usize,
     /// Bytes of the page buffer.
     pub page_buf: usize,
+    /// Optional: bytes the caller may add to the page buffer ([`crate::Memory::page_buf`] then
+    /// `page_buf + gc_stripe_buf` bytes) so that GC copies go out as multi-plane programs
+    /// (`gc_stripe.rs`): one raw page per plane of a LUN after the first (`planes_per_lun - 1`,
+    /// at most `MAX_PLANES - 1`), 0 on a one-plane LUN. 2,112 bytes per extra plane on the 2 KiB
+    /// board part (2,112 on its 2-plane LUNs).
+    pub gc_stripe_buf: usize,
+}
+
+/// [`RamLayout::gc_stripe_buf`] for `geometry`.
+const fn gc_stripe_buf_bytes(geometry: &Geometry) -> usize {
+    let planes = if geometry.planes_per_lun as usize > nand_hal::MAX_PLANES {
+        nand_hal::MAX_PLANES
+    } else {
+        geometry.planes_per_lun as usize
+    };
+    planes.saturating_sub(1) * geometry.raw_page_bytes() as usize
 }
 
 impl RamLayout {
@@ -207,6 +225,7 @@ impl RamLayout {
             blocks: geometry.total_blocks() as usize,
             list_heads: crate::blocks::list_heads(geometry),
             page_buf: geometry.raw_page_bytes() as usize,
+            gc_stripe_buf: gc_stripe_buf_bytes(geometry),
         }
     }
 

@@ -96,4 +96,7 @@ pub struct Counters {
     /// Pages voided to line a LUN's planes up again for host stripes (their programs are in
     /// `nand_programs`; see `multiplane.rs`, **Realignment**).
     pub realign_pads: u64,
+    /// Of `multi_plane_programs`, those that programmed GC copies (one page per plane of a LUN;
+    /// the pages are in `gc_page_copies`; see `gc_stripe.rs`).
+    pub gc_stripes: u64,
 }

@@ -38,7 +38,9 @@ pub struct Memory<'m> {
     pub blocks: &'m mut [BlockInfo],
     /// List heads, [`RamLayout::list_heads`] words.
     pub list_heads: &'m mut [u32],
-    /// One raw page (data + spare), [`RamLayout::page_buf`] bytes.
+    /// One raw page (data + spare), [`RamLayout::page_buf`] bytes; or, to let GC program its
+    /// copies as multi-plane stripes (`gc_stripe.rs`), [`RamLayout::page_buf`] +
+    /// [`RamLayout::gc_stripe_buf`] bytes (one raw page per plane of a LUN).
     pub page_buf: &'m mut [u8],
 }
 
@@ -52,6 +54,11 @@ pub struct Ftl<'m, N: NandFlash, P: PolicySet = DefaultPolicies, M: MappingTable
     pub(crate) blocks: BlockTable<'m>,
     pub(crate) valid: &'m mut [u32],
     pub(crate) buf: &'m mut [u8],
+    /// The page buffers of GC stripes' pages after the first (`planes_per_lun - 1` raw pages,
+    /// the rest of [`Memory::page_buf`]), empty when the caller lent one page (`gc_stripe.rs`).
+    pub(crate) gc_extra: &'m mut [u8],
+    /// GC stripes on (`Ftl::set_gc_stripes`; they also need `gc_extra`).
+    pub(crate) gc_stripes: bool,
     pub(crate) frontiers: [Frontier; MAX_TOTAL_PLANES * STREAMS],
     pub(crate) trims: PendingTrims,
     /// The next sequence number to give a page.
@@ -111,13 +118,16 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         if (mem.valid.len() != lay.valid_words && !(mem.valid.is_empty() && map.on_flash()))
             || mem.blocks.len() != lay.blocks
             || mem.list_heads.len() != lay.list_heads
-            || mem.page_buf.len() != lay.page_buf
+            || (mem.page_buf.len() != lay.page_buf
+                && (lay.gc_stripe_buf == 0 || mem.page_buf.len() != lay.page_buf + lay.gc_stripe_buf))
             || map.len() != cfg.logical_pages
             || !map.fits(&geo)
             || !geo.data_bytes.is_multiple_of(4)
         {
             return Err(Error::Memory);
         }
+        // The first raw page is the page buffer every path uses; the rest, if lent, GC stripes'.
+        let (buf, gc_extra) = mem.page_buf.split_at_mut(lay.page_buf);
         Ok(Ftl {
             nand,
             policies,
@@ -126,7 +136,9 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
             cfg,
             blocks: BlockTable::new(geo, mem.blocks, mem.list_heads),
             valid: mem.valid,
-            buf: mem.page_buf,
+            buf,
+            gc_extra,
+            gc_stripes: true,
             frontiers: [Frontier::NONE; MAX_TOTAL_PLANES * STREAMS],
             trims: PendingTrims::new(geo.data_bytes),
             seq: 1,
@@ -272,6 +284,7 @@ impl<'m, N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'m, N, P, M> {
         lay.total_bytes() - lay.map_words * 4 - lay.valid_words * 4
             + self.valid.len() * 4
             + self.map.ram_bytes()
+            + self.gc_extra.len()
             + core::mem::size_of::<Self>()
     }
 

@@ -53,6 +53,17 @@ pub(crate) enum MoveNote {
     CorrectingKept,
 }
 
+/// What a plain GC move copies ([`Ftl::relocate_plan`]): the copy's logical page and auxiliary
+/// word, whether its codec bytes are computed anew (the codec corrected the data), and whether
+/// the data decoded (FlexECC's move hook asks).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CopyPlan {
+    pub(crate) lpn: u32,
+    pub(crate) aux: u32,
+    pub(crate) encode: bool,
+    pub(crate) decoded_ok: bool,
+}
+
 /// What happens to a collected block.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Finish {
@@ -197,13 +208,11 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
     fn move_valid_pages(&mut self, b: BlockId) -> Result<(), Error> {
         self.victim_taken(b);
         let plane = self.geo.plane_index(b);
-        for i in 0..self.geo.pages_per_block {
-            if self.blocks.get(b).valid() == 0 {
+        // One page, or one GC stripe (`gc_stripe.rs`), at a time.
+        let mut cur = self.victim_cursor();
+        while self.blocks.get(b).valid() > 0 {
+            if self.gc_step(b, plane, &mut cur)? == 0 {
                 break;
-            }
-            let page = self.geo.page(b, i);
-            if self.page_is_valid(page)? {
-                self.relocate(page, plane)?;
             }
         }
         Ok(())
@@ -250,12 +259,39 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         plane: u32,
         decoded: Option<Result<u32, CodecError>>,
     ) -> Result<Option<(u32, PageId)>, Error> {
+        let Some(plan) = self.relocate_plan(page, 0, decoded)? else { return Ok(None) };
+        // FlexECC: keep the page's format, or drop a flush-read page to the detecting format.
+        let (encode, saved) = self.flex_before_move(plan.lpn, plan.decoded_ok, plan.encode);
+        let new =
+            self.append(plane, Stream::Gc, PageKind::Data, plan.lpn, plan.aux, Source::Buffer { encode });
+        self.flex_after_move(saved);
+        Ok(Some((plan.lpn, new?)))
+    }
+
+    /// The decision part of a plain move (shared by [`Self::relocate_read`] and GC stripes,
+    /// `gc_stripe.rs`): `page` was read into page buffer `slot` (0: the page buffer; `j > 0`: GC
+    /// stripes' `j`-th extra page, [`crate::gc_stripe::slot_mut`]). Decides which logical page
+    /// the copy is of (its metadata, checked against the map; a map search when the metadata
+    /// cannot be trusted), corrects the data in the buffer where the codec can, and says whether
+    /// the codec bytes are to be computed anew. `None`: nothing to copy (a map page, written
+    /// again by the map here; a page mapped nowhere, dropped).
+    pub(crate) fn relocate_plan(
+        &mut self,
+        page: PageId,
+        slot: usize,
+        decoded: Option<Result<u32, CodecError>>,
+    ) -> Result<Option<CopyPlan>, Error> {
         let d = self.geo.data_bytes as usize;
+        let raw = self.buf.len();
         let spare_len = META_LEN + self.codec_len;
         // The auxiliary word (e.g. the first-write scrambler's flags) travels with the data.
         // The entry is faulted in before the copy is programmed (see `map_io.rs`); the map's
-        // I/O leaves the page buffer alone.
-        let (lpn, aux) = match PageMeta::decode(&self.buf[d..d + spare_len]) {
+        // I/O leaves the page buffers alone.
+        let meta = {
+            let b = crate::gc_stripe::slot_mut(self.buf, self.gc_extra, raw, slot).ok_or(Error::Memory)?;
+            PageMeta::decode(&b[d..d + spare_len])
+        };
+        let (lpn, aux) = match meta {
             SpareState::Valid(m) if m.kind == PageKind::Map => {
                 self.relocate_map_page(page, m.tag)?;
                 return Ok(None);
@@ -278,16 +314,17 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         };
         // Correct what the codec can before copying; data it cannot correct is copied raw, so
         // reads keep reporting it as uncorrectable instead of returning wrong data.
-        let decoded = decoded.unwrap_or_else(|| {
-            let (data, spare) = self.buf.split_at_mut(d);
-            self.policies.codec().decode(data, &spare[META_LEN..spare_len])
-        });
+        let decoded = match decoded {
+            Some(r) => r,
+            None => {
+                let b =
+                    crate::gc_stripe::slot_mut(self.buf, self.gc_extra, raw, slot).ok_or(Error::Memory)?;
+                let (data, spare) = b.split_at_mut(d);
+                self.policies.codec().decode(data, &spare[META_LEN..spare_len])
+            }
+        };
         let encode = matches!(decoded, Ok(n) if n > 0);
-        // FlexECC: keep the page's format, or drop a flush-read page to the detecting format.
-        let (encode, saved) = self.flex_before_move(lpn, decoded.is_ok(), encode);
-        let new = self.append(plane, Stream::Gc, PageKind::Data, lpn, aux, Source::Buffer { encode });
-        self.flex_after_move(saved);
-        Ok(Some((lpn, new?)))
+        Ok(Some(CopyPlan { lpn, aux, encode, decoded_ok: decoded.is_ok() }))
     }
 
     /// The logical page mapped to `page`, by searching the map (used only when the spare cannot be

@@ -41,6 +41,7 @@ pub mod frontier;
 mod ftl;
 pub mod gc;
 mod gc_copy_back;
+mod gc_stripe;
 #[cfg(feature = "flex-ecc")]
 pub mod intent;
 pub mod journal;

@@ -829,12 +829,25 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let Some(e) = err else {
             return Ok(());
         };
-        // The failing page, and those after it (state unknown): voided where possible,
-        // recorded torn where not (settled before the next program), and their blocks closed
-        // (a block whose first page is void would read as garbage to a mount, so nothing more
-        // may go after such a page; a failed program's block is retired as after a single one).
+        self.stripe_program_failed(&pages[done..k], e)?;
+        // Written again one by one (each `append` retries on its own).
+        for j in done..k {
+            let page = self.append_host(planes[j], stream, lpns[j], data(j))?;
+            self.after_first_write(lpns[j], page, data(j))?;
+        }
+        Ok(())
+    }
+
+    /// A multi-plane program (host or GC stripe, `gc_stripe.rs`) failed with `e` at the first of
+    /// `pages` (those after it: state unknown). Ok if they may be written again one by one.
+    pub(crate) fn stripe_program_failed(&mut self, pages: &[PageId], e: N::Error) -> Result<(), Error> {
+        // The failing page, and those after it: voided where possible, recorded torn where not
+        // (settled before the next program), and their blocks closed (a block whose first page
+        // is void would read as garbage to a mount, so nothing more may go after such a page; a
+        // failed program's block is retired as after a single one).
+        let Some(&failed) = pages.first() else { return Err(e.into()) };
         let mut unvoided = TornPages::NONE;
-        for &page in &pages[done..k] {
+        for &page in pages {
             if !self.void_page(page) {
                 unvoided.push(page);
             }
@@ -844,17 +857,12 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         match nand_hal::Error::kind(&e) {
             ErrorKind::ProgramFailed => {
                 self.counters.program_failures += 1;
-                self.start_retiring(self.geo.block_of(pages[done]));
+                self.start_retiring(self.geo.block_of(failed));
+                Ok(())
             }
-            ErrorKind::NopExceeded => {}
-            _ => return Err(e.into()),
+            ErrorKind::NopExceeded => Ok(()),
+            _ => Err(e.into()),
         }
-        // Written again one by one (each `append` retries on its own).
-        for j in done..k {
-            let page = self.append_host(planes[j], stream, lpns[j], data(j))?;
-            self.after_first_write(lpns[j], page, data(j))?;
-        }
-        Ok(())
     }
 
     // ---- read ----

@@ -41,7 +41,12 @@
 //! erased only through the same end of collection, after pending trims are journaled and a live
 //! journal page forced a checkpoint). After an error it goes back to the lists. A cut leaves it a
 //! used block with some pages superseded by newer copies, as an interrupted collection always
-//! did; mount knows nothing of pacing. RAM: 12 bytes per plane in the `Ftl` struct.
+//! did; mount knows nothing of pacing. RAM: 16 bytes per plane in the `Ftl` struct (the
+//! victim, its valid count when chosen, and a cursor per part of it, `gc_stripe.rs`).
+//!
+//! With GC stripes (`gc_stripe.rs`) a paced step's unit is a stripe of `k` copies, counted as
+//! `k` against its budget; a stripe is not split, so a step may copy up to `k - 1` pages more
+//! than its budget (the next steps' budgets follow the victim's remaining pages).
 //!
 //! Pacing is off (on-demand GC only) while second writes are attached: their GC path collects
 //! whole victims (recycle or erase). With deduplication, each paced step first makes pending
@@ -51,10 +56,11 @@
 //! Pacing is on by default; [`Ftl::set_gc_pacing`] turns it off (the simulator's
 //! `--gc-pacing off`).
 
-use nand_hal::{BlockId, NandFlash};
+use nand_hal::{BlockId, NandFlash, MAX_PLANES};
 
 use crate::blocks::BlockState;
 use crate::gc::Finish;
+use crate::gc_stripe::VictimCursor;
 use crate::map::MappingTable;
 use crate::policy::{PolicySet, Stream, VictimAction, VictimPolicy};
 use crate::{Error, Ftl};
@@ -98,15 +104,16 @@ pub const fn step_cap(base: u32, pages_per_block: u32) -> u32 {
 pub(crate) struct PacedVictim {
     /// The block, or `u32::MAX` for none.
     block: u32,
-    /// The next page to look at.
-    next_page: u32,
+    /// How far the collection has looked (`gc_stripe.rs`).
+    cursor: VictimCursor,
     /// Its valid count when chosen.
     valid: u32,
 }
 
 impl PacedVictim {
     /// No victim.
-    pub(crate) const NONE: PacedVictim = PacedVictim { block: NIL, next_page: 0, valid: 0 };
+    pub(crate) const NONE: PacedVictim =
+        PacedVictim { block: NIL, cursor: VictimCursor { next: [0; MAX_PLANES] }, valid: 0 };
 }
 
 impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
@@ -276,7 +283,7 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         self.blocks.set_state(victim, BlockState::Victim);
         self.victim_taken(victim);
         let valid = self.blocks.get(victim).valid() as u32;
-        self.paced[plane as usize] = PacedVictim { block: victim.0, next_page: 0, valid };
+        self.paced[plane as usize] = PacedVictim { block: victim.0, cursor: self.victim_cursor(), valid };
         true
     }
 
@@ -287,7 +294,6 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
         let Some(b) = self.paced_victim(plane) else {
             return Ok(false);
         };
-        let ppb = self.geo.pages_per_block;
         // Share records first (deduplication; see the module documentation).
         if let Err(e) = self.dedup_flush_pending(false) {
             self.paced[plane as usize] = PacedVictim::NONE;
@@ -295,35 +301,31 @@ impl<N: NandFlash, P: PolicySet, M: MappingTable> Ftl<'_, N, P, M> {
             return Err(e);
         }
         let mut copies = 0u32;
-        let mut next = self.paced[plane as usize].next_page;
+        let mut cur = self.paced[plane as usize].cursor;
+        let mut scanned = false;
         // A checkpoint that falls due on the way (a GC block opened) ends a paced step: the next
         // host write writes it alone.
-        while next < ppb
-            && copies < limit
+        while copies < limit
             && self.blocks.get(b).valid() > 0
             && (limit == u32::MAX || !self.checkpoint_due())
         {
-            let page = self.geo.page(b, next);
-            let valid = match self.page_is_valid(page) {
-                Ok(v) => v,
+            // One page, or one GC stripe (`gc_stripe.rs`: it counts its `k` copies); 0: every
+            // page looked at.
+            match self.gc_step(b, plane, &mut cur) {
+                Ok(0) => {
+                    scanned = true;
+                    break;
+                }
+                Ok(n) => copies += n,
                 Err(e) => {
                     self.paced[plane as usize] = PacedVictim::NONE;
                     self.blocks.set_state(b, BlockState::Used);
                     return Err(e);
                 }
-            };
-            if valid {
-                if let Err(e) = self.relocate(page, plane) {
-                    self.paced[plane as usize] = PacedVictim::NONE;
-                    self.blocks.set_state(b, BlockState::Used);
-                    return Err(e);
-                }
-                copies += 1;
             }
-            next += 1;
-            self.paced[plane as usize].next_page = next;
+            self.paced[plane as usize].cursor = cur;
         }
-        if self.blocks.get(b).valid() > 0 && next < ppb {
+        if self.blocks.get(b).valid() > 0 && !scanned {
             return Ok(false);
         }
         self.paced[plane as usize] = PacedVictim::NONE;

@@ -73,6 +73,27 @@ impl FtlMemory {
         }
     }
 
+    /// Lends (or stops lending) the extra page buffers of GC stripes
+    /// (`ftl_core::RamLayout::gc_stripe_buf`): the page buffer is then `planes_per_lun` raw
+    /// pages (one on a one-plane LUN).
+    pub fn lend_gc_stripes(&mut self, on: bool) {
+        let lay = RamLayout::new(&self.geometry, &self.config());
+        let len = if on { lay.page_buf + lay.gc_stripe_buf } else { lay.page_buf };
+        self.page.resize(len, 0);
+    }
+
+    /// Lends the extra page buffers of GC stripes ([`Self::lend_gc_stripes`]).
+    pub fn with_gc_stripes(mut self, on: bool) -> Self {
+        self.lend_gc_stripes(on);
+        self
+    }
+
+    /// A configuration with this memory's logical pages (for its layout's page buffer sizes,
+    /// which do not depend on anything else of it).
+    fn config(&self) -> Config {
+        Config { logical_pages: self.logical_pages, ..Config::for_utilization(&self.geometry, 500) }
+    }
+
     /// The map this memory holds.
     pub fn map_choice(&self) -> MapChoice {
         self.choice

@@ -27,6 +27,7 @@ fn config(dedup: &str) -> SimConfig {
         until_worn_permille: None,
         gc_pacing: true,
         multi_plane: false,
+        gc_stripes: true,
         stripe_order: Default::default(),
         batch: false,
         check_data: false,

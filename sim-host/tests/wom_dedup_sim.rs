@@ -31,6 +31,7 @@ fn config(features: Vec<Feature>) -> SimConfig {
         until_worn_permille: None,
         gc_pacing: true,
         multi_plane: false,
+        gc_stripes: true,
         map: sim_host::memory::MapChoice::Flat,
         classifier_opts: Default::default(),
         write_buffer_bytes: None,

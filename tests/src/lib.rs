@@ -1112,6 +1112,10 @@ fn session_step<N: CutControl, P: PolicySet>(
 pub struct Totals {
     /// GC blocks.
     pub gc_blocks: u64,
+    /// GC page copies.
+    pub gc_page_copies: u64,
+    /// NAND programs.
+    pub nand_programs: u64,
     /// Checkpoints.
     pub checkpoints: u64,
     /// Journal pages.
@@ -1164,6 +1168,8 @@ pub struct Totals {
     pub multi_plane_reads: u64,
     /// Pages voided to realign the planes (`ftl_core::multiplane`).
     pub realign_pads: u64,
+    /// GC stripes (`ftl_core::gc_stripe`).
+    pub gc_stripes: u64,
     /// Index probes of deduplication's write path (feature `dedup`).
     pub dedup_probes: u64,
     /// Shared pages GC moved (feature `dedup`).
@@ -1189,6 +1195,9 @@ impl Totals {
         self.multi_plane_erases += c.multi_plane_erases;
         self.multi_plane_reads += c.multi_plane_reads;
         self.realign_pads += c.realign_pads;
+        self.gc_stripes += c.gc_stripes;
+        self.gc_page_copies += c.gc_page_copies;
+        self.nand_programs += c.nand_programs;
     }
 
     /// Adds one instance's counters and, if it had second writes on, their counts.
@@ -1360,6 +1369,7 @@ impl<P> Env<P> {
     /// with it the others are dropped.
     pub fn use_map(&mut self, map: MapChoice) {
         self.mem = FtlMemory::with_map(&self.emu.geometry(), &self.cfg, sized_map(map, &self.cfg));
+        self.mem.lend_gc_stripes(lends_gc_stripes());
         if map != MapChoice::Flat {
             self.ext = ExtParts { flex: self.ext.flex.take(), ..ExtParts::none() };
         }
@@ -1375,6 +1385,13 @@ impl Env<stack::BuildPolicies> {
         env.ext = ExtParts::for_build(&geo, &env.cfg);
         env
     }
+}
+
+/// Whether the harness lends GC stripes' page buffers (`ftl_core::gc_stripe`: a raw page per
+/// plane of a LUN): yes, as a caller that wants them would; `FTL_TEST_GC_STRIPES=0` turns them
+/// off in every harness run (GC then copies page by page, as before they existed).
+pub fn lends_gc_stripes() -> bool {
+    std::env::var("FTL_TEST_GC_STRIPES").as_deref() != Ok("0")
 }
 
 /// The flat map, or the cached map with [`small_map_cache`].
@@ -1406,8 +1423,10 @@ impl<P: PolicySet + Clone> Env<P> {
         // `FTL_TEST_COPY_BACK=0` turns it off in every harness run, to rerun a seed on the course
         // it had before (see docs/design.md, "Copy-back").
         cfg.gc_copy_back = std::env::var("FTL_TEST_COPY_BACK").as_deref() != Ok("0");
+        let mut mem = test_memory(&geo, &cfg);
+        mem.lend_gc_stripes(lends_gc_stripes());
         Env {
-            mem: test_memory(&geo, &cfg),
+            mem,
             emu,
             cfg,
             model: Model::new(cfg.logical_pages),

@@ -413,6 +413,11 @@ struct RunOpts {
     /// (erases, programs and reads of sibling planes together, the library's default).
     #[arg(long, default_value = "off")]
     multi_plane: String,
+    /// GC copies as multi-plane programs, one page per plane of a LUN (ftl_core::gc_stripe):
+    /// on (the default; the FTL is lent one page buffer per plane, only with --multi-plane on)
+    /// or off (GC copies one page at a time).
+    #[arg(long, default_value = "on")]
+    gc_stripes: String,
     /// The order consecutive host pages visit the planes in (ftl_core::StripeOrder):
     /// plane-first (the planes of LUN 0, then LUN 1, ...; the default) or channel-first (one
     /// page on each LUN, so each channel, before the next plane of any: MQSim's CWDP order).
@@ -918,6 +923,11 @@ fn base_config(
             "off" => false,
             other => return Err(format!("--multi-plane {other}: expected on or off")),
         },
+        gc_stripes: match opts.gc_stripes.as_str() {
+            "on" => true,
+            "off" => false,
+            other => return Err(format!("--gc-stripes {other}: expected on or off")),
+        },
         stripe_order: match opts.stripe.as_str() {
             "plane-first" => ftl_core::StripeOrder::PlaneFirst,
             "channel-first" => ftl_core::StripeOrder::ChannelFirst,
@@ -1357,6 +1367,7 @@ fn demo(quick: bool, out: &Path) -> Result<(), String> {
         closed_loop: true,
         gc_pacing: "on".into(),
         multi_plane: "off".into(),
+        gc_stripes: "on".into(),
         stripe: "plane-first".into(),
         batch: "off".into(),
         map: "flat".into(),
@@ -1421,6 +1432,7 @@ fn map_table(quick: bool) -> Result<(), String> {
             closed_loop: true,
             gc_pacing: "on".into(),
             multi_plane: "off".into(),
+            gc_stripes: "on".into(),
             stripe: "plane-first".into(),
             batch: "off".into(),
             map: map.into(),

@@ -296,6 +296,7 @@ mod tests {
             classifier_opts: Default::default(),
             gc_pacing: true,
             multi_plane: false,
+            gc_stripes: true,
             stripe_order: Default::default(),
             batch: false,
             check_data: false,

@@ -432,6 +432,9 @@ pub struct SimConfig {
     pub gc_pacing: bool,
     /// Multi-plane erases, programs and reads (`ftl_core::multiplane`; on by default).
     pub multi_plane: bool,
+    /// GC copies as multi-plane programs (`ftl_core::gc_stripe`; with `multi_plane`, the extra
+    /// page buffers are lent).
+    pub gc_stripes: bool,
     /// The order host pages visit the planes in (`ftl_core::Config::stripe_order`).
     pub stripe_order: ftl_core::StripeOrder,
     /// Batching of queued writes (see `pipeline`, `DirectFront::serve_batch`): writes that are
@@ -694,6 +697,7 @@ fn open_ftl<'m, N: NandFlash, P: PolicySet, M: MappingTable>(
     })?;
     ftl.set_gc_pacing(cfg.gc_pacing).map_err(|e| format!("gc pacing: {e}"))?;
     ftl.set_multi_plane(cfg.multi_plane);
+    ftl.set_gc_stripes(cfg.gc_stripes);
     Ok(ftl)
 }
 

@@ -105,7 +105,8 @@ where
     let fcfg = ftl_config(cfg);
     // The host's pages (the FTL may have more: dedup's out-of-line scratch range, see ftl_config).
     let n = cfg.logical_pages();
-    let mut mem = FtlMemory::with_map(&geo, &fcfg, cfg.map);
+    let mut mem =
+        FtlMemory::with_map(&geo, &fcfg, cfg.map).with_gc_stripes(cfg.multi_plane && cfg.gc_stripes);
     let (map, m) = mem.parts();
     let mut reuse_buffers = wom::ReuseBuffers::new(&geo);
     let mut wom_codec = wom::SimulatedWom::new(&geo, 0, cfg.wom.success_permille, cfg.wom.attempts, cfg.seed)

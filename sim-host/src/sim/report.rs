@@ -122,6 +122,8 @@ pub struct Report {
     /// Pages the FTL voided to line the planes up again for stripes (`ftl_core::multiplane`,
     /// **Realignment**).
     pub realign_pads: u64,
+    /// Of `multi_plane_programs`, those that programmed GC copies (`ftl_core::gc_stripe`).
+    pub gc_stripes: u64,
     /// Mapping table: `flat` (the only one built so far).
     pub map: String,
     /// NAND reads of map pages (0 with the flat map, which lives in RAM).
@@ -256,6 +258,7 @@ impl Report {
             multi_plane_reads: c.multi_plane_reads,
             multi_plane_erases: c.multi_plane_erases,
             realign_pads: c.realign_pads,
+            gc_stripes: c.gc_stripes,
             map: match s.cfg.map {
                 crate::memory::MapChoice::Flat => "flat".into(),
                 crate::memory::MapChoice::Cached { .. } => "cached".into(),
