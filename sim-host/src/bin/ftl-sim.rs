@@ -414,9 +414,10 @@ struct RunOpts {
     #[arg(long, default_value = "off")]
     multi_plane: String,
     /// GC copies as multi-plane programs, one page per plane of a LUN (ftl_core::gc_stripe):
-    /// on (the default; the FTL is lent one page buffer per plane, only with --multi-plane on)
-    /// or off (GC copies one page at a time).
-    #[arg(long, default_value = "on")]
+    /// on (the FTL is lent one page buffer per plane; only with --multi-plane on) or off (the
+    /// default for now, so that the multi-plane evaluations keep their figures: GC copies one
+    /// page at a time).
+    #[arg(long, default_value = "off")]
     gc_stripes: String,
     /// The order consecutive host pages visit the planes in (ftl_core::StripeOrder):
     /// plane-first (the planes of LUN 0, then LUN 1, ...; the default) or channel-first (one
