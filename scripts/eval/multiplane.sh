@@ -20,6 +20,10 @@
 # LUN shapes, multi-plane off and on, with --map cached (16 KiB of cache) and, for reference, the
 # flat map. Writes docs/eval/multiplane/cached.md. `bash scripts/eval/multiplane.sh cached` runs
 # only this part.
+#
+# Then GC stripes (ftl_core::gc_stripe: GC's copies as multi-plane programs, the FTL lent one
+# page buffer per plane): write workloads on 1 LUN and 4 LUNs / 2 channels, multi-plane on,
+# --gc-stripes off and on. Writes docs/eval/multiplane/gc.md; `multiplane.sh gc` runs only it.
 set -euo pipefail
 part=${1:-all}
 cd "$(dirname "$0")/../.."
@@ -41,7 +45,7 @@ print(round(d['requests'] / d['simulated_seconds']), round(d['write_latency_us']
       d['multi_plane_erases'], round(d['waf'], 3), d['batched_requests'])
 EOF
 }
-if [ "$part" != cached ]; then
+if [ "$part" = all ]; then
 {
   echo "| workload | LUNs / channels | QD | IOPS off | IOPS on | x | write resp. off / on (us) | read resp. off / on (us) | multi-plane programs / reads / erases (on) | WAF off / on |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
@@ -95,6 +99,7 @@ cat "$out/table.md"
 cat "$out/stripe.md"
 fi
 
+if [ "$part" = all ] || [ "$part" = cached ]; then
 # The cached map. Per row and map: IOPS off / on, mean write and read response off / on, the
 # multi-plane programs / reads / erases (on), map page reads and writes off / on, WAF off / on.
 runm() { # multi-plane luns channels queue-depth pages read-ratio writes map
@@ -127,3 +132,37 @@ EOF
   done
 } > "$out/cached.md"
 cat "$out/cached.md"
+fi
+
+# GC stripes. Per row: IOPS off / on, mean write response off / on, the GC stripes and all
+# multi-plane programs (on), GC page copies off / on, WAF off / on.
+if [ "$part" = all ] || [ "$part" = gc ]; then
+{
+  echo "| workload | LUNs / channels | QD | IOPS off | IOPS on | x | write resp. off / on (us) | GC stripes / multi-plane programs (on) | GC copies off / on | WAF off / on |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+  for w in "32 KiB random writes|8|0|5000" "4 KiB random writes|1|0|40000" "32 KiB, half reads|8|0.5|20000"; do
+    IFS='|' read -r name pages rr writes <<< "$w"
+    for lc in "1 1" "4 2"; do
+      set -- $lc
+      for qd in 1 16; do
+        for g in off on; do
+          "$sim" run --device flexecc --blocks 1024 --luns "$1" --channels "$2" --scheduling luns \
+            --workload uniform --request-pages "$pages" --read-ratio "$rr" --writes "$writes" \
+            --queue-depth "$qd" --precondition seq --multi-plane on --gc-stripes "$g" --quiet \
+            --json "$tmp/$g.json"
+        done
+        python3 - "$tmp/off.json" "$tmp/on.json" "$name" "$1 / $2" "$qd" <<'EOF'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+iops = lambda d: d['requests'] / d['simulated_seconds']
+print(f"| {sys.argv[3]} | {sys.argv[4]} | {sys.argv[5]} | {round(iops(a))} | {round(iops(b))} | "
+      f"{iops(b) / iops(a):.2f} | {a['write_latency_us']['mean']:.1f} / {b['write_latency_us']['mean']:.1f} | "
+      f"{b['gc_stripes']} / {b['multi_plane_programs']} | {a['gc_page_copies']} / {b['gc_page_copies']} | "
+      f"{a['waf']:.3f} / {b['waf']:.3f} |")
+EOF
+      done
+    done
+  done
+} > "$out/gc.md"
+cat "$out/gc.md"
+fi
